@@ -1,0 +1,18 @@
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+install(TARGETS cutriage_triage EXPORT cutriageTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY triage/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET cutriage_cli)
+  install(TARGETS cutriage_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(EXPORT cutriageTargets NAMESPACE cutriage:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cutriage)
+configure_package_config_file(cmake/cutriageConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/cutriageConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cutriage)
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/cutriageConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/cutriageConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/cutriageConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/cutriage)

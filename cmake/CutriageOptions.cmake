@@ -1,0 +1,10 @@
+# Every option carries the CUTRIAGE_ prefix so the project can be embedded without collisions.
+option(CUTRIAGE_BUILD_TESTS "Build the test suite" ON)
+option(CUTRIAGE_BUILD_TOOLS "Build the cutriage command-line tool (needs protobuf)" ON)
+option(CUTRIAGE_BUILD_EXAMPLES "Build the example zoo when a CUDA compiler is found" ON)
+option(CUTRIAGE_WERROR "Treat compiler warnings as errors (CI turns this on)" OFF)
+set(CUTRIAGE_SANITIZE "" CACHE STRING
+    "Sanitizers for the project's own targets, ';'-separated: address, undefined, thread")
+set(CUTRIAGE_CUDA "AUTO" CACHE STRING
+    "Build the CUPTI targets (agent, collectors) and the zoo: AUTO (when the toolkit is found), ON, OFF")
+set_property(CACHE CUTRIAGE_CUDA PROPERTY STRINGS AUTO ON OFF)

@@ -1,0 +1,141 @@
+// Inputs of the triage engine: what one kernel launch looked like and what was measured on it.
+//
+// Everything here is a plain value type. The collectors (CUPTI, Nsight Compute CSV) translate their
+// own records into these at their edge; the engine never sees a CUPTI or protobuf type.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cutriage::triage {
+
+struct Dim3 {
+  uint32_t x = 1;
+  uint32_t y = 1;
+  uint32_t z = 1;
+  [[nodiscard]] uint64_t count() const { return uint64_t{x} * y * z; }
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  Dim3 cluster{0, 0, 0};  // all zero: not a cluster launch
+  uint32_t registers_per_thread = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t local_bytes_per_thread = 0;  // spill + stack, from the function attributes
+  // Shared-memory carve-out the driver picked for this launch (bytes per SM); 0 = unknown, then
+  // the device maximum is assumed.
+  uint32_t shared_config_bytes_per_sm = 0;
+};
+
+// Per-device limits needed for the occupancy and wave arithmetic. Zero means "unknown"; the launch
+// calculator refuses to guess and reports which limit was missing.
+struct DeviceLimits {
+  std::string chip;  // "GH100"
+  int cc_major = 0;
+  int cc_minor = 0;
+  uint32_t sm_count = 0;
+  uint32_t warp_size = 32;
+  uint32_t max_threads_per_sm = 0;
+  uint32_t max_warps_per_sm = 0;
+  uint32_t max_blocks_per_sm = 0;
+  uint32_t max_threads_per_block = 0;
+  uint32_t registers_per_sm = 0;
+  uint32_t max_registers_per_thread = 255;
+  uint32_t register_alloc_unit = 256;     // registers, allocated per warp
+  uint32_t shared_bytes_per_sm = 0;       // maximum carve-out
+  uint32_t shared_bytes_per_block_optin = 0;
+  uint32_t shared_alloc_unit = 128;       // bytes
+  uint32_t reserved_shared_bytes_per_block = 0;  // 1 KiB on sm_80 and later
+  double sm_clock_hz = 0;
+  double memory_clock_hz = 0;
+  uint64_t memory_bytes = 0;
+  double dram_peak_bytes_per_second = 0;
+};
+
+// Known Hopper limits, for inputs that name the chip but not every limit (an ncu CSV without the
+// device__attribute_* columns). Returns nullopt for chips the table does not know.
+std::optional<DeviceLimits> known_device_limits(std::string_view chip);
+
+enum class MetricSource : uint8_t {
+  kMeasured,  // read from the hardware (ncu, the range profiler)
+  kDerived,   // computed by the engine from other values (launch arithmetic, ratios of counters)
+};
+
+struct MetricValue {
+  double value = 0;
+  std::string unit;  // as the producer spelled it, base units ("%", "byte", "nsecond", "")
+  MetricSource source = MetricSource::kMeasured;
+};
+
+// Metric values by full name (base + rollup + submetric, the names ncu and CUPTI share:
+// "sm__throughput.avg.pct_of_peak_sustained_elapsed").
+class MetricSet {
+ public:
+  void set(std::string name, double value, std::string unit = {},
+           MetricSource source = MetricSource::kMeasured);
+  [[nodiscard]] std::optional<double> get(std::string_view name) const;
+  [[nodiscard]] const MetricValue* find(std::string_view name) const;
+  [[nodiscard]] bool has(std::string_view name) const { return find(name) != nullptr; }
+  [[nodiscard]] const std::map<std::string, MetricValue, std::less<>>& all() const { return values_; }
+  [[nodiscard]] size_t size() const { return values_.size(); }
+
+ private:
+  std::map<std::string, MetricValue, std::less<>> values_;
+};
+
+// One PC-sampling bucket after source correlation (Decision 6). Optional input.
+struct PcSampleLine {
+  std::string file;      // empty when the cubin has no line information
+  uint32_t line = 0;
+  uint64_t pc_offset = 0;
+  std::string sass;      // the instruction text, when known
+  std::string function;
+  std::map<std::string, uint64_t> samples_by_reason;  // stall reason -> samples
+};
+
+struct PcSampleSummary {
+  uint64_t total_samples = 0;
+  uint64_t dropped_samples = 0;
+  bool has_line_info = false;
+  std::vector<PcSampleLine> lines;
+};
+
+enum class ReplayMode : uint8_t { kUnspecified, kKernel, kApplication, kRange, kNone };
+enum class ClockControl : uint8_t { kUnspecified, kLocked, kNone };
+
+// How the metrics were collected; Decision 0 reads it.
+struct CollectionSettings {
+  ReplayMode replay_mode = ReplayMode::kUnspecified;
+  ClockControl clock_control = ClockControl::kUnspecified;
+  uint32_t passes = 0;
+  std::string cache_control;  // "all", "none", "" unknown
+  std::optional<bool> has_line_info;   // cubin had a line table
+  std::optional<bool> debug_build;     // compiled with -G
+};
+
+struct KernelInput {
+  std::string mangled_name;
+  std::string demangled_name;
+  std::string function_name;  // demangled base name without parameters, for display and filters
+  uint32_t device = 0;
+  uint64_t launch_index = 0;  // per-process launch sequence number, when known
+  std::optional<LaunchConfig> launch;
+  std::optional<DeviceLimits> device_limits;
+  MetricSet metrics;
+  CollectionSettings collection;
+  // Durations of the same kernel measured without replay (nanoseconds), for Decision 0.
+  std::vector<double> unprofiled_durations_ns;
+  std::optional<PcSampleSummary> pc_samples;
+  // Whether the kernel ran concurrently with other kernels (Decision 1); nullopt = no timeline.
+  std::optional<bool> ran_concurrently;
+  // Share of the application's GPU time this kernel (family) takes, in [0, 1]; for Amdahl ceilings.
+  std::optional<double> time_share;
+};
+
+}  // namespace cutriage::triage
