@@ -152,6 +152,7 @@ struct Diagnosis {
   std::vector<DecisionVisit> path;  // in visiting order
   Classification classification = Classification::kUnspecified;
   Limiter primary_limiter = Limiter::kUnspecified;
+  std::string primary_rule;  // id of the check whose finding is the verdict; empty when none
   std::string headline;     // verdict in one line
   std::string next_action;  // of the primary finding
   std::optional<double> estimated_speedup;  // of the primary finding (kernel-local)

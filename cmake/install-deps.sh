@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what cutriage's build and tests need on Debian 12 (bookworm). The CUDA toolkit is
+# expected at /usr/local/cuda already (it is not a Debian package); without it the CUPTI targets
+# and the example zoo are skipped and everything else still builds and tests.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ pkg-config
+  protobuf-compiler libprotobuf-dev   # schema classes for the tool and tests (FindProtobuf)
+  libprotozero-dev                    # header-only wire encoder used by the agent
+  libspdlog-dev libfmt-dev            # header-only logging in the agent
+  catch2                              # tests (v2.13 on Debian 12; v3 also works)
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,341 @@
+// cutriage: triage Nsight Compute captures and read cutriage files.
+//
+// Exit codes (stable, scripts rely on them):
+//   0 ok; 1 usage error; 2 input missing or unreadable; 3 not a cutriage file;
+//   4 truncated cutriage file (complete records were used); 5 CSV not usable;
+//   6 cannot write the output; 7 bad thresholds file.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cutriage/triage/rule.h"
+#include "file_reader.h"
+#include "import.h"
+#include "ncu_csv.h"
+#include "report.h"
+
+namespace {
+
+using namespace cutriage;
+
+enum Exit : int {
+  kOk = 0,
+  kUsage = 1,
+  kUnreadable = 2,
+  kNotCutriage = 3,
+  kTruncated = 4,
+  kBadCsv = 5,
+  kWriteFailed = 6,
+  kBadThresholds = 7,
+};
+
+constexpr const char* kMainHelp =
+    "usage: cutriage <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  triage --ncu-csv FILE... -o OUT.pb  diagnose Nsight Compute raw CSV captures\n"
+    "  report FILE.pb                    human summary, kernels sorted by time\n"
+    "  json FILE.pb                      the file's records in the proto3 JSON mapping\n"
+    "  rules                             list the triage rules and their thresholds\n"
+    "  metrics [--ncu]                   list the metrics the rules read\n"
+    "\n"
+    "`cutriage <command> --help` describes each command.\n"
+    "exit codes: 0 ok, 1 usage, 2 unreadable input, 3 not a cutriage file, 4 truncated file,\n"
+    "            5 unusable CSV, 6 cannot write output, 7 bad thresholds file\n";
+
+constexpr const char* kTriageHelp =
+    "usage: cutriage triage --ncu-csv FILE [FILE...] [-o OUT.pb] [options]\n"
+    "\n"
+    "Reads an export of `ncu --csv --page raw --print-units base` (one row per profiled launch),\n"
+    "runs the Compute Triage decision tree on every kernel and writes a cutriage file.\n"
+    "\n"
+    "  --ncu-csv FILE...     the CSV export(s) (required); several files make one session\n"
+    "  -o, --output OUT.pb   where to write the diagnoses (default: FILE with .pb appended)\n"
+    "  --timings FILE        unprofiled kernel durations, lines `program,kernel,median_ns,count`,\n"
+    "                        for Decision 0's duration check\n"
+    "  --clock-control C     how ncu ran: none | locked (ncu's default) | unknown (default)\n"
+    "  --thresholds FILE     threshold overrides, lines `rule.threshold = value`\n"
+    "  --report              also print the report to stdout\n";
+
+constexpr const char* kReportHelp =
+    "usage: cutriage report FILE.pb [--verbose] [--top N]\n"
+    "\n"
+    "Per kernel, longest first: the verdict, how far to trust it, the path through the decisions,\n"
+    "the numbers behind the verdict, the next action and what it could buy.\n"
+    "  --verbose   list every check of every visited decision, with not-evaluated reasons\n"
+    "  --top N     only the N longest kernels\n";
+
+constexpr const char* kJsonHelp =
+    "usage: cutriage json FILE.pb\n"
+    "\n"
+    "Prints the file's records (session header, interned strings, kernels with diagnoses) in the\n"
+    "proto3 JSON mapping of cutriage.v1, for scripts.\n";
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
+
+int usage_error(const std::string& message, const char* help) {
+  std::cerr << "cutriage: " << message << "\n\n" << help;
+  return kUsage;
+}
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return !f.bad();
+}
+
+int exit_for(tools::ReadStatus status) {
+  switch (status) {
+    case tools::ReadStatus::kOk: return kOk;
+    case tools::ReadStatus::kTruncated: return kTruncated;
+    case tools::ReadStatus::kNotCutriage: return kNotCutriage;
+    case tools::ReadStatus::kUnreadable: return kUnreadable;
+  }
+  return kUnreadable;
+}
+
+// Reads a cutriage file; prints the one-line problem. Returns false when nothing is usable.
+bool load(const std::string& path, tools::ReadResult& result) {
+  result = tools::read_cutriage_file(path);
+  if (result.status == tools::ReadStatus::kOk) return true;
+  std::cerr << "cutriage: " << path << ": " << result.message << "\n";
+  return result.status == tools::ReadStatus::kTruncated;
+}
+
+int cmd_triage(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kTriageHelp;
+    return kOk;
+  }
+  std::vector<std::string> csv_paths;
+  std::string out_path, timings_path, thresholds_path;
+  bool print_report = false;
+  tools::ImportOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string& dst) {
+      if (i + 1 >= args.size()) return false;
+      dst = args[++i];
+      return true;
+    };
+    if (a == "--ncu-csv") {
+      std::string p;
+      if (!value(p)) return usage_error("--ncu-csv needs a file", kTriageHelp);
+      csv_paths.push_back(p);
+    } else if (a == "-o" || a == "--output") {
+      if (!value(out_path)) return usage_error(a + " needs a file", kTriageHelp);
+    } else if (a == "--timings") {
+      if (!value(timings_path)) return usage_error("--timings needs a file", kTriageHelp);
+    } else if (a == "--thresholds") {
+      if (!value(thresholds_path)) return usage_error("--thresholds needs a file", kTriageHelp);
+    } else if (a == "--clock-control") {
+      std::string c;
+      if (!value(c)) return usage_error("--clock-control needs a value", kTriageHelp);
+      if (c == "none") {
+        options.clock_control = triage::ClockControl::kNone;
+      } else if (c == "locked" || c == "base") {
+        options.clock_control = triage::ClockControl::kLocked;
+      } else if (c != "unknown") {
+        return usage_error("--clock-control accepts none, locked or unknown, not '" + c + "'",
+                           kTriageHelp);
+      }
+    } else if (a == "--report") {
+      print_report = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'", kTriageHelp);
+    } else if (!csv_paths.empty()) {
+      csv_paths.push_back(a);  // `--ncu-csv a.csv b.csv`: more captures of the same session
+    } else {
+      return usage_error("unexpected argument '" + a + "' (CSV files follow --ncu-csv)", kTriageHelp);
+    }
+  }
+  if (csv_paths.empty()) return usage_error("--ncu-csv FILE is required", kTriageHelp);
+  if (out_path.empty()) out_path = csv_paths.front() + ".pb";
+  if (!thresholds_path.empty()) {
+    std::string ttext;
+    if (!read_text(thresholds_path, ttext)) {
+      std::cerr << "cutriage: cannot read thresholds file '" << thresholds_path << "'\n";
+      return kUnreadable;
+    }
+    if (auto err = options.triage.thresholds.parse(ttext)) {
+      std::cerr << "cutriage: " << thresholds_path << ": " << *err << "\n";
+      return kBadThresholds;
+    }
+  }
+  if (!timings_path.empty()) {
+    std::string ttext;
+    if (!read_text(timings_path, ttext)) {
+      std::cerr << "cutriage: cannot read timings file '" << timings_path << "'\n";
+      return kUnreadable;
+    }
+    std::vector<std::string> warnings;
+    options.timings = tools::parse_timings(ttext, warnings);
+    for (const std::string& w : warnings) std::cerr << "cutriage: " << timings_path << ": " << w << "\n";
+  }
+
+  std::vector<tools::NcuImport> imports;
+  for (const std::string& csv_path : csv_paths) {
+    std::string text;
+    if (!read_text(csv_path, text)) {
+      std::cerr << "cutriage: cannot read '" << csv_path << "'\n";
+      return kUnreadable;
+    }
+    tools::NcuCsvResult parsed = tools::parse_ncu_csv(text);
+    if (!parsed.import) {
+      std::cerr << "cutriage: " << csv_path << ": "
+                << (parsed.error ? parsed.error->message : std::string("unusable CSV")) << "\n";
+      return kBadCsv;
+    }
+    imports.push_back(std::move(*parsed.import));
+    if (!options.source_path.empty()) options.source_path += " ";
+    options.source_path += csv_path;
+  }
+  tools::TriageRun run = tools::triage_imports(std::move(imports), options);
+  for (const std::string& w : run.warnings) std::cerr << "cutriage: " << w << "\n";
+
+  std::string bytes = tools::encode_run(run);
+  {
+    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      std::cerr << "cutriage: cannot write '" << out_path << "'\n";
+      return kWriteFailed;
+    }
+  }
+  std::cerr << "cutriage: " << run.kernels.size() << " kernel" << (run.kernels.size() == 1 ? "" : "s")
+            << " triaged -> " << out_path << "\n";
+  if (print_report) {
+    tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+    std::cout << tools::render_report(r, {});
+  }
+  return kOk;
+}
+
+int cmd_report(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kReportHelp;
+    return kOk;
+  }
+  std::string path;
+  tools::ReportOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--verbose" || args[i] == "-v") {
+      options.verbose = true;
+    } else if (args[i] == "--top") {
+      if (i + 1 >= args.size()) return usage_error("--top needs a number", kReportHelp);
+      try {
+        options.max_kernels = std::stoul(args[++i]);
+      } catch (...) {
+        return usage_error("--top needs a number, not '" + args[i] + "'", kReportHelp);
+      }
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      return usage_error("unknown option '" + args[i] + "'", kReportHelp);
+    } else if (path.empty()) {
+      path = args[i];
+    } else {
+      return usage_error("one file at a time", kReportHelp);
+    }
+  }
+  if (path.empty()) return usage_error("which file?", kReportHelp);
+  tools::ReadResult r;
+  if (!load(path, r)) return exit_for(r.status);
+  std::cout << tools::render_report(r, options);
+  return exit_for(r.status);
+}
+
+int cmd_json(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kJsonHelp;
+    return kOk;
+  }
+  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+    return usage_error("json takes exactly one file", kJsonHelp);
+  }
+  tools::ReadResult r;
+  if (!load(args[0], r)) return exit_for(r.status);
+  std::string error;
+  std::string json = tools::render_json(r, error);
+  if (!error.empty()) {
+    std::cerr << "cutriage: " << args[0] << ": " << error << "\n";
+    return kNotCutriage;
+  }
+  std::cout << json << "\n";
+  return exit_for(r.status);
+}
+
+int cmd_rules() {
+  for (const triage::Rule& rule : triage::all_rules()) {
+    std::cout << rule.id << "  [" << triage::to_string(rule.decision) << "] " << rule.title << "\n";
+    for (const triage::MetricNeed& m : rule.metrics) {
+      std::cout << "    " << (m.required ? "needs    " : "optional ") << m.name << "\n";
+    }
+    for (const triage::ThresholdDef& t : rule.thresholds) {
+      std::cout << "    threshold " << rule.id << "." << t.name << " = " << t.value;
+      if (!t.note.empty()) std::cout << "  (" << t.note << ")";
+      std::cout << "\n";
+    }
+  }
+  return kOk;
+}
+
+int cmd_metrics(const std::vector<std::string>& args) {
+  bool ncu = !args.empty() && args[0] == "--ncu";
+  if (!args.empty() && !ncu) {
+    return usage_error("metrics takes only --ncu", "usage: cutriage metrics [--ncu]\n");
+  }
+  std::vector<std::string> names = triage::all_metric_names();
+  std::string sep = ncu ? "," : "\n";
+  bool first = true;
+  for (const std::string& n : names) {
+    // cutriage__* are cutriage's own timeline quantities; ncu cannot collect them.
+    if (ncu && n.rfind("cutriage__", 0) == 0) continue;
+    if (!first) std::cout << sep;
+    std::cout << n;
+    first = false;
+  }
+  std::cout << "\n";
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kMainHelp;
+    return kUsage;
+  }
+  std::string cmd = args.front();
+  args.erase(args.begin());
+  try {
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+      std::cout << kMainHelp;
+      return kOk;
+    }
+    if (cmd == "--version") {
+      std::cout << "cutriage " << CUTRIAGE_VERSION << "\n";
+      return kOk;
+    }
+    if (cmd == "triage") return cmd_triage(args);
+    if (cmd == "report") return cmd_report(args);
+    if (cmd == "json") return cmd_json(args);
+    if (cmd == "rules") return cmd_rules();
+    if (cmd == "metrics") return cmd_metrics(args);
+  } catch (const std::exception& e) {
+    std::cerr << "cutriage: internal error: " << e.what() << "\n";
+    return kUsage;
+  }
+  std::cerr << "cutriage: unknown command '" << cmd << "'\n\n" << kMainHelp;
+  return kUsage;
+}
