@@ -1,8 +1,380 @@
-// STUB: to be replaced by the rules of this decision.
+// Decision 0: are the collected metrics trustworthy? (guide 3.2.1, 3.3)
+//
+// Blocking rules (a firing one makes the diagnosis untrusted, and routing stops):
+//   d0.duration_divergence, d0.metric_out_of_range, d0.metric_contradiction.
+// Non-blocking rules become trust notes (trust = suspect): d0.metric_slight_overshoot,
+//   d0.collection_settings, d0.build_config.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine_regime.h"
 #include "registry.h"
+#include "rule_helpers.h"
 
 namespace cutriage::triage::detail {
 
-std::vector<Rule> make_d0_rules() { return {}; }
+namespace {
+
+constexpr std::string_view kDuration = "gpu__time_duration.sum";
+
+// Nanoseconds per unit of a duration as producers spell it (ncu switches units with magnitude).
+double ns_per_unit(std::string_view unit) {
+  if (unit == "usecond" || unit == "us") return 1e3;
+  if (unit == "msecond" || unit == "ms") return 1e6;
+  if (unit == "second" || unit == "s") return 1e9;
+  return 1.0;  // "nsecond", "ns" or unspecified
+}
+
+bool is_percent_metric(std::string_view name) {
+  return name.find(".pct_of_peak_sustained_") != std::string_view::npos || ends_with(name, ".pct") ||
+         ends_with(name, "_pct");
+}
+
+// Measured percent-of-peak values above `lo` (and at most `hi`), by name.
+std::vector<std::pair<std::string, double>> percents_between(const MetricSet& metrics, double lo,
+                                                             double hi) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [name, v] : metrics.all()) {
+    if (v.source != MetricSource::kMeasured || !is_percent_metric(name)) continue;
+    if (v.value > lo && v.value <= hi) out.emplace_back(name, v.value);
+  }
+  return out;
+}
+
+// Whether the verdict can rest on `name`: a metric some rule reads by name, or an average
+// percent-of-peak (the families the pipe and throughput rules scan). Max/min rollups and hit
+// rates of units nobody routes on can overshoot on tiny grids without making the verdict wrong.
+bool verdict_relies_on(std::string_view name) {
+  static const std::vector<std::string> read_by_rules = all_metric_names();
+  if (std::binary_search(read_by_rules.begin(), read_by_rules.end(), name)) return true;
+  return name.find(".avg.pct_of_peak_sustained_") != std::string_view::npos;
+}
+
+// "a (123.4), b (117.0) and 3 more"
+std::string list_offenders(RuleContext& ctx, const std::vector<std::pair<std::string, double>>& xs) {
+  std::string s;
+  const size_t shown = std::min<size_t>(xs.size(), 3);
+  for (size_t i = 0; i < shown; ++i) {
+    ctx.metric(xs[i].first);
+    if (i > 0) s += ", ";
+    s += xs[i].first + " = " + fmt(xs[i].second);
+  }
+  if (xs.size() > shown) s += " and " + std::to_string(xs.size() - shown) + " more";
+  return s;
+}
+
+RuleVerdict eval_duration(RuleContext& ctx) {
+  std::vector<double> u;
+  for (double d : ctx.kernel().unprofiled_durations_ns) {
+    if (std::isfinite(d) && d > 0) u.push_back(d);
+  }
+  if (u.empty()) {
+    return RuleVerdict::not_evaluated(
+        "no unprofiled duration of this kernel was supplied (needs a timing without replay, e.g. "
+        "from the activity trace)");
+  }
+  std::sort(u.begin(), u.end());
+  const size_t n = u.size();
+  const double median = n % 2 == 1 ? u[n / 2] : 0.5 * (u[n / 2 - 1] + u[n / 2]);
+  const MetricValue* mv = ctx.metrics().find(kDuration);
+  const double profiled = ctx.required(kDuration) * ns_per_unit(mv != nullptr ? mv->unit : "");
+  if (!(profiled > 0)) return RuleVerdict::not_evaluated("profiled duration is not positive");
+  ctx.note("cutriage__unprofiled_duration_median_ns", median, "nsecond");
+  const double ratio = profiled / median;
+  ctx.note("cutriage__profiled_over_unprofiled_duration.ratio", ratio);
+  const double divergence = std::max(ratio, 1.0 / ratio);
+  const double limit = ctx.threshold("max_ratio");
+  std::string reading = "profiled " + fmt(profiled / 1e3, 2) + " us vs unprofiled median " +
+                        fmt(median / 1e3, 2) + " us over " + std::to_string(n) + " run(s): " +
+                        times(divergence) + " apart";
+  if (divergence > limit) {
+    return RuleVerdict::fired(reading + " (> " + times(limit, 1) + ")", divergence / limit - 1.0);
+  }
+  return RuleVerdict::not_fired(reading + " (<= " + times(limit, 1) + ")");
+}
+
+RuleVerdict eval_out_of_range(RuleContext& ctx) {
+  if (ctx.metrics().size() == 0) return RuleVerdict::not_evaluated("no metrics were collected");
+  const double max_pct = ctx.threshold("max_pct");
+  auto over = percents_between(ctx.metrics(), max_pct, INFINITY);
+  std::erase_if(over, [](const auto& o) { return !verdict_relies_on(o.first); });
+  std::vector<std::pair<std::string, double>> negative;
+  for (const auto& [name, v] : ctx.metrics().all()) {
+    if (v.source == MetricSource::kMeasured && v.value < 0 && verdict_relies_on(name)) {
+      negative.emplace_back(name, v.value);
+    }
+  }
+  if (over.empty() && negative.empty()) {
+    return RuleVerdict::not_fired("no measured percentage above " + pct(max_pct, 0) +
+                                  " and no negative value among " +
+                                  std::to_string(ctx.metrics().size()) + " metrics");
+  }
+  std::string reading;
+  double severity = 0;
+  if (!over.empty()) {
+    reading = std::to_string(over.size()) + " percentage(s) above " + pct(max_pct, 0) + ": " +
+              list_offenders(ctx, over);
+    for (const auto& o : over) severity = std::max(severity, o.second / max_pct - 1.0);
+  }
+  if (!negative.empty()) {
+    if (!reading.empty()) reading += "; ";
+    reading += std::to_string(negative.size()) + " negative value(s): " + list_offenders(ctx, negative);
+    severity = std::max(severity, 1.0);
+  }
+  return RuleVerdict::fired(reading, severity);
+}
+
+RuleVerdict eval_slight_overshoot(RuleContext& ctx) {
+  if (ctx.metrics().size() == 0) return RuleVerdict::not_evaluated("no metrics were collected");
+  const double max_pct = ctx.threshold("max_pct");
+  auto over = percents_between(ctx.metrics(), 100.0, max_pct);
+  // Far-out values the verdict does not rely on (d0.metric_out_of_range ignores them) are noted
+  // here, so they stay visible without blocking.
+  auto far = percents_between(ctx.metrics(), max_pct, INFINITY);
+  std::erase_if(far, [](const auto& o) { return verdict_relies_on(o.first); });
+  if (over.empty() && far.empty()) {
+    return RuleVerdict::not_fired("no measured percentage above 100%");
+  }
+  std::string reading;
+  if (!over.empty()) {
+    reading = std::to_string(over.size()) + " percentage(s) slightly above 100% (" +
+              list_offenders(ctx, over) + "): typical multi-pass replay artifact";
+  }
+  if (!far.empty()) {
+    if (!reading.empty()) reading += "; ";
+    reading += std::to_string(far.size()) + " percentage(s) far above 100% in metrics no verdict uses (" +
+               list_offenders(ctx, far) + "): max/min rollups and hit rates overshoot on small grids";
+  }
+  return RuleVerdict::fired(reading + "; not blocking", 0.1);
+}
+
+RuleVerdict eval_contradiction(RuleContext& ctx) {
+  const double busy = ctx.threshold("busy_pct");
+  const double idle = ctx.threshold("idle_pct");
+  std::optional<double> sm = ctx.metric(kSmThroughput);
+  std::optional<double> issue = ctx.metric(kIssueActivePct);
+  std::optional<double> mem = ctx.metric(kMemThroughput);
+  std::optional<double> tiers;
+  int tier_count = 0;
+  for (std::string_view t : {"dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                             "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+                             "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"}) {
+    if (auto v = ctx.metric(t)) {
+      tiers = std::max(tiers.value_or(*v), *v);
+      ++tier_count;
+    }
+  }
+  const bool can_issue = sm && issue;
+  const bool can_tiers = mem && tier_count == 3;
+  if (!can_issue && !can_tiers) {
+    return RuleVerdict::not_evaluated(
+        "needs sm__throughput with smsp__issue_active, or gpu__compute_memory_throughput with the "
+        "dram/lts/l1tex throughputs");
+  }
+  std::string found;
+  double severity = 0;
+  if (can_issue && *sm > busy && *issue < idle) {
+    found = "SM throughput " + pct(*sm) + " with issue activity " + pct(*issue, 2) +
+            ": the SM cannot be busy while issuing almost nothing";
+    severity = 1.0;
+  }
+  if (can_tiers && *mem > busy && *tiers < idle) {
+    if (!found.empty()) found += "; ";
+    found += "memory throughput " + pct(*mem) + " while DRAM, L2 and L1TEX are all below " +
+             pct(idle, 0) + " (top " + pct(*tiers, 2) + ")";
+    severity = 1.0;
+  }
+  if (!found.empty()) return RuleVerdict::fired(found, severity);
+  std::string reading;
+  if (can_issue) reading = "SM throughput " + pct(*sm) + " with issue activity " + pct(*issue);
+  if (can_tiers) {
+    if (!reading.empty()) reading += "; ";
+    reading += "memory throughput " + pct(*mem) + " with top memory tier " + pct(*tiers);
+  }
+  return RuleVerdict::not_fired(reading + ": consistent");
+}
+
+std::string_view replay_name(ReplayMode m) {
+  switch (m) {
+    case ReplayMode::kKernel: return "kernel replay";
+    case ReplayMode::kApplication: return "application replay";
+    case ReplayMode::kRange: return "range replay";
+    case ReplayMode::kNone: return "no replay";
+    case ReplayMode::kUnspecified: break;
+  }
+  return "replay mode unknown";
+}
+
+std::string_view clock_name(ClockControl c) {
+  switch (c) {
+    case ClockControl::kLocked: return "clocks locked to base";
+    case ClockControl::kNone: return "clock control none";
+    case ClockControl::kUnspecified: break;
+  }
+  return "clock control unknown";
+}
+
+RuleVerdict eval_settings(RuleContext& ctx) {
+  const CollectionSettings& c = ctx.kernel().collection;
+  if (c.replay_mode == ReplayMode::kUnspecified && c.clock_control == ClockControl::kUnspecified) {
+    return RuleVerdict::not_evaluated("replay mode and clock control were not recorded");
+  }
+  std::string settings = std::string(replay_name(c.replay_mode)) + ", " +
+                         std::string(clock_name(c.clock_control));
+  if (!c.cache_control.empty()) settings += ", cache control " + c.cache_control;
+  if (c.passes > 0) settings += ", " + std::to_string(c.passes) + " pass(es)";
+  ctx.note("cutriage__collection_passes", c.passes, "pass");
+  const bool system_replay =
+      c.replay_mode == ReplayMode::kApplication || c.replay_mode == ReplayMode::kRange;
+  if (system_replay && c.clock_control == ClockControl::kLocked) {
+    return RuleVerdict::fired(settings +
+                              ": a system-representative replay with locked clocks mixes two "
+                              "analysis goals; use clock control none for application behavior");
+  }
+  if (c.replay_mode == ReplayMode::kKernel && c.cache_control == "none" && c.passes > 1) {
+    return RuleVerdict::fired(settings +
+                              ": with caches left warm across kernel-replay passes, each pass sees a "
+                              "different cache state, so counters from different passes disagree");
+  }
+  std::string note;
+  if (c.clock_control == ClockControl::kNone) {
+    note = " (clocks float as in the application, as cutriage's profiler and ncu "
+           "--clock-control none collect)";
+  } else if (c.clock_control == ClockControl::kLocked) {
+    note = " (suits isolated kernel analysis; durations run at base clock)";
+  }
+  return RuleVerdict::not_fired(settings + note);
+}
+
+RuleVerdict eval_build(RuleContext& ctx) {
+  const CollectionSettings& c = ctx.kernel().collection;
+  if (!c.debug_build && !c.has_line_info) {
+    return RuleVerdict::not_evaluated("the build flags (-G, -lineinfo) were not recorded");
+  }
+  std::string problems;
+  if (c.debug_build.value_or(false)) {
+    problems = "built with device debug (-G): code generation and timings differ from a release build";
+  }
+  if (c.has_line_info && !*c.has_line_info) {
+    if (!problems.empty()) problems += "; ";
+    problems += "no line table (-lineinfo missing): samples cannot be mapped to source lines";
+  }
+  if (!problems.empty()) {
+    RuleVerdict v = RuleVerdict::fired(problems);
+    if (c.debug_build.value_or(false)) {
+      v.next_action = "Rebuild without -G (keep -O3) and with -lineinfo, then profile again.";
+    }
+    return v;
+  }
+  std::string reading = "release build";
+  if (!c.debug_build) reading = "debug flag unknown";
+  reading += c.has_line_info ? ", line table present" : ", line table unknown";
+  return RuleVerdict::not_fired(reading);
+}
+
+}  // namespace
+
+std::vector<Rule> make_d0_rules() {
+  std::vector<Rule> rules;
+  rules.push_back(Rule{
+      .id = "d0.duration_divergence",
+      .decision = Decision::kD0Trust,
+      .title = "Profiled duration agrees with an unprofiled timing of the same kernel",
+      .parent = {},
+      .metrics = {{kDuration, true}},
+      .thresholds = {{"max_ratio", 2.0,
+                      "guide 3.2.1: a divergence beyond ~2x calls for checking clock, cache and "
+                      "replay settings"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The kernel ran at a very different speed under the profiler than without it.",
+      .next_action = "Compare under equal conditions: profile with clock control none and "
+                     "application or range replay, then collect again.",
+      .priority = 20,
+      .blocking = true,
+      .evaluate = eval_duration,
+  });
+  rules.push_back(Rule{
+      .id = "d0.metric_out_of_range",
+      .decision = Decision::kD0Trust,
+      .title = "Every metric lies in its logical range",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"max_pct", 110.0,
+                      "guide 3.2.1 note [1]: small overshoots above 100% are multi-pass artifacts; "
+                      "cutriage blocks only past 110%"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "Some measured values are impossible (far above 100% of peak, or negative).",
+      .next_action = "Lengthen or enlarge the workload, collect fewer metrics per run so related "
+                     "counters share a pass, and collect again.",
+      .priority = 10,
+      .blocking = true,
+      .evaluate = eval_out_of_range,
+  });
+  rules.push_back(Rule{
+      .id = "d0.metric_slight_overshoot",
+      .decision = Decision::kD0Trust,
+      .title = "Percentages slightly above 100% (multi-pass artifacts)",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"max_pct", 110.0, "upper end of the tolerated overshoot (guide 3.2.1 note [1])"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "A few percentages overshoot 100% slightly; read them as ~100%.",
+      .next_action = "No action needed unless other readings contradict each other.",
+      .priority = 60,
+      .evaluate = eval_slight_overshoot,
+  });
+  rules.push_back(Rule{
+      .id = "d0.metric_contradiction",
+      .decision = Decision::kD0Trust,
+      .title = "Metrics do not contradict each other",
+      .parent = {},
+      .metrics = {{kSmThroughput, false},
+                  {kIssueActivePct, false},
+                  {kMemThroughput, false},
+                  {"dram__throughput.avg.pct_of_peak_sustained_elapsed", false},
+                  {"lts__throughput.avg.pct_of_peak_sustained_elapsed", false},
+                  {"l1tex__throughput.avg.pct_of_peak_sustained_elapsed", false}},
+      .thresholds = {{"busy_pct", 50.0, "a unit this busy must show activity in what feeds it"},
+                     {"idle_pct", 1.0, "activity this low counts as zero"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "Readings contradict each other (a busy unit with no activity feeding it).",
+      .next_action = "Collect again with fewer metrics per pass and a longer workload; check that "
+                     "no other process shared the GPU.",
+      .priority = 10,
+      .blocking = true,
+      .evaluate = eval_contradiction,
+  });
+  rules.push_back(Rule{
+      .id = "d0.collection_settings",
+      .decision = Decision::kD0Trust,
+      .title = "Replay mode and clock control fit the analysis goal",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The collection settings mix isolated-kernel and system-representative choices.",
+      .next_action = "Pick one goal: kernel replay with locked clocks for the kernel alone, or "
+                     "range/application replay with clock and cache control none for the "
+                     "application's behavior.",
+      .priority = 50,
+      .evaluate = eval_settings,
+  });
+  rules.push_back(Rule{
+      .id = "d0.build_config",
+      .decision = Decision::kD0Trust,
+      .title = "Release build with line information",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The profiled binary is a debug build or lacks line information.",
+      .next_action = "Build with release optimization and -lineinfo, then profile again.",
+      .priority = 40,
+      .evaluate = eval_build,
+  });
+  return rules;
+}
 
 }  // namespace cutriage::triage::detail

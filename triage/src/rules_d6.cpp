@@ -1,8 +1,390 @@
-// STUB: to be replaced by the rules of this decision.
+// Decision 6: which source lines contribute most?
+//
+// Reads KernelInput::pc_samples (cutriage's own PC sampling, correlated to source). Stall samples
+// exclude `selected` and `not_selected`: those are issue states, not stalls.
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include "registry.h"
 
 namespace cutriage::triage::detail {
 
-std::vector<Rule> make_d6_rules() { return {}; }
+// Stall-reason vocabulary, defined in rules_d3.cpp.
+std::string_view canonical_stall_reason(std::string_view raw);
+bool is_issue_state_not_stall(std::string_view reason);
+std::optional<std::string_view> stall_next_action(std::string_view reason);
+
+namespace {
+
+std::string num(double v, int precision = 2) {
+  char buf[128];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
+  if (res.ec != std::errc{}) return "?";
+  return std::string(buf, res.ptr);
+}
+
+std::string pct(double share) { return num(share * 100.0, 1) + "%"; }
+
+double above(double value, double threshold) {
+  return threshold > 0 ? std::max(0.0, value / threshold - 1.0) : std::max(0.0, value);
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, 16);
+  return "0x" + std::string(buf, res.ptr);
+}
+
+constexpr std::string_view kNoSamples =
+    "no PC samples (collected by cutriage's PC sampling, not by an ncu raw CSV)";
+
+// One source location (file:line, or a SASS offset without line info) with its stall samples.
+struct Location {
+  std::string key;       // "file.cu:42" or "pc 0x1a0"
+  std::string sass;      // instruction text of the hottest PC in it
+  std::string function;
+  uint64_t pc_offset = 0;
+  uint64_t stall_samples = 0;
+  uint64_t hottest_pc_samples = 0;
+  std::map<std::string, uint64_t> by_reason;  // canonical reason -> samples
+};
+
+struct SampleView {
+  std::vector<Location> locations;  // hottest first
+  uint64_t stall_samples = 0;
+  bool has_line_info = false;
+};
+
+SampleView aggregate(const PcSampleSummary& pcs) {
+  SampleView out;
+  out.has_line_info = pcs.has_line_info;
+  std::map<std::string, Location> by_key;
+  for (const PcSampleLine& line : pcs.lines) {
+    bool with_line = pcs.has_line_info && !line.file.empty();
+    std::string key = with_line ? line.file + ":" + std::to_string(line.line)
+                                : "pc " + hex(line.pc_offset);
+    if (!line.function.empty() && !with_line) key = line.function + " " + key;
+    Location& loc = by_key[key];
+    loc.key = key;
+    uint64_t here = 0;
+    for (const auto& [reason, count] : line.samples_by_reason) {
+      std::string_view r = canonical_stall_reason(reason);
+      if (is_issue_state_not_stall(r)) continue;
+      loc.by_reason[std::string(r)] += count;
+      here += count;
+    }
+    loc.stall_samples += here;
+    out.stall_samples += here;
+    if (here >= loc.hottest_pc_samples) {
+      loc.hottest_pc_samples = here;
+      loc.sass = line.sass;
+      loc.pc_offset = line.pc_offset;
+      loc.function = line.function;
+    }
+  }
+  for (auto& [key, loc] : by_key) out.locations.push_back(std::move(loc));
+  std::stable_sort(out.locations.begin(), out.locations.end(),
+                   [](const Location& a, const Location& b) { return a.stall_samples > b.stall_samples; });
+  return out;
+}
+
+std::string describe(const Location& loc) {
+  std::string s = loc.key;
+  if (!loc.sass.empty()) s += " [" + loc.sass + " @" + hex(loc.pc_offset) + "]";
+  if (!loc.function.empty() && loc.key.find(loc.function) == std::string::npos) {
+    s += " in " + loc.function;
+  }
+  return s;
+}
+
+std::string line_info_note(const SampleView& view) {
+  return view.has_line_info ? std::string()
+                            : "; no line information in the cubin (build with -lineinfo), SASS "
+                              "offsets shown";
+}
+
+Rule hot_line() {
+  return Rule{
+      .id = "d6.hot_line",
+      .decision = Decision::kD6SourceLines,
+      .title = "One source line holds a large share of stall samples",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"line_share", 0.30,
+                      "guide 3.2.8: a line with more than ~30% of stall samples is the primary "
+                      "target"}},
+      .limiter = Limiter::kHotSourceLine,
+      .finding = "A single source line accounts for a large share of the stalls.",
+      .next_action =
+          "Work on this line first and change one mechanism at a time (indexing, tiling, "
+          "instruction mix, synchronization); re-profile after each change and return to "
+          "Decision 2.",
+      .priority = 20,
+      .blocking = false,
+      .evaluate = [](RuleContext& ctx) {
+        const auto& pcs = ctx.kernel().pc_samples;
+        if (!pcs) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        SampleView view = aggregate(*pcs);
+        if (view.stall_samples == 0) {
+          return RuleVerdict::not_evaluated("PC samples hold no stall samples (selected and "
+                                            "not_selected excluded)");
+        }
+        const Location& top = view.locations.front();
+        double share = static_cast<double>(top.stall_samples) / static_cast<double>(view.stall_samples);
+        ctx.note("hot_line_stall_samples", static_cast<double>(top.stall_samples));
+        ctx.note("stall_samples_total", static_cast<double>(view.stall_samples));
+        ctx.note("hot_line_share", share);
+        double limit = ctx.threshold("line_share");
+        std::string reading = describe(top) + " holds " + std::to_string(top.stall_samples) +
+                              " of " + std::to_string(view.stall_samples) + " stall samples (" +
+                              pct(share) + ")";
+        std::string others;
+        for (size_t i = 1; i < view.locations.size() && i < 5; ++i) {
+          const Location& l = view.locations[i];
+          if (l.stall_samples == 0) break;
+          others += (others.empty() ? "" : ", ") + l.key + " " +
+                    pct(static_cast<double>(l.stall_samples) / static_cast<double>(view.stall_samples));
+        }
+        if (!others.empty()) reading += "; next: " + others;
+        reading += line_info_note(view);
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + "; no line above " + pct(limit));
+        RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        v.detail = top.key;
+        return v;
+      },
+  };
+}
+
+Rule focused_stall_on_line() {
+  return Rule{
+      .id = "d6.focused_stall_on_line",
+      .decision = Decision::kD6SourceLines,
+      .title = "One stall reason dominates a hot line",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"reason_share", 0.50,
+                      "guide 3.2.8: one reason above ~50% of a line's stall samples"},
+                     {"min_line_share", 0.05,
+                      "project: only lines with at least 5% of the kernel's stall samples are "
+                      "considered, so a handful of samples cannot fire"}},
+      .limiter = Limiter::kFocusedStallOnLine,
+      .finding = "A hot line stalls mostly for one reason: a focused root cause.",
+      .next_action = "Act on the line's dominant stall reason (see detail).",
+      .priority = 15,
+      .blocking = false,
+      .evaluate = [](RuleContext& ctx) {
+        const auto& pcs = ctx.kernel().pc_samples;
+        if (!pcs) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        SampleView view = aggregate(*pcs);
+        if (view.stall_samples == 0) {
+          return RuleVerdict::not_evaluated("PC samples hold no stall samples (selected and "
+                                            "not_selected excluded)");
+        }
+        double reason_limit = ctx.threshold("reason_share");
+        double min_line = ctx.threshold("min_line_share");
+        std::string best_reading;
+        for (const Location& loc : view.locations) {
+          double line_share =
+              static_cast<double>(loc.stall_samples) / static_cast<double>(view.stall_samples);
+          if (line_share < min_line || loc.stall_samples == 0) break;  // sorted: rest are colder
+          auto top = std::max_element(loc.by_reason.begin(), loc.by_reason.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+          double share = static_cast<double>(top->second) / static_cast<double>(loc.stall_samples);
+          std::string reading = top->first + " holds " + pct(share) + " of the " +
+                                std::to_string(loc.stall_samples) + " stall samples at " +
+                                describe(loc) + " (" + pct(line_share) + " of the kernel's)";
+          if (best_reading.empty()) best_reading = reading;
+          if (share > reason_limit) {
+            ctx.note("focused_line_reason_share", share);
+            ctx.note("focused_line_share", line_share);
+            RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(reason_limit) + ")" +
+                                                   line_info_note(view),
+                                               above(share, reason_limit));
+            v.detail = top->first + " at " + loc.key;
+            std::string action = "At " + loc.key + ": ";
+            if (auto a = stall_next_action(top->first)) {
+              action += std::string(*a);
+            } else {
+              action += "find what the '" + top->first + "' stall waits on at this line.";
+            }
+            v.next_action = std::move(action);
+            return v;
+          }
+        }
+        if (best_reading.empty()) {
+          return RuleVerdict::not_fired("no line holds " + pct(min_line) + " of stall samples");
+        }
+        return RuleVerdict::not_fired(best_reading + "; no hot line has one reason above " +
+                                      pct(reason_limit));
+      },
+  };
+}
+
+Rule sass_excess_transactions() {
+  return Rule{
+      .id = "d6.sass_excess_transactions",
+      .decision = Decision::kD6SourceLines,
+      .title = "Individual instructions move far more sectors or wavefronts than ideal",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"excess_ratio", 2.0,
+                      "guide 3.2.8: actual sectors or wavefronts above ~2x the ideal per SASS "
+                      "instruction"}},
+      .limiter = Limiter::kHotSourceLine,
+      .finding = "Specific memory instructions fetch far more than their data needs.",
+      .next_action = "Fix the access pattern of the flagged instructions (coalescing, alignment, "
+                     "bank mapping).",
+      .priority = 16,
+      .blocking = false,
+      .evaluate = [](RuleContext& ctx) {
+        if (!ctx.kernel().pc_samples) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        return RuleVerdict::not_evaluated(
+            "needs per-instruction actual and ideal sector/wavefront counts (SASS source "
+            "counters), which cutriage does not collect yet");
+      },
+  };
+}
+
+Rule absolute_tracking() {
+  return Rule{
+      .id = "d6.absolute_sample_tracking",
+      .decision = Decision::kD6SourceLines,
+      .title = "Hotspot tracked by absolute samples across iterations",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {},
+      .limiter = Limiter::kHotSourceLine,
+      .finding = "The hotspot's absolute stall samples changed differently from its share.",
+      .next_action = "Track the hotspot by absolute stall samples, not by its percentage.",
+      .priority = 90,
+      .blocking = false,
+      .evaluate = [](RuleContext& ctx) {
+        if (!ctx.kernel().pc_samples) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        return RuleVerdict::not_evaluated(
+            "needs a baseline profile of the same kernel to compare per-line sample counts with");
+      },
+  };
+}
+
+Rule hot_line_convergence() {
+  return Rule{
+      .id = "d6.hot_line_convergence",
+      .decision = Decision::kD6SourceLines,
+      .title = "The hot line is less converged than the kernel average",
+      .parent = {},
+      .metrics = {{"smsp__thread_inst_executed_pred_on_per_inst_executed.ratio", false}},
+      .thresholds = {},
+      .limiter = Limiter::kWarpDivergence,
+      .finding = "Warps executing the hot line have fewer active threads than the kernel "
+                 "average.",
+      .next_action = "Restructure the branches around the hot line so warps reach it converged.",
+      .priority = 22,
+      .blocking = false,
+      .evaluate = [](RuleContext& ctx) {
+        if (!ctx.kernel().pc_samples) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        return RuleVerdict::not_evaluated(
+            "needs per-line predicated-on thread counts (SASS source counters); PC samples do "
+            "not carry them");
+      },
+  };
+}
+
+bool is_kernel_function(const KernelInput& k, std::string_view fn) {
+  if (fn.empty()) return false;
+  if (fn == k.mangled_name || fn == k.function_name || fn == k.demangled_name) return true;
+  const std::string& d = k.demangled_name;
+  if (d.size() > fn.size() && d.compare(0, fn.size(), fn) == 0 &&
+      (d[fn.size()] == '(' || d[fn.size()] == '<')) {
+    return true;
+  }
+  return false;
+}
+
+Rule shared_helper() {
+  return Rule{
+      .id = "d6.shared_helper",
+      .decision = Decision::kD6SourceLines,
+      .title = "Stall samples gather in a helper function",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"function_share", 0.30,
+                      "project: a function other than the kernel holding more than 30% of stall "
+                      "samples (the guide's hot-line share)"}},
+      .limiter = Limiter::kHotSourceLine,
+      .finding = "Most stalls sit in a helper called from the kernel, which hides the expensive "
+                 "call site.",
+      .next_action =
+          "Attribute the helper's samples to its call sites (inlined-function view, or "
+          "temporarily mark the helper noinline) and optimize the call site that dominates.",
+      .priority = 25,
+      .blocking = false,
+      .evaluate = [](RuleContext& ctx) {
+        const auto& pcs = ctx.kernel().pc_samples;
+        if (!pcs) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        const KernelInput& k = ctx.kernel();
+        if (k.mangled_name.empty() && k.function_name.empty() && k.demangled_name.empty()) {
+          return RuleVerdict::not_evaluated("kernel name unknown");
+        }
+        std::map<std::string, uint64_t> by_function;
+        uint64_t total = 0;
+        bool any_function = false;
+        for (const PcSampleLine& line : pcs->lines) {
+          uint64_t here = 0;
+          for (const auto& [reason, count] : line.samples_by_reason) {
+            if (!is_issue_state_not_stall(reason)) here += count;
+          }
+          total += here;
+          if (!line.function.empty()) any_function = true;
+          by_function[line.function] += here;
+        }
+        if (!any_function) return RuleVerdict::not_evaluated("PC samples carry no function names");
+        if (total == 0) {
+          return RuleVerdict::not_evaluated("PC samples hold no stall samples (selected and "
+                                            "not_selected excluded)");
+        }
+        std::string best;
+        uint64_t best_count = 0;
+        for (const auto& [fn, count] : by_function) {
+          if (fn.empty() || is_kernel_function(k, fn)) continue;
+          if (count > best_count) {
+            best = fn;
+            best_count = count;
+          }
+        }
+        double limit = ctx.threshold("function_share");
+        if (best.empty()) {
+          return RuleVerdict::not_fired("all stall samples are in the kernel's own function");
+        }
+        double share = static_cast<double>(best_count) / static_cast<double>(total);
+        ctx.note("helper_function_share", share);
+        std::string reading = "function " + best + " holds " + std::to_string(best_count) + " of " +
+                              std::to_string(total) + " stall samples (" + pct(share) + ")";
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
+        RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        v.detail = best;
+        return v;
+      },
+  };
+}
+
+}  // namespace
+
+std::vector<Rule> make_d6_rules() {
+  std::vector<Rule> rules;
+  rules.push_back(hot_line());
+  rules.push_back(focused_stall_on_line());
+  rules.push_back(sass_excess_transactions());
+  rules.push_back(absolute_tracking());
+  rules.push_back(hot_line_convergence());
+  rules.push_back(shared_helper());
+  return rules;
+}
 
 }  // namespace cutriage::triage::detail

@@ -1,0 +1,141 @@
+// Decision 0 rules, one at a time. Inputs are synthetic.
+#include "catch.h"
+#include "cutriage/triage/engine.h"
+#include "cutriage/triage/rule.h"
+
+using namespace cutriage::triage;
+
+namespace {
+
+CheckResult run_one(std::string_view id, const KernelInput& k, const Thresholds& t = {}) {
+  const Rule* r = find_rule(id);
+  REQUIRE(r != nullptr);
+  MetricSet m = k.metrics;
+  auto lr = add_launch_metrics(k, m);
+  add_derived_metrics(m);
+  return run_rule(*r, k, m, lr.stats, t);
+}
+
+KernelInput with_duration(double ns, std::string unit = "nsecond") {
+  KernelInput k;
+  k.metrics.set("gpu__time_duration.sum", ns, std::move(unit));
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("d0.duration_divergence (synthetic)", "[d0]") {
+  const Rule* r = find_rule("d0.duration_divergence");
+  REQUIRE(r != nullptr);
+  CHECK(r->blocking);
+  KernelInput k = with_duration(3000);
+  k.unprofiled_durations_ns = {1000, 1100, 900};
+  auto c = run_one("d0.duration_divergence", k);
+  CHECK(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding.has_value());
+  CHECK(c.finding->limiter == Limiter::kUntrustedMetrics);
+
+  k = with_duration(1500);
+  k.unprofiled_durations_ns = {1000};
+  CHECK(run_one("d0.duration_divergence", k).outcome == Outcome::kNotFired);
+
+  // Units: 3 us against 1000 ns is 3x.
+  k = with_duration(3.0, "usecond");
+  k.unprofiled_durations_ns = {1000};
+  CHECK(run_one("d0.duration_divergence", k).outcome == Outcome::kFired);
+
+  // Override: 3x tolerated.
+  Thresholds t;
+  t.set("d0.duration_divergence.max_ratio", 4.0);
+  CHECK(run_one("d0.duration_divergence", k, t).outcome == Outcome::kNotFired);
+}
+
+TEST_CASE("d0.duration_divergence not evaluated without unprofiled timing or duration", "[d0]") {
+  auto c = run_one("d0.duration_divergence", with_duration(3000));
+  CHECK(c.outcome == Outcome::kNotEvaluated);
+  CHECK(c.reason.find("unprofiled") != std::string::npos);
+  KernelInput k;
+  k.unprofiled_durations_ns = {1000};
+  auto c2 = run_one("d0.duration_divergence", k);
+  CHECK(c2.outcome == Outcome::kNotEvaluated);
+  CHECK(c2.reason.find("gpu__time_duration.sum") != std::string::npos);
+}
+
+TEST_CASE("d0.metric_out_of_range (synthetic)", "[d0]") {
+  KernelInput k;
+  k.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 150, "%");
+  auto c = run_one("d0.metric_out_of_range", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("sm__throughput") != std::string::npos);
+
+  KernelInput neg;
+  neg.metrics.set("dram__bytes.sum", -5);
+  CHECK(run_one("d0.metric_out_of_range", neg).outcome == Outcome::kFired);
+
+  KernelInput slight;
+  slight.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 104, "%");
+  CHECK(run_one("d0.metric_out_of_range", slight).outcome == Outcome::kNotFired);
+
+  CHECK(run_one("d0.metric_out_of_range", KernelInput{}).outcome == Outcome::kNotEvaluated);
+}
+
+TEST_CASE("d0.metric_slight_overshoot (synthetic)", "[d0]") {
+  KernelInput k;
+  k.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 104, "%");
+  CHECK(run_one("d0.metric_slight_overshoot", k).outcome == Outcome::kFired);
+  CHECK_FALSE(find_rule("d0.metric_slight_overshoot")->blocking);
+  KernelInput ok;
+  ok.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 99, "%");
+  CHECK(run_one("d0.metric_slight_overshoot", ok).outcome == Outcome::kNotFired);
+  CHECK(run_one("d0.metric_slight_overshoot", KernelInput{}).outcome == Outcome::kNotEvaluated);
+}
+
+TEST_CASE("d0.metric_contradiction (synthetic)", "[d0]") {
+  KernelInput k;
+  k.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 70, "%");
+  k.metrics.set("smsp__issue_active.avg.pct_of_peak_sustained_active", 0.2, "%");
+  CHECK(run_one("d0.metric_contradiction", k).outcome == Outcome::kFired);
+
+  k.metrics.set("smsp__issue_active.avg.pct_of_peak_sustained_active", 30, "%");
+  CHECK(run_one("d0.metric_contradiction", k).outcome == Outcome::kNotFired);
+
+  KernelInput mem;
+  mem.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 80, "%");
+  mem.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 0.1, "%");
+  mem.metrics.set("lts__throughput.avg.pct_of_peak_sustained_elapsed", 0.2, "%");
+  mem.metrics.set("l1tex__throughput.avg.pct_of_peak_sustained_elapsed", 0.3, "%");
+  CHECK(run_one("d0.metric_contradiction", mem).outcome == Outcome::kFired);
+
+  CHECK(run_one("d0.metric_contradiction", KernelInput{}).outcome == Outcome::kNotEvaluated);
+}
+
+TEST_CASE("d0.collection_settings", "[d0]") {
+  KernelInput k;
+  CHECK(run_one("d0.collection_settings", k).outcome == Outcome::kNotEvaluated);
+  k.collection.replay_mode = ReplayMode::kRange;
+  k.collection.clock_control = ClockControl::kLocked;
+  CHECK(run_one("d0.collection_settings", k).outcome == Outcome::kFired);
+  k.collection.replay_mode = ReplayMode::kKernel;
+  k.collection.clock_control = ClockControl::kNone;
+  auto c = run_one("d0.collection_settings", k);
+  CHECK(c.outcome == Outcome::kNotFired);
+  CHECK(c.reason.find("clock control none") != std::string::npos);
+  k.collection.cache_control = "none";
+  k.collection.passes = 12;
+  CHECK(run_one("d0.collection_settings", k).outcome == Outcome::kFired);
+  CHECK_FALSE(find_rule("d0.collection_settings")->blocking);
+}
+
+TEST_CASE("d0.build_config", "[d0]") {
+  KernelInput k;
+  CHECK(run_one("d0.build_config", k).outcome == Outcome::kNotEvaluated);
+  k.collection.debug_build = false;
+  k.collection.has_line_info = true;
+  CHECK(run_one("d0.build_config", k).outcome == Outcome::kNotFired);
+  k.collection.has_line_info = false;
+  CHECK(run_one("d0.build_config", k).outcome == Outcome::kFired);
+  k.collection.has_line_info = true;
+  k.collection.debug_build = true;
+  CHECK(run_one("d0.build_config", k).outcome == Outcome::kFired);
+  CHECK_FALSE(find_rule("d0.build_config")->blocking);
+}

@@ -1,0 +1,113 @@
+// Decision 1 rules, one at a time. Inputs are synthetic.
+#include "catch.h"
+#include "cutriage/triage/engine.h"
+#include "cutriage/triage/rule.h"
+
+#if __has_include(<catch2/catch_approx.hpp>)
+using Catch::Approx;
+#endif
+
+using namespace cutriage::triage;
+
+namespace {
+
+CheckResult run_one(std::string_view id, const KernelInput& k, const Thresholds& t = {}) {
+  const Rule* r = find_rule(id);
+  REQUIRE(r != nullptr);
+  MetricSet m = k.metrics;
+  auto lr = add_launch_metrics(k, m);
+  add_derived_metrics(m);
+  return run_rule(*r, k, m, lr.stats, t);
+}
+
+KernelInput launch(uint32_t grid, uint32_t block, uint32_t regs = 32, bool limits = true) {
+  KernelInput k;
+  LaunchConfig c;
+  c.grid = {grid, 1, 1};
+  c.block = {block, 1, 1};
+  c.registers_per_thread = regs;
+  k.launch = c;
+  if (limits) k.device_limits = known_device_limits("GH100");
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("d1.waves_below_one (synthetic)", "[d1]") {
+  auto c = run_one("d1.waves_below_one", launch(32, 256));
+  CHECK(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding.has_value());
+  CHECK(c.finding->limiter == Limiter::kSmallGrid);
+  REQUIRE(c.finding->estimated_speedup.has_value());
+  CHECK(*c.finding->estimated_speedup == Approx(132.0 / 32.0));
+
+  CHECK(run_one("d1.waves_below_one", launch(4224, 256)).outcome == Outcome::kNotFired);
+
+  // Nsight Compute input: launch__* measured, no launch configuration.
+  KernelInput ncu;
+  ncu.metrics.set("launch__waves_per_multiprocessor", 0.5);
+  ncu.metrics.set("launch__grid_size", 264);
+  ncu.metrics.set("launch__sm_count", 132);
+  auto c2 = run_one("d1.waves_below_one", ncu);
+  CHECK(c2.outcome == Outcome::kFired);
+  CHECK_FALSE(c2.finding->estimated_speedup.has_value());  // every SM got a block
+
+  auto c3 = run_one("d1.waves_below_one", KernelInput{});
+  CHECK(c3.outcome == Outcome::kNotEvaluated);
+  CHECK(c3.reason.find("launch__waves_per_multiprocessor") != std::string::npos);
+}
+
+TEST_CASE("d1.block_not_warp_multiple (synthetic)", "[d1]") {
+  auto c = run_one("d1.block_not_warp_multiple", launch(100, 48, 32, false));
+  CHECK(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding->estimated_speedup.has_value());
+  CHECK(*c.finding->estimated_speedup == Approx(64.0 / 48.0));
+  CHECK(run_one("d1.block_not_warp_multiple", launch(100, 256, 32, false)).outcome == Outcome::kNotFired);
+  CHECK(run_one("d1.block_not_warp_multiple", KernelInput{}).outcome == Outcome::kNotEvaluated);
+}
+
+TEST_CASE("d1.block_too_small (synthetic)", "[d1]") {
+  // GH100: 32 block slots x 1 warp = 32 of 64 warps.
+  auto c = run_one("d1.block_too_small", launch(10000, 32));
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("50.0%") != std::string::npos);
+  CHECK(run_one("d1.block_too_small", launch(10000, 64)).outcome == Outcome::kNotFired);
+  // Device limits unknown: the guide's 32-thread rule of thumb.
+  CHECK(run_one("d1.block_too_small", launch(10000, 16, 32, false)).outcome == Outcome::kFired);
+  CHECK(run_one("d1.block_too_small", launch(10000, 32, 32, false)).outcome == Outcome::kNotFired);
+  CHECK(run_one("d1.block_too_small", KernelInput{}).outcome == Outcome::kNotEvaluated);
+}
+
+TEST_CASE("d1.low_achieved_occupancy (synthetic)", "[d1]") {
+  KernelInput k;
+  k.metrics.set("sm__warps_active.avg.pct_of_peak_sustained_active", 40, "%");
+  auto c = run_one("d1.low_achieved_occupancy", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.finding->limiter == Limiter::kLowAchievedOccupancy);
+
+  KernelInput tensor = k;
+  tensor.metrics.set("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 70, "%");
+  CHECK(run_one("d1.low_achieved_occupancy", tensor).outcome == Outcome::kNotFired);
+
+  KernelInput sol = k;
+  sol.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 85, "%");
+  CHECK(run_one("d1.low_achieved_occupancy", sol).outcome == Outcome::kNotFired);
+
+  KernelInput high;
+  high.metrics.set("sm__warps_active.avg.pct_of_peak_sustained_active", 75, "%");
+  CHECK(run_one("d1.low_achieved_occupancy", high).outcome == Outcome::kNotFired);
+
+  CHECK(run_one("d1.low_achieved_occupancy", KernelInput{}).outcome == Outcome::kNotEvaluated);
+}
+
+TEST_CASE("d1.kernel_isolated (synthetic)", "[d1]") {
+  KernelInput k = launch(32, 256);
+  CHECK(run_one("d1.kernel_isolated", k).outcome == Outcome::kNotEvaluated);
+  k.ran_concurrently = false;
+  CHECK(run_one("d1.kernel_isolated", k).outcome == Outcome::kFired);
+  k.ran_concurrently = true;
+  CHECK(run_one("d1.kernel_isolated", k).outcome == Outcome::kNotFired);
+  KernelInput big = launch(4224, 256);
+  big.ran_concurrently = false;
+  CHECK(run_one("d1.kernel_isolated", big).outcome == Outcome::kNotFired);
+}

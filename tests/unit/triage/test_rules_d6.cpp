@@ -1,0 +1,185 @@
+// Decision 6 rules, one at a time. All PC samples here are synthetic.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "catch.h"
+#include "cutriage/triage/rule.h"
+
+using namespace cutriage::triage;
+
+namespace {
+
+CheckResult run(std::string_view id, const KernelInput& k) {
+  const Rule* rule = find_rule(id);
+  REQUIRE(rule != nullptr);
+  return run_rule(*rule, k, k.metrics, std::nullopt, Thresholds{});
+}
+
+bool contains(const std::string& s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
+
+PcSampleLine line(std::string file, uint32_t ln, uint64_t pc, std::string sass, std::string function,
+                  std::map<std::string, uint64_t> reasons) {
+  PcSampleLine l;
+  l.file = std::move(file);
+  l.line = ln;
+  l.pc_offset = pc;
+  l.sass = std::move(sass);
+  l.function = std::move(function);
+  l.samples_by_reason = std::move(reasons);
+  return l;
+}
+
+KernelInput kernel() {
+  KernelInput k;
+  k.mangled_name = "_Z6kernelPf";
+  k.demangled_name = "kernel(float*)";
+  k.function_name = "kernel";
+  return k;
+}
+
+// A hot load consumer at gather.cu:42 (long_scoreboard), a colder barrier line, and a large
+// `selected` count that must not be treated as a stall.
+KernelInput hot_kernel(bool line_info = true) {
+  KernelInput k = kernel();
+  PcSampleSummary s;
+  s.has_line_info = line_info;
+  s.lines.push_back(line(line_info ? "gather.cu" : "", 42, 0x1a0, "FFMA R4, R2, R3, R4", "kernel",
+                         {{"long_scoreboard", 500}, {"wait", 50}, {"selected", 5000}}));
+  s.lines.push_back(line(line_info ? "gather.cu" : "", 42, 0x1b0, "IADD3 R5, R5, 1, RZ", "kernel",
+                         {{"long_scoreboard", 100}}));
+  s.lines.push_back(line(line_info ? "gather.cu" : "", 57, 0x2c0, "BAR.SYNC 0", "kernel",
+                         {{"barrier", 200}, {"not_selected", 3000}}));
+  s.lines.push_back(line(line_info ? "gather.cu" : "", 60, 0x300, "STG.E [R2], R4", "kernel",
+                         {{"drain", 150}}));
+  for (const auto& l : s.lines) {
+    for (const auto& [r, c] : l.samples_by_reason) s.total_samples += c;
+  }
+  k.pc_samples = s;
+  return k;
+}
+
+KernelInput flat_kernel() {
+  KernelInput k = kernel();
+  PcSampleSummary s;
+  s.has_line_info = true;
+  for (uint32_t i = 0; i < 10; ++i) {
+    s.lines.push_back(line("flat.cu", 10 + i, 0x10 * i, "FFMA", "kernel",
+                           {{"long_scoreboard", 40}, {"wait", 30}, {"mio_throttle", 30}}));
+  }
+  k.pc_samples = s;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("d6 rules are well formed and need PC samples", "[d6]") {
+  auto rules = rules_for(Decision::kD6SourceLines);
+  REQUIRE(rules.size() >= 6);
+  KernelInput none = kernel();
+  for (const Rule* r : rules) {
+    INFO(r->id);
+    CHECK(r->id.substr(0, 3) == "d6.");
+    CHECK(!r->title.empty());
+    CHECK(!r->next_action.empty());
+    for (const ThresholdDef& t : r->thresholds) CHECK(!t.note.empty());
+    auto c = run(r->id, none);
+    CHECK(c.outcome == Outcome::kNotEvaluated);
+    CHECK(contains(c.reason, "no PC samples"));
+  }
+}
+
+TEST_CASE("d6.hot_line (synthetic)", "[d6]") {
+  auto c = run("d6.hot_line", hot_kernel());
+  REQUIRE(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding);
+  CHECK(c.finding->limiter == Limiter::kHotSourceLine);
+  CHECK(c.finding->detail == "gather.cu:42");
+  // 650 of 1000 stall samples: selected/not_selected are excluded.
+  CHECK(contains(c.reason, "650 of 1000"));
+  CHECK(contains(c.reason, "65.0%"));
+  CHECK(contains(c.reason, "FFMA R4, R2, R3, R4"));
+  CHECK_FALSE(contains(c.reason, "-lineinfo"));
+
+  auto flat = run("d6.hot_line", flat_kernel());
+  CHECK(flat.outcome == Outcome::kNotFired);
+  CHECK(contains(flat.reason, "10.0%"));
+}
+
+TEST_CASE("d6.hot_line without line info reports SASS offsets (synthetic)", "[d6]") {
+  auto c = run("d6.hot_line", hot_kernel(false));
+  REQUIRE(c.outcome == Outcome::kFired);
+  CHECK(contains(c.reason, "-lineinfo"));
+  CHECK(contains(c.finding->detail, "0x1a0"));
+  CHECK(contains(c.reason, "550 of 1000"));
+}
+
+TEST_CASE("d6 rules with only issue-state samples are not evaluated (synthetic)", "[d6]") {
+  KernelInput k = kernel();
+  PcSampleSummary s;
+  s.has_line_info = true;
+  s.lines.push_back(line("a.cu", 1, 0, "FFMA", "kernel", {{"selected", 100}, {"not_selected", 50}}));
+  k.pc_samples = s;
+  for (std::string_view id : {"d6.hot_line", "d6.focused_stall_on_line", "d6.shared_helper"}) {
+    INFO(id);
+    auto c = run(id, k);
+    CHECK(c.outcome == Outcome::kNotEvaluated);
+    CHECK(contains(c.reason, "no stall samples"));
+  }
+}
+
+TEST_CASE("d6.focused_stall_on_line (synthetic)", "[d6]") {
+  auto c = run("d6.focused_stall_on_line", hot_kernel());
+  REQUIRE(c.outcome == Outcome::kFired);
+  CHECK(c.finding->limiter == Limiter::kFocusedStallOnLine);
+  CHECK(c.finding->detail == "long_scoreboard at gather.cu:42");
+  CHECK(contains(c.finding->next_action, "gather.cu:42"));
+  CHECK(contains(c.finding->next_action, "latency"));
+
+  auto flat = run("d6.focused_stall_on_line", flat_kernel());
+  CHECK(flat.outcome == Outcome::kNotFired);
+}
+
+TEST_CASE("d6 checks that need data cutriage does not collect are not evaluated", "[d6]") {
+  for (std::string_view id :
+       {"d6.sass_excess_transactions", "d6.absolute_sample_tracking", "d6.hot_line_convergence"}) {
+    INFO(id);
+    auto c = run(id, hot_kernel());
+    CHECK(c.outcome == Outcome::kNotEvaluated);
+    CHECK(!c.reason.empty());
+    CHECK_FALSE(contains(c.reason, "no PC samples"));
+  }
+}
+
+TEST_CASE("d6.shared_helper (synthetic)", "[d6]") {
+  KernelInput k = kernel();
+  PcSampleSummary s;
+  s.has_line_info = true;
+  s.lines.push_back(line("math.cuh", 12, 0x40, "MUFU.EX2", "fast_exp", {{"short_scoreboard", 700}}));
+  s.lines.push_back(line("k.cu", 30, 0x90, "FFMA", "kernel", {{"wait", 300}}));
+  k.pc_samples = s;
+  auto c = run("d6.shared_helper", k);
+  REQUIRE(c.outcome == Outcome::kFired);
+  CHECK(c.finding->detail == "fast_exp");
+  CHECK(contains(c.reason, "70.0%"));
+
+  auto own = run("d6.shared_helper", hot_kernel());
+  CHECK(own.outcome == Outcome::kNotFired);
+
+  KernelInput mangled = kernel();
+  PcSampleSummary s2;
+  s2.lines.push_back(line("", 0, 0x40, "LDG", "_Z6kernelPf", {{"long_scoreboard", 700}}));
+  mangled.pc_samples = s2;
+  CHECK(run("d6.shared_helper", mangled).outcome == Outcome::kNotFired);
+
+  KernelInput nameless = kernel();
+  PcSampleSummary s3;
+  s3.lines.push_back(line("", 0, 0x40, "LDG", "", {{"long_scoreboard", 700}}));
+  nameless.pc_samples = s3;
+  CHECK(run("d6.shared_helper", nameless).outcome == Outcome::kNotEvaluated);
+}
