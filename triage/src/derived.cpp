@@ -45,7 +45,9 @@ constexpr std::array kRatios{
              "smsp__thread_inst_executed.sum", "smsp__inst_executed.sum", 1.0, ""},
     RatioDef{"smsp__thread_inst_executed_pred_on_per_inst_executed.ratio",
              "smsp__thread_inst_executed_pred_on.sum", "smsp__inst_executed.sum", 1.0, ""},
-    // Memory tables (Decision 5): sectors per request, bytes per sector.
+    // Memory tables (Decision 5): sectors per request; useful bytes (what the instructions asked
+    // for, sm__sass_data_bytes_*) per fetched sector. l1tex__t_bytes counts whole sectors, so it
+    // cannot show waste.
     RatioDef{"l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio",
              "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
              "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1.0, "sector/request"},
@@ -53,10 +55,10 @@ constexpr std::array kRatios{
              "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
              "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", 1.0, "sector/request"},
     RatioDef{"l1tex__average_t_bytes_per_t_sector_pipe_lsu_mem_global_op_ld.ratio",
-             "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum",
+             "sm__sass_data_bytes_mem_global_op_ld.sum",
              "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 1.0, "byte/sector"},
     RatioDef{"l1tex__average_t_bytes_per_t_sector_pipe_lsu_mem_global_op_st.ratio",
-             "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+             "sm__sass_data_bytes_mem_global_op_st.sum",
              "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", 1.0, "byte/sector"},
 };
 // clang-format on

@@ -321,6 +321,21 @@ Diagnosis Router::run() {
       }
     }
   }
+  // A latency-bound kernel whose warps mostly wait on memory also gets Decision 5's access-pattern
+  // checks: the guide sends long_scoreboard stalls to the producing load (3.8.2) and names L2
+  // atomic serialization "with moderate L2 throughput and high latency stalls" (Decision 5, 3.7.1).
+  // The classification stays latency-bound; D5's findings compete for the verdict by priority.
+  if (routed == RoutedRegime::kLatency && !dx_.visited(Decision::kD5MemoryMechanism)) {
+    const CheckResult* stall = check("d3.dominant_stall");
+    if (fired(stall)) {
+      const std::string& reason = stall->finding->detail;
+      if (reason == "long_scoreboard" || reason == "lg_throttle" || reason == "membar" ||
+          reason == "drain") {
+        visit(Decision::kD5MemoryMechanism,
+              "warps wait on memory (" + reason + " dominates the stalls): which access pattern?");
+      }
+    }
+  }
   if (dx_.visited(Decision::kD4ComputePipe)) wgmma_note();
 
   // Decision 6.
@@ -359,7 +374,11 @@ Diagnosis Router::run() {
       case RoutedRegime::kLatency:
         dx_.classification = Classification::kLatencyBound;
         classifying.insert(classifying.begin(), Decision::kD3IssueStalls);
-        if (reentered) classifying.push_back(Decision::kD5MemoryMechanism);
+        // D5 ran after D3 (re-entry, or the memory-wait follow-up): its access-pattern findings
+        // can explain the latency better than the generic stall ones.
+        if (reentered || dx_.visited(Decision::kD5MemoryMechanism)) {
+          classifying.push_back(Decision::kD5MemoryMechanism);
+        }
         break;
       case RoutedRegime::kCompute:
         dx_.classification = Classification::kComputeBound;

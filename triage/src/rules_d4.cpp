@@ -448,7 +448,10 @@ Rule replay_overhead() {
                       "is a 'large gap' (guide 3.2.6 gives no number)"},
                      {"replay_fraction", 0.10,
                       "project: more than 10% of issued instructions are re-issues (issued vs "
-                      "executed counts, when measured)"}},
+                      "executed counts, when measured)"},
+                     {"slow_pipe_pct", 80.0,
+                      "guide 3.2.6: a pipe above ~80% is the binding constraint and explains a "
+                      "throughput-above-issue gap"}},
       .limiter = Limiter::kInstructionReplay,
       .finding = "Part of the issue bandwidth goes to replays or predicated-off work.",
       .next_action =
@@ -490,6 +493,15 @@ Rule replay_overhead() {
         }
         double limit = ctx.threshold("gap_points");
         if (!(gap > limit)) return RuleVerdict::not_fired(reading + ", <= " + num(limit, 0) + " points");
+        // Without issued/executed counts, a gap is also what a saturated slow pipe looks like
+        // (FP64 or XU accept a warp instruction every few cycles): then it is not overhead.
+        std::vector<PipeReading> pipes = read_pipes(ctx);
+        const double busy = ctx.threshold("slow_pipe_pct");
+        if (!pipes.empty() && pipes.front().pct >= busy) {
+          return RuleVerdict::not_fired(reading + ", explained by the " + pipes.front().pipe +
+                                        " pipe at " + num(pipes.front().pct, 1) +
+                                        "% (a saturated pipe, not replays)");
+        }
         RuleVerdict v = RuleVerdict::fired(reading + " (> " + num(limit, 0) + " points)",
                                            above(gap, limit));
         v.detail = "throughput_gap";
@@ -562,6 +574,49 @@ Rule wgmma_count_note() {
 
 }  // namespace
 
+Rule divergent_lanes_on_busy_pipe() {
+  return Rule{
+      .id = "d4.divergent_lanes_on_busy_pipe",
+      .decision = Decision::kD4ComputePipe,
+      .title = "The busy pipe executes mostly inactive lanes",
+      .parent = "d4.replay_overhead",
+      .metrics = {{kThreadsPerInst, true}, {kPredOnPerInst, false}},
+      .thresholds = {{"lanes_per_instruction", 24.0,
+                      "guide 3.2.5/3.8.6: fewer than ~24 of 32 threads per executed instruction"},
+                     {"busy_pipe_pct", 60.0, "guide 3.2.6: a pipe above ~60% is under high pressure"}},
+      .limiter = Limiter::kWarpDivergence,
+      .finding = "Warps reach the saturated pipe with most lanes masked off: divergence, not arithmetic, "
+                 "fills it.",
+      .next_action =
+          "Make the warp's lanes take the same path: sort or bin work so neighbouring threads "
+          "branch alike, move the per-lane variation into data (select, table lookup) instead of "
+          "control flow, or give divergent cases their own kernel or warp.",
+      // Ranks before the busy-pipe finding it explains (limiting_pipe, 45).
+      .priority = 25,
+      .blocking = false,
+      .evaluate = [](RuleContext& ctx) {
+        const double lanes = ctx.required(kThreadsPerInst);
+        const double lane_limit = ctx.threshold("lanes_per_instruction");
+        std::string reading = num(lanes, 1) + " of 32 threads active per executed instruction";
+        if (!(lanes < lane_limit)) return RuleVerdict::not_fired(reading + ", >= " + num(lane_limit, 0));
+        std::vector<PipeReading> pipes = read_pipes(ctx);
+        if (pipes.empty()) return RuleVerdict::not_evaluated(reading + "; no pipe utilization metric");
+        const double busy = ctx.threshold("busy_pipe_pct");
+        reading += ", busiest pipe " + pipes.front().pipe + " at " + num(pipes.front().pct, 1) + "%";
+        if (!(pipes.front().pct > busy)) {
+          return RuleVerdict::not_fired(reading + " (<= " + num(busy, 0) +
+                                        "%: Decision 3's divergence check covers idle pipes)");
+        }
+        RuleVerdict v = RuleVerdict::fired(reading, above(lane_limit, lanes));
+        v.detail = pipes.front().pipe;
+        v.estimated_speedup = 32.0 / std::max(lanes, 1.0);
+        v.estimate_basis = "a pipe-bound kernel whose warps ran converged would issue " +
+                           num(lanes, 1) + "/32 of the instructions on its busiest pipe";
+        return v;
+      },
+  };
+}
+
 std::vector<Rule> make_d4_rules() {
   std::vector<Rule> rules;
   rules.push_back(limiting_pipe());
@@ -569,6 +624,7 @@ std::vector<Rule> make_d4_rules() {
   rules.push_back(slow_path_arithmetic());
   rules.push_back(issue_rate());
   rules.push_back(replay_overhead());
+  rules.push_back(divergent_lanes_on_busy_pipe());
   rules.push_back(wgmma_count_note());
   return rules;
 }

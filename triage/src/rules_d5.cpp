@@ -49,10 +49,10 @@ constexpr std::string_view kL1 = "l1tex__throughput.avg.pct_of_peak_sustained_el
 
 constexpr std::string_view kLdSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
 constexpr std::string_view kLdRequests = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
-constexpr std::string_view kLdBytes = "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum";
+constexpr std::string_view kLdBytes = "sm__sass_data_bytes_mem_global_op_ld.sum";
 constexpr std::string_view kStSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
 constexpr std::string_view kStRequests = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum";
-constexpr std::string_view kStBytes = "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum";
+constexpr std::string_view kStBytes = "sm__sass_data_bytes_mem_global_op_st.sum";
 // Nsight Compute's name (not a CUPTI base metric); add_derived_metrics computes it.
 constexpr std::string_view kLdBytesPerSector =
     "l1tex__average_t_bytes_per_t_sector_pipe_lsu_mem_global_op_ld.ratio";
@@ -72,7 +72,6 @@ constexpr std::string_view kL2TexReadSectors = "lts__t_sectors_srcunit_tex_op_re
 
 constexpr std::string_view kL2Requests = "lts__t_requests.sum";
 constexpr std::string_view kL2AtomRequests = "lts__t_requests_op_atom.sum";
-constexpr std::string_view kL2RedRequests = "lts__t_requests_op_red.sum";
 
 constexpr std::string_view kSharedConflicts = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum";
 constexpr std::string_view kSharedWavefronts = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum";
@@ -125,6 +124,7 @@ struct CoalescingNames {
   std::string_view sectors;
   std::string_view requests;
   std::string_view bytes;
+  std::string_view sass_bytes_per_sector;  // fallback when `bytes` was not collected
   std::string_view what;  // "load", "store"
 };
 
@@ -146,6 +146,10 @@ RuleVerdict evaluate_coalescing(RuleContext& ctx, const CoalescingNames& n) {
   if (auto bytes = ctx.metric(n.bytes); bytes && *bytes > 0) {
     ideal = std::max(std::ceil(*bytes / 32.0), 1.0);
     basis = "ideal sectors = requested bytes / 32 (" + num(*bytes, 0) + " bytes)";
+  } else if (auto bps = ctx.metric(n.sass_bytes_per_sector); bps && *bps > 0) {
+    ideal = std::max(std::ceil(sectors * std::min(*bps, 32.0) / 32.0), 1.0);
+    basis = "ideal sectors = sectors x useful bytes per sector / 32 (" + num(*bps, 1) +
+            " useful bytes per sector)";
   }
   double excess = sectors / ideal;
   ctx.note("global_" + std::string(n.what) + "_sector_excess", excess);
@@ -169,7 +173,8 @@ Rule uncoalesced_loads() {
       .decision = Decision::kD5MemoryMechanism,
       .title = "Global loads are uncoalesced",
       .parent = {},
-      .metrics = {{kLdSectors, true}, {kLdRequests, true}, {kLdBytes, false}},
+      .metrics = {{kLdSectors, true}, {kLdRequests, true}, {kLdBytes, false},
+                  {kSassLdBytesPerSector, false}},
       .thresholds = {{"sectors_per_request", 4.0,
                       "guide 3.2.7: above 4 sectors per request (a 128-byte line) is uncoalesced"},
                      {"min_excess", 1.5,
@@ -184,7 +189,7 @@ Rule uncoalesced_loads() {
       .priority = 10,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        return evaluate_coalescing(ctx, {kLdSectors, kLdRequests, kLdBytes, "load"});
+        return evaluate_coalescing(ctx, {kLdSectors, kLdRequests, kLdBytes, kSassLdBytesPerSector, "load"});
       },
   };
 }
@@ -195,7 +200,8 @@ Rule uncoalesced_stores() {
       .decision = Decision::kD5MemoryMechanism,
       .title = "Global stores are uncoalesced",
       .parent = {},
-      .metrics = {{kStSectors, true}, {kStRequests, true}, {kStBytes, false}},
+      .metrics = {{kStSectors, true}, {kStRequests, true}, {kStBytes, false},
+                  {kSassStBytesPerSector, false}},
       .thresholds = {{"sectors_per_request", 4.0,
                       "guide 3.2.7: the same 4-sectors-per-request bound applies to stores"},
                      {"min_excess", 1.5,
@@ -210,7 +216,7 @@ Rule uncoalesced_stores() {
       .priority = 12,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        return evaluate_coalescing(ctx, {kStSectors, kStRequests, kStBytes, "store"});
+        return evaluate_coalescing(ctx, {kStSectors, kStRequests, kStBytes, kSassStBytesPerSector, "store"});
       },
   };
 }
@@ -220,12 +226,17 @@ Rule uncoalesced_stores() {
 std::optional<double> bytes_per_sector(RuleContext& ctx, std::string_view ncu_ratio,
                                        std::string_view bytes, std::string_view sectors,
                                        std::string_view sass_ratio, std::string& source) {
+  auto s = ctx.metric(sectors);
+  if (s && *s == 0) {
+    // No sectors of this kind at all: a ratio over nothing is 0, not "wasteful".
+    source = "no " + std::string(sectors);
+    return std::nullopt;
+  }
   if (auto v = ctx.metric(ncu_ratio)) {
     source = std::string(ncu_ratio);
     return v;
   }
   auto b = ctx.metric(bytes);
-  auto s = ctx.metric(sectors);
   if (b && s && *s > 0) {
     source = std::string(bytes) + " / " + std::string(sectors);
     double v = *b / *s;
@@ -264,6 +275,9 @@ Rule low_bytes_per_sector() {
         std::string source;
         auto bps = bytes_per_sector(ctx, kLdBytesPerSector, kLdBytes, kLdSectors,
                                     kSassLdBytesPerSector, source);
+        if (!bps && source.rfind("no ", 0) == 0) {
+          return RuleVerdict::not_fired("the kernel issues no global loads (0 sectors)");
+        }
         if (!bps) {
           return RuleVerdict::not_evaluated(
               "missing " + std::string(kLdBytesPerSector) + " (or " + std::string(kLdBytes) +
@@ -312,6 +326,9 @@ Rule store_rmw_amplification() {
         std::string source;
         auto bps = bytes_per_sector(ctx, kStBytesPerSector, kStBytes, kStSectors,
                                     kSassStBytesPerSector, source);
+        if (!bps && source.rfind("no ", 0) == 0) {
+          return RuleVerdict::not_fired("the kernel issues no global stores (0 sectors)");
+        }
         if (!bps) {
           return RuleVerdict::not_evaluated(
               "missing " + std::string(kStBytesPerSector) + " (or " + std::string(kStBytes) +
@@ -397,7 +414,9 @@ Rule excess_l2_transactions() {
           "Fix coalescing and alignment of the global loads (start each warp's range on a "
           "32-byte boundary, read contiguous ranges); the hot lines with the most L2 sectors are "
           "the ones to change.",
-      .priority = 14,
+      // A symptom of whatever else wastes sectors (uncoalesced loads, local spills, both count
+      // here), so it ranks after the rules that name the cause.
+      .priority = 16,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
         double l2 = ctx.required(kL2TexReadSectors);
@@ -427,9 +446,11 @@ Rule l2_atomic_pressure() {
       .decision = Decision::kD5MemoryMechanism,
       .title = "Global atomics crowd the L2",
       .parent = {},
+      // lts__t_requests_op_atom counts all atomics, reductions included on GH100 (seen: 25.16M
+      // of 25.17M requests for a RED-only kernel); op_red is not added on top, and it read
+      // negative on the H200, which would make Decision 0 reject the whole diagnosis.
       .metrics = {{kL2AtomRequests, true},
                   {kL2Requests, true},
-                  {kL2RedRequests, false},
                   {kL2, false}},
       .thresholds = {{"atomic_share", 0.20,
                       "project: atomics and reductions above 20% of all L2 requests (guide "
@@ -445,12 +466,11 @@ Rule l2_atomic_pressure() {
       .evaluate = [](RuleContext& ctx) {
         double atom = ctx.required(kL2AtomRequests);
         double total = ctx.required(kL2Requests);
-        double red = ctx.metric(kL2RedRequests).value_or(0);
         if (!(total > 0)) return RuleVerdict::not_fired("no L2 requests");
-        double share = (atom + red) / total;
+        double share = atom / total;
         ctx.note("l2_atomic_request_share", share);
         double limit = ctx.threshold("atomic_share");
-        std::string reading = num(atom + red, 0) + " atomic/reduction requests of " +
+        std::string reading = num(atom, 0) + " atomic/reduction requests of " +
                               num(total, 0) + " L2 requests (" + pct(share) + ")";
         if (auto l2 = ctx.metric(kL2)) reading += ", L2 throughput " + num(*l2, 1) + "%";
         if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
@@ -547,7 +567,9 @@ Rule smem_fill_through_registers() {
           "Stage tiles with asynchronous copies: cp.async (LDGSTS) for element-wise copies, TMA "
           "for dense aligned tiles on Hopper, and check on the source page that the staging loop "
           "is the one that changed.",
-      .priority = 35,
+      // A heuristic (counters cannot pair the loads with the stores): ranks after the bandwidth
+      // findings it could be confused with.
+      .priority = 62,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
         double sts = ctx.required(kSharedStInst);

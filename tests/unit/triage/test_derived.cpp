@@ -42,7 +42,7 @@ TEST_CASE("issue rate, warp execution and memory-table ratios", "[derived]") {
   m.set("smsp__inst_executed.sum", 100);
   m.set("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 800);
   m.set("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 100);
-  m.set("l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", 800 * 8);
+  m.set("sm__sass_data_bytes_mem_global_op_ld.sum", 800 * 8);
   add_derived_metrics(m);
   CHECK(*m.get("smsp__issue_active.avg.per_cycle_active") == Approx(0.3));
   CHECK(*m.get("smsp__issue_active.avg.pct_of_peak_sustained_active") == Approx(30.0));

@@ -131,7 +131,7 @@ TEST_CASE("d5.uncoalesced_global_loads estimates the excess (synthetic)", "[d5]"
   auto bytes = run("d5.uncoalesced_global_loads",
                    kernel_with({{"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 32000.0},
                                 {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1000.0},
-                                {"l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", 128000.0}}));
+                                {"sm__sass_data_bytes_mem_global_op_ld.sum", 128000.0}}));
   REQUIRE(bytes.outcome == Outcome::kFired);
   CHECK(near(*bytes.finding->estimated_speedup, 8.0));
 
@@ -139,7 +139,7 @@ TEST_CASE("d5.uncoalesced_global_loads estimates the excess (synthetic)", "[d5]"
   auto vec = run("d5.uncoalesced_global_loads",
                  kernel_with({{"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 16000.0},
                               {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1000.0},
-                              {"l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", 512000.0}}));
+                              {"sm__sass_data_bytes_mem_global_op_ld.sum", 512000.0}}));
   CHECK(vec.outcome == Outcome::kNotFired);
 
   auto ok = run("d5.uncoalesced_global_loads",
@@ -173,7 +173,7 @@ TEST_CASE("d5.low_bytes_per_sector (synthetic)", "[d5]") {
   CHECK(near(*ncu.finding->estimated_speedup, 4.0));
 
   auto counters = run("d5.low_bytes_per_sector",
-                      kernel_with({{"l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum", 4000.0},
+                      kernel_with({{"sm__sass_data_bytes_mem_global_op_ld.sum", 4000.0},
                                    {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 1000.0}}));
   REQUIRE(counters.outcome == Outcome::kFired);
   CHECK(contains(counters.reason, "4.0 useful bytes"));
@@ -189,7 +189,7 @@ TEST_CASE("d5.low_bytes_per_sector (synthetic)", "[d5]") {
 
 TEST_CASE("d5.store_rmw_amplification (synthetic)", "[d5]") {
   auto fired = run("d5.store_rmw_amplification",
-                   kernel_with({{"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", 1000.0},
+                   kernel_with({{"sm__sass_data_bytes_mem_global_op_st.sum", 1000.0},
                                 {"l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", 1000.0}}));
   REQUIRE(fired.outcome == Outcome::kFired);
   CHECK(fired.finding->limiter == Limiter::kStoreAmplification);
@@ -199,7 +199,7 @@ TEST_CASE("d5.store_rmw_amplification (synthetic)", "[d5]") {
   CHECK(ok.outcome == Outcome::kNotFired);
   auto ne = run("d5.store_rmw_amplification", kernel_with({}));
   CHECK(ne.outcome == Outcome::kNotEvaluated);
-  CHECK(contains(ne.reason, "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"));
+  CHECK(contains(ne.reason, "sm__sass_data_bytes_mem_global_op_st.sum"));
 }
 
 TEST_CASE("d5.local_memory_traffic (synthetic)", "[d5]") {
