@@ -65,8 +65,9 @@ std::string excerpt(std::string_view s, size_t max = 40) {
 // A cell that says "not collected" rather than holding a value.
 bool is_missing(std::string_view cell) {
   cell = trim(cell);
+  // "no data": what ncu prints for SASS-patching metrics a kernel never triggers.
   return cell.empty() || iequals(cell, "n/a") || iequals(cell, "na") || cell == "-" ||
-         cell == "--" || iequals(cell, "nan");
+         cell == "--" || iequals(cell, "nan") || iequals(cell, "no data");
 }
 
 // Parses a decimal number as ncu writes it: optional sign, thousands separators (","), decimal
@@ -338,15 +339,6 @@ bool looks_like_metric_name(std::string_view name) {
   return true;
 }
 
-// Identity or report columns that are neither metrics nor worth a warning.
-bool is_known_non_metric_column(std::string_view name) {
-  static constexpr std::array<std::string_view, 16> kKnown{
-      "ID",        "Process ID",  "Process Name",  "Host Name",       "Kernel Name",
-      "Context",   "Stream",      "Block Size",    "Grid Size",       "Device",
-      "CC",        "Kernel Time", "Function Name", "Demangled Name",  "Mangled Name",
-      "Device Name"};
-  return std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end();
-}
 
 struct Columns {
   std::map<std::string, size_t, std::less<>> by_name;  // first occurrence of each header name
@@ -630,7 +622,6 @@ NcuCsvResult parse_impl(std::string_view text) {
 
   Columns cols;
   std::vector<std::string> duplicate_columns;
-  std::vector<std::string> ignored_columns;
   for (size_t i = 0; i < header.fields.size(); ++i) {
     std::string name(trim(header.fields[i]));
     if (name.empty()) continue;
@@ -655,9 +646,9 @@ NcuCsvResult parse_impl(std::string_view text) {
   for (const auto& [name, index] : cols.by_name) {
     if (looks_like_metric_name(name)) {
       cols.metrics.push_back({index, name, {}});
-    } else if (!is_known_non_metric_column(name)) {
-      ignored_columns.push_back(name);
     }
+    // Other columns (ncu's source-counter tables, its derived_tempMetric scratch columns) are
+    // ignored silently: a full-set export always has them.
   }
   std::sort(cols.metrics.begin(), cols.metrics.end(),
             [](const Columns::Metric& a, const Columns::Metric& b) { return a.index < b.index; });
@@ -672,13 +663,6 @@ NcuCsvResult parse_impl(std::string_view text) {
   if (!duplicate_columns.empty()) {
     std::string w = "the header repeats " + std::to_string(duplicate_columns.size()) +
                     " column name(s) (first: \"" + duplicate_columns.front() + "\"); the first occurrence is used";
-    add_warning(imp, dropped_warnings, std::move(w));
-  }
-  if (!ignored_columns.empty()) {
-    std::string w = "ignored " + std::to_string(ignored_columns.size()) +
-                    " column(s) that are neither identity columns nor metric names:";
-    for (size_t i = 0; i < ignored_columns.size() && i < 5; ++i) w += " \"" + ignored_columns[i] + "\"";
-    if (ignored_columns.size() > 5) w += " ...";
     add_warning(imp, dropped_warnings, std::move(w));
   }
   if (tokens.unterminated_quote_line) {
