@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# End-to-end checks of the cutriage command: the documented exit codes and one-line errors, and
+# the triage -> report -> json path on a real H200 capture.
+# usage: test_cli.sh CUTRIAGE_BINARY TEST_DATA_DIR
+set -u
+bin=$1
+data=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+expect() {  # expect NAME CODE PATTERN -- command...
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -ne $code ]]; then
+    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/  | /' "$tmp/err" | head -5
+    failed=$((failed + 1)); return
+  fi
+  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
+    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
+    failed=$((failed + 1)); return
+  fi
+  echo "ok   $name"; passed=$((passed + 1))
+}
+
+csv=$data/ncu/zoo/strided_load.csv
+expect "help" 0 "usage: cutriage" -- "$bin" --help
+expect "no command" 1 "usage: cutriage" -- "$bin"
+expect "unknown command" 1 "unknown command 'frobnicate'" -- "$bin" frobnicate
+expect "triage without csv" 1 "--ncu-csv FILE is required" -- "$bin" triage -o "$tmp/x.pb"
+expect "bad clock control" 1 "accepts none, locked or unknown" -- "$bin" triage --ncu-csv "$csv" --clock-control fast
+expect "missing csv" 2 "cannot read '$tmp/nope.csv'" -- "$bin" triage --ncu-csv "$tmp/nope.csv" -o "$tmp/x.pb"
+printf '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n' >"$tmp/details.csv"
+expect "details page" 5 "--page raw" -- "$bin" triage --ncu-csv "$tmp/details.csv" -o "$tmp/x.pb"
+printf 'not.a.rule = 3\n' >"$tmp/bad.thresholds"
+expect "bad thresholds" 7 "no rule 'not.a'" -- "$bin" triage --ncu-csv "$csv" --thresholds "$tmp/bad.thresholds" -o "$tmp/x.pb"
+expect "unwritable output" 6 "cannot write" -- "$bin" triage --ncu-csv "$csv" -o "$tmp/no/such/dir/x.pb"
+
+expect "triage" 0 "1 kernel triaged" -- "$bin" triage --ncu-csv "$csv" --timings "$data/ncu/timings.csv" --clock-control none -o "$tmp/s.pb"
+expect "report verdict" 0 "MEMORY BOUND - memory_bound: 32.00 sectors per global load request" -- "$bin" report "$tmp/s.pb"
+expect "report next action" 0 "next      Make consecutive threads read consecutive addresses" -- "$bin" report "$tmp/s.pb"
+expect "report verbose" 0 "not fired  d5.local_memory_traffic" -- "$bin" report "$tmp/s.pb" --verbose
+expect "json" 0 '"primaryRuleId": "d5.uncoalesced_global_loads"' -- "$bin" json "$tmp/s.pb"
+# A threshold override changes the verdict: with 40 sectors/request allowed, loads are "coalesced".
+printf 'd5.uncoalesced_global_loads.sectors_per_request = 40\n' >"$tmp/loose.thresholds"
+"$bin" triage --ncu-csv "$csv" --thresholds "$tmp/loose.thresholds" -o "$tmp/loose.pb" 2>/dev/null
+expect "threshold override" 0 "not fired  d5.uncoalesced_global_loads" -- "$bin" report "$tmp/loose.pb" --verbose
+
+expect "report missing file" 2 "cannot open" -- "$bin" report "$tmp/none.pb"
+expect "report not cutriage" 3 "not a cutriage file" -- "$bin" report "$csv"
+: >"$tmp/empty.pb"
+expect "report empty" 3 "empty" -- "$bin" report "$tmp/empty.pb"
+size=$(stat -c %s "$tmp/s.pb")
+head -c $((size - 5)) "$tmp/s.pb" >"$tmp/torn.pb"
+expect "report truncated" 4 "truncated: read [0-9]+ complete records, skipped the last [0-9]+ bytes" -- "$bin" report "$tmp/torn.pb"
+expect "json truncated" 4 "truncated" -- "$bin" json "$tmp/torn.pb"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
