@@ -40,7 +40,7 @@ expect "bad thresholds" 7 "no rule 'not.a'" -- "$bin" triage --ncu-csv "$csv" --
 expect "unwritable output" 6 "cannot write" -- "$bin" triage --ncu-csv "$csv" -o "$tmp/no/such/dir/x.pb"
 
 expect "triage" 0 "1 kernel triaged" -- "$bin" triage --ncu-csv "$csv" --timings "$data/ncu/timings.csv" --clock-control none -o "$tmp/s.pb"
-expect "report verdict" 0 "MEMORY BOUND - memory_bound: 32.00 sectors per global load request" -- "$bin" report "$tmp/s.pb"
+expect "report verdict" 0 "verdict   MEMORY BOUND - 32.00 sectors per global load request" -- "$bin" report "$tmp/s.pb"
 expect "report next action" 0 "next      Make consecutive threads read consecutive addresses" -- "$bin" report "$tmp/s.pb"
 expect "report verbose" 0 "not fired  d5.local_memory_traffic" -- "$bin" report "$tmp/s.pb" --verbose
 expect "json" 0 '"primaryRuleId": "d5.uncoalesced_global_loads"' -- "$bin" json "$tmp/s.pb"

@@ -101,12 +101,24 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   std::string cls = enum_words(v1::Classification_Name(d.classification()), "CLASSIFICATION_");
   for (char& c : cls) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   out << "    verdict   " << cls;
-  if (!d.headline().empty()) out << " - " << d.headline();
+  if (!d.headline().empty()) {
+    // The engine's headline starts with the classification's name ("memory_bound: ..."), which
+    // the line already shows in words.
+    std::string headline = d.headline();
+    size_t colon = headline.find(": ");
+    if (colon != std::string::npos && headline.find(' ') > colon) headline = headline.substr(colon + 2);
+    out << " - " << headline;
+  }
   out << "\n";
   if (d.at_hardware_limit()) out << "              (the limiting unit is within 80% of its peak)\n";
 
   out << "    trust     " << enum_words(v1::Trust_Name(d.trust()), "TRUST_");
-  for (int i = 0; i < d.trust_notes_size(); ++i) out << (i == 0 ? ": " : "; ") << d.trust_notes(i);
+  // Notes can be long (lists of metrics); the report shows each one's start, --verbose all of it.
+  for (int i = 0; i < d.trust_notes_size(); ++i) {
+    std::string note = d.trust_notes(i);
+    if (!options.verbose && note.size() > 110) note = note.substr(0, 107) + "...";
+    out << "\n              - " << note;
+  }
   out << "\n";
 
   out << "    path      ";
@@ -130,6 +142,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     int shown = 0;
     for (const auto& e : primary->evidence()) {
       if (shown == 5) break;
+      if (e.metric().rfind("cutriage__routed", 0) == 0) continue;  // engine bookkeeping
       if (shown != 0) out << "\n              ";
       out << e.metric() << " = " << fmt(e.value()) << (e.unit().empty() ? "" : " " + e.unit())
           << (e.derived() ? " (derived)" : "");
@@ -156,20 +169,30 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     }
     out << "\n";
   }
-  // Other findings, one line each: what else fired besides the verdict.
+  // Other findings, one line each: what else fired besides the verdict. Decision 0's notes are
+  // under "trust" and Decision 2's classifiers are the path itself, so they are left out here.
   bool header = false;
+  int shown = 0, hidden = 0;
   for (const auto& visit : d.path()) {
+    if (visit.decision() == v1::DECISION_D0_TRUST || visit.decision() == v1::DECISION_D2_REGIME) continue;
     for (const auto& c : visit.checks()) {
       if (c.outcome() != v1::OUTCOME_FIRED || &c == primary) continue;
+      if (!options.verbose && shown == 6) {
+        ++hidden;
+        continue;
+      }
       if (!header) {
         out << "    also\n";
         header = true;
       }
-      out << "      - [" << c.rule_id() << "] "
-          << (c.has_finding() && !c.finding().summary().empty() ? c.finding().summary() : c.reason())
-          << "\n";
+      std::string text =
+          c.has_finding() && !c.finding().summary().empty() ? c.finding().summary() : c.reason();
+      if (!options.verbose && text.size() > 140) text = text.substr(0, 137) + "...";
+      out << "      - [" << c.rule_id() << "] " << text << "\n";
+      ++shown;
     }
   }
+  if (hidden > 0) out << "      (" << hidden << " more with --verbose)\n";
   if (options.verbose) {
     for (const auto& visit : d.path()) {
       out << "    " << decision_label(visit.decision());
