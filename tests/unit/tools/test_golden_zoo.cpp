@@ -2,6 +2,7 @@
 // `tests/data/ncu/capture.sh` (see tests/data/ncu/README.md), must reach the verdict it was built
 // to show. Where the engine's verdict differs from the program's intent, the test says which one
 // is right and why.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -52,7 +53,9 @@ const std::map<std::string, std::vector<wire::KernelRecord>>& zoo() {
   return result;
 }
 
-const triage::Diagnosis& diagnosis_of(const std::string& function) {
+// Takes a C string: GCC 13 warns (-Wdangling-reference) when a reference-returning function gets a
+// temporary std::string.
+const triage::Diagnosis& diagnosis_of(const char* function) {
   const auto& all = zoo();
   auto it = all.find(function);
   if (it == all.end() || it->second.empty()) FAIL("no capture of " << function);

@@ -1,5 +1,6 @@
 // Engine routing: one test per branch of Decision 2, the D5 -> D3 re-entry, trust, inconclusive
 // inputs and threshold overrides. Inputs are synthetic metric sets on a GH100 launch.
+#include <cmath>
 #include <algorithm>
 
 #include "catch.h"
