@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "registry.h"
+#include "rule_helpers.h"
+#include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
@@ -22,29 +24,9 @@ std::optional<std::string_view> stall_next_action(std::string_view reason);
 
 namespace {
 
-std::string num(double v, int precision = 2) {
-  char buf[128];
-  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
-  if (res.ec != std::errc{}) return "?";
-  return std::string(buf, res.ptr);
-}
 
-std::string pct(double share) { return num(share * 100.0, 1) + "%"; }
 
-// How far `value` is past `threshold`, as a fraction of the threshold (>= 0).
-double above(double value, double threshold) {
-  return threshold > 0 ? std::max(0.0, value / threshold - 1.0) : std::max(0.0, value);
-}
-double below(double value, double threshold) {
-  return threshold > 0 ? std::max(0.0, 1.0 - value / threshold) : 0.0;
-}
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
-}
 
 constexpr std::string_view kStallPrefix = "smsp__average_warps_issue_stalled_";
 constexpr std::string_view kStallSuffix = "_per_issue_active.ratio";
@@ -311,17 +293,17 @@ Rule dominant_stall() {
         ctx.note("stall_share." + top->first, share);
         double limit = ctx.threshold("dominant_share");
         double min_ratio = ctx.threshold("min_per_issue");
-        std::string reading = top->first + " holds " + pct(share) + " of stalls (" +
+        std::string reading = top->first + " holds " + share_pct(share) + " of stalls (" +
                               num(top->second) + " of " + num(stalls.total) +
                               " warps stalled per issued instruction)";
         if (!(share > limit)) {
-          return RuleVerdict::not_fired(reading + "; no reason above " + pct(limit));
+          return RuleVerdict::not_fired(reading + "; no reason above " + share_pct(limit));
         }
         if (!(top->second > min_ratio)) {
           return RuleVerdict::not_fired(reading + "; its ratio is not above " + num(min_ratio) +
                                         ", so stalls are not what limits issue");
         }
-        RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
         v.detail = top->first;
         if (auto action = stall_next_action(top->first)) v.next_action = std::string(*action);
         return v;
@@ -350,7 +332,7 @@ Rule warp_divergence() {
         double threads = ctx.required(kThreadsPerInst);
         double limit = ctx.threshold("min_threads");
         std::string reading = num(threads, 1) + " active threads per executed warp instruction (" +
-                              pct(threads / 32.0) + " lane efficiency)";
+                              share_pct(threads / 32.0) + " lane efficiency)";
         if (!(threads < limit)) return RuleVerdict::not_fired(reading + ", >= " + num(limit, 0));
         return RuleVerdict::fired(reading + " (< " + num(limit, 0) + ")", below(threads, limit));
       },
@@ -503,9 +485,9 @@ Rule achieved_below_theoretical() {
         ctx.note("achieved_to_theoretical_occupancy", ratio);
         double limit = ctx.threshold("achieved_to_theoretical");
         std::string reading = "achieved occupancy " + num(achieved, 1) + "% of a theoretical " +
-                              num(theoretical, 1) + "% (" + pct(ratio) + ")";
-        if (!(ratio < limit)) return RuleVerdict::not_fired(reading + ", >= " + pct(limit));
-        return RuleVerdict::fired(reading + " (< " + pct(limit) + ")", below(ratio, limit));
+                              num(theoretical, 1) + "% (" + share_pct(ratio) + ")";
+        if (!(ratio < limit)) return RuleVerdict::not_fired(reading + ", >= " + share_pct(limit));
+        return RuleVerdict::fired(reading + " (< " + share_pct(limit) + ")", below(ratio, limit));
       },
   };
 }
@@ -583,10 +565,10 @@ Rule bytes_in_flight() {
           double share = ls / stalls.total;
           ctx.note("long_scoreboard_share", share);
           double min_share = ctx.threshold("min_long_scoreboard_share");
-          reading += ", long_scoreboard " + pct(share) + " of stalls";
+          reading += ", long_scoreboard " + share_pct(share) + " of stalls";
           if (!(share >= min_share)) {
             return RuleVerdict::not_fired(reading + ": warps are not mainly waiting on memory (< " +
-                                          pct(min_share) + ")");
+                                          share_pct(min_share) + ")");
           }
         } else {
           reading += " (stall reasons not measured)";

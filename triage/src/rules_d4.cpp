@@ -12,30 +12,16 @@
 #include <vector>
 
 #include "registry.h"
+#include "rule_helpers.h"
+#include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
 namespace {
 
-std::string num(double v, int precision = 2) {
-  char buf[128];
-  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
-  if (res.ec != std::errc{}) return "?";
-  return std::string(buf, res.ptr);
-}
 
-std::string pct(double share) { return num(share * 100.0, 1) + "%"; }
 
-double above(double value, double threshold) {
-  return threshold > 0 ? std::max(0.0, value / threshold - 1.0) : std::max(0.0, value);
-}
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
-}
 
 constexpr std::string_view kInstExecutedSum = "sm__inst_executed.sum";
 constexpr std::string_view kInstIssuedSum = "sm__inst_issued.sum";
@@ -275,10 +261,10 @@ Rule pipe_instruction_share() {
         double share = best_count / total;
         ctx.note("pipe_instruction_share." + best, share);
         double limit = ctx.threshold("share");
-        std::string reading = best + " pipe executes " + pct(share) + " of instructions (" +
+        std::string reading = best + " pipe executes " + share_pct(share) + " of instructions (" +
                               num(best_count, 0) + " of " + num(total, 0) + ")";
-        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
-        RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + share_pct(limit));
+        RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
         v.limiter = pipe_limiter(best);
         v.detail = best;
         v.next_action = std::string(pipe_action(*v.limiter));
@@ -319,16 +305,16 @@ Rule slow_path_arithmetic() {
         double fp64_share = fp64 / total;
         ctx.note("fp64_instruction_share", fp64_share);
         double fp64_limit = ctx.threshold("fp64_share");
-        std::string reading = "FP64 pipe runs " + pct(fp64_share) + " of instructions";
+        std::string reading = "FP64 pipe runs " + share_pct(fp64_share) + " of instructions";
         if (auto d = ctx.metric(kDfma)) {
           if (auto f = ctx.metric(kFfma); f && (*d + *f) > 0) {
             double dshare = *d / (*d + *f);
             ctx.note("fp64_share_of_fp_thread_ops", dshare);
-            reading += " (" + pct(dshare) + " of FP32+FP64 thread add/mul/fma)";
+            reading += " (" + share_pct(dshare) + " of FP32+FP64 thread add/mul/fma)";
           }
         }
         if (fp64_share > fp64_limit) {
-          RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(fp64_limit) + ")",
+          RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(fp64_limit) + ")",
                                              above(fp64_share, fp64_limit));
           v.detail = "fp64";
           v.next_action =
@@ -343,11 +329,11 @@ Rule slow_path_arithmetic() {
           double fp16_share = *fp16 / total;
           ctx.note("fp16_fma_instruction_share", fp16_share);
           double fp16_limit = ctx.threshold("fp16_share");
-          reading += "; FP16 on the FMA pipe " + pct(fp16_share) + ", tensor pipe " +
+          reading += "; FP16 on the FMA pipe " + share_pct(fp16_share) + ", tensor pipe " +
                      num(*tensor, 0) + " instructions";
           if (fp16_share > fp16_limit && *tensor == 0) {
             RuleVerdict v = RuleVerdict::fired(
-                reading + " (FP16 share > " + pct(fp16_limit) + " with tensor cores idle)",
+                reading + " (FP16 share > " + share_pct(fp16_limit) + " with tensor cores idle)",
                 above(fp16_share, fp16_limit));
             v.detail = "fp16_without_tensor";
             v.next_action =
@@ -360,7 +346,7 @@ Rule slow_path_arithmetic() {
           reading += "; tensor-core use not checked (needs " + std::string(kFp16FmaSum) + " and " +
                      std::string(kTensorSum) + ")";
         }
-        return RuleVerdict::not_fired(reading + ", <= " + pct(fp64_limit));
+        return RuleVerdict::not_fired(reading + ", <= " + share_pct(fp64_limit));
       },
   };
 }
@@ -478,9 +464,9 @@ Rule replay_overhead() {
           ctx.note("replayed_issue_fraction", replay);
           double limit = ctx.threshold("replay_fraction");
           reading += "; " + num(*issued_n, 0) + " issued vs " + num(*executed_n, 0) +
-                     " executed (" + pct(replay) + " re-issued)";
-          if (!(replay > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
-          RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(replay, limit));
+                     " executed (" + share_pct(replay) + " re-issued)";
+          if (!(replay > limit)) return RuleVerdict::not_fired(reading + ", <= " + share_pct(limit));
+          RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(replay, limit));
           v.detail = "replay";
           if (issued >= 60.0) {
             v.estimated_speedup = *issued_n / *executed_n;

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "registry.h"
+#include "rule_helpers.h"
+#include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
@@ -22,21 +24,8 @@ bool is_issue_state_not_stall(std::string_view reason);
 
 namespace {
 
-std::string num(double v, int precision = 2) {
-  char buf[128];
-  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
-  if (res.ec != std::errc{}) return "?";
-  return std::string(buf, res.ptr);
-}
 
-std::string pct(double share) { return num(share * 100.0, 1) + "%"; }
 
-double above(double value, double threshold) {
-  return threshold > 0 ? std::max(0.0, value / threshold - 1.0) : std::max(0.0, value);
-}
-double below(double value, double threshold) {
-  return threshold > 0 ? std::max(0.0, 1.0 - value / threshold) : 0.0;
-}
 
 constexpr std::string_view kLsuWavefrontsPct =
     "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed";
@@ -101,12 +90,6 @@ constexpr std::string_view kL2TexSysmem = "lts__t_sectors_srcunit_tex_aperture_s
 constexpr std::string_view kL2TexPeer = "lts__t_sectors_srcunit_tex_aperture_peer.sum";
 constexpr std::string_view kL2TexPct = "lts__t_sectors_srcunit_tex.avg.pct_of_peak_sustained_elapsed";
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
-}
 
 // DRAM utilization under either of the two names the guide uses.
 std::optional<double> dram_pct(RuleContext& ctx) {
@@ -391,9 +374,9 @@ Rule local_memory_traffic() {
         double share = local / (local + gld.value_or(0) + gst.value_or(0));
         ctx.note("local_sector_share", share);
         double limit = ctx.threshold("min_share");
-        reading += ", " + pct(share) + " of local+global sectors";
-        if (!(share >= limit)) return RuleVerdict::not_fired(reading + " (< " + pct(limit) + ")");
-        return RuleVerdict::fired(reading + " (>= " + pct(limit) + ")", share / limit);
+        reading += ", " + share_pct(share) + " of local+global sectors";
+        if (!(share >= limit)) return RuleVerdict::not_fired(reading + " (< " + share_pct(limit) + ")");
+        return RuleVerdict::fired(reading + " (>= " + share_pct(limit) + ")", share / limit);
       },
   };
 }
@@ -471,10 +454,10 @@ Rule l2_atomic_pressure() {
         ctx.note("l2_atomic_request_share", share);
         double limit = ctx.threshold("atomic_share");
         std::string reading = num(atom, 0) + " atomic/reduction requests of " +
-                              num(total, 0) + " L2 requests (" + pct(share) + ")";
+                              num(total, 0) + " L2 requests (" + share_pct(share) + ")";
         if (auto l2 = ctx.metric(kL2)) reading += ", L2 throughput " + num(*l2, 1) + "%";
-        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
-        return RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + share_pct(limit));
+        return RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
       },
   };
 }
@@ -523,7 +506,7 @@ Rule shared_bank_conflicts() {
         ctx.note("shared_bank_conflict_share", share);
         double limit = ctx.threshold("conflict_share");
         std::string reading = num(conflicts, 0) + " bank conflicts in " + num(wavefronts, 0) +
-                              " shared-memory wavefronts (" + pct(share) + ", " + basis + ")";
+                              " shared-memory wavefronts (" + share_pct(share) + ", " + basis + ")";
         auto li = ctx.metric(kSharedLdInst);
         auto si = ctx.metric(kSharedStInst);
         if (li && si && (*li + *si) > 0) {
@@ -531,8 +514,8 @@ Rule shared_bank_conflicts() {
           ctx.note("shared_wavefronts_per_instruction", wpr);
           reading += ", " + num(wpr) + " wavefronts per shared instruction";
         }
-        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
-        RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + share_pct(limit));
+        RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
         if (conflicts < wavefronts) {
           v.estimated_speedup = wavefronts / (wavefronts - conflicts);
           v.estimate_basis = "shared-memory wavefronts drop from " + num(wavefronts, 0) + " to " +
@@ -587,7 +570,7 @@ Rule smem_fill_through_registers() {
         double min_ratio = ctx.threshold("min_stores_per_load");
         double max_async = ctx.threshold("max_async_share");
         reading += " (" + num(ratio) + " shared stores per global load, async share " +
-                   pct(async_share) + ")";
+                   share_pct(async_share) + ")";
         if (!(ratio >= min_ratio)) {
           return RuleVerdict::not_fired(reading + ": too few shared stores for a staging loop");
         }
@@ -636,7 +619,7 @@ Rule memory_fences() {
           if (total > 0) {
             share = *membar / total;
             ctx.note("membar_stall_share", *share);
-            reading = "membar holds " + pct(*share) + " of stalls (" + num(*membar) +
+            reading = "membar holds " + share_pct(*share) + " of stalls (" + num(*membar) +
                       " warps per issue)";
           }
         }
@@ -655,7 +638,7 @@ Rule memory_fences() {
             if (total > 0) {
               share = static_cast<double>(membar) / static_cast<double>(total);
               ctx.note("membar_pc_sample_share", *share);
-              reading = "membar holds " + pct(*share) + " of stall PC samples (" +
+              reading = "membar holds " + share_pct(*share) + " of stall PC samples (" +
                         std::to_string(membar) + " of " + std::to_string(total) + ")";
             }
           }
@@ -668,8 +651,8 @@ Rule memory_fences() {
         if (auto req = ctx.metric(kL2MembarRequests)) {
           reading += ", " + num(*req, 0) + " L2 membar requests";
         }
-        if (!(*share >= limit)) return RuleVerdict::not_fired(reading + ", < " + pct(limit));
-        return RuleVerdict::fired(reading + " (>= " + pct(limit) + ")", above(*share, limit));
+        if (!(*share >= limit)) return RuleVerdict::not_fired(reading + ", < " + share_pct(limit));
+        return RuleVerdict::fired(reading + " (>= " + share_pct(limit) + ")", above(*share, limit));
       },
   };
 }
@@ -705,9 +688,9 @@ Rule sysmem_peer_placement() {
         double share = (sys + peer) / total;
         ctx.note("offdevice_aperture_share", share);
         double limit = ctx.threshold("aperture_share");
-        std::string reading = pct(share) + " of L1TEX's L2 sectors go to system (" + num(sys, 0) +
+        std::string reading = share_pct(share) + " of L1TEX's L2 sectors go to system (" + num(sys, 0) +
                               ") or peer (" + num(peer, 0) + ") memory, of " + num(total, 0);
-        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + share_pct(limit));
         if (auto util = ctx.metric(kL2TexPct)) {
           double util_limit = ctx.threshold("l2_from_l1tex_pct");
           reading += "; L2 utilization from L1TEX " + num(*util, 1) + "%";
@@ -715,7 +698,7 @@ Rule sysmem_peer_placement() {
             return RuleVerdict::not_fired(reading + " (<= " + num(util_limit, 0) + "%)");
           }
         }
-        return RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        return RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
       },
   };
 }

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "registry.h"
+#include "rule_helpers.h"
+#include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
@@ -23,18 +25,8 @@ std::optional<std::string_view> stall_next_action(std::string_view reason);
 
 namespace {
 
-std::string num(double v, int precision = 2) {
-  char buf[128];
-  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
-  if (res.ec != std::errc{}) return "?";
-  return std::string(buf, res.ptr);
-}
 
-std::string pct(double share) { return num(share * 100.0, 1) + "%"; }
 
-double above(double value, double threshold) {
-  return threshold > 0 ? std::max(0.0, value / threshold - 1.0) : std::max(0.0, value);
-}
 
 std::string hex(uint64_t v) {
   char buf[32];
@@ -144,18 +136,18 @@ Rule hot_line() {
         double limit = ctx.threshold("line_share");
         std::string reading = describe(top) + " holds " + std::to_string(top.stall_samples) +
                               " of " + std::to_string(view.stall_samples) + " stall samples (" +
-                              pct(share) + ")";
+                              share_pct(share) + ")";
         std::string others;
         for (size_t i = 1; i < view.locations.size() && i < 5; ++i) {
           const Location& l = view.locations[i];
           if (l.stall_samples == 0) break;
           others += (others.empty() ? "" : ", ") + l.key + " " +
-                    pct(static_cast<double>(l.stall_samples) / static_cast<double>(view.stall_samples));
+                    share_pct(static_cast<double>(l.stall_samples) / static_cast<double>(view.stall_samples));
         }
         if (!others.empty()) reading += "; next: " + others;
         reading += line_info_note(view);
-        if (!(share > limit)) return RuleVerdict::not_fired(reading + "; no line above " + pct(limit));
-        RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + "; no line above " + share_pct(limit));
+        RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
         v.detail = top.key;
         return v;
       },
@@ -197,14 +189,14 @@ Rule focused_stall_on_line() {
           auto top = std::max_element(loc.by_reason.begin(), loc.by_reason.end(),
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
           double share = static_cast<double>(top->second) / static_cast<double>(loc.stall_samples);
-          std::string reading = top->first + " holds " + pct(share) + " of the " +
+          std::string reading = top->first + " holds " + share_pct(share) + " of the " +
                                 std::to_string(loc.stall_samples) + " stall samples at " +
-                                describe(loc) + " (" + pct(line_share) + " of the kernel's)";
+                                describe(loc) + " (" + share_pct(line_share) + " of the kernel's)";
           if (best_reading.empty()) best_reading = reading;
           if (share > reason_limit) {
             ctx.note("focused_line_reason_share", share);
             ctx.note("focused_line_share", line_share);
-            RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(reason_limit) + ")" +
+            RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(reason_limit) + ")" +
                                                    line_info_note(view),
                                                above(share, reason_limit));
             v.detail = top->first + " at " + loc.key;
@@ -219,10 +211,10 @@ Rule focused_stall_on_line() {
           }
         }
         if (best_reading.empty()) {
-          return RuleVerdict::not_fired("no line holds " + pct(min_line) + " of stall samples");
+          return RuleVerdict::not_fired("no line holds " + share_pct(min_line) + " of stall samples");
         }
         return RuleVerdict::not_fired(best_reading + "; no hot line has one reason above " +
-                                      pct(reason_limit));
+                                      share_pct(reason_limit));
       },
   };
 }
@@ -365,9 +357,9 @@ Rule shared_helper() {
         double share = static_cast<double>(best_count) / static_cast<double>(total);
         ctx.note("helper_function_share", share);
         std::string reading = "function " + best + " holds " + std::to_string(best_count) + " of " +
-                              std::to_string(total) + " stall samples (" + pct(share) + ")";
-        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + pct(limit));
-        RuleVerdict v = RuleVerdict::fired(reading + " (> " + pct(limit) + ")", above(share, limit));
+                              std::to_string(total) + " stall samples (" + share_pct(share) + ")";
+        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + share_pct(limit));
+        RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
         v.detail = best;
         return v;
       },
