@@ -8,29 +8,12 @@
 
 #include "catch.h"
 #include "cutriage/triage/rule.h"
+#include "rule_test_support.h"
 
 using namespace cutriage::triage;
+using namespace cutriage::triage::test_support;
 
 namespace {
-
-using MetricList = std::initializer_list<std::pair<std::string_view, double>>;
-
-KernelInput kernel_with(MetricList metrics) {
-  KernelInput k;
-  k.function_name = "synthetic_kernel";
-  for (const auto& [name, value] : metrics) k.metrics.set(std::string(name), value);
-  return k;
-}
-
-CheckResult run(std::string_view id, const KernelInput& k) {
-  const Rule* rule = find_rule(id);
-  REQUIRE(rule != nullptr);
-  return run_rule(*rule, k, k.metrics, std::nullopt, Thresholds{});
-}
-
-bool contains(const std::string& s, std::string_view part) {
-  return s.find(part) != std::string::npos;
-}
 
 bool near(double a, double b) { return std::abs(a - b) < 1e-9; }
 

@@ -8,20 +8,12 @@
 
 #include "catch.h"
 #include "cutriage/triage/rule.h"
+#include "rule_test_support.h"
 
 using namespace cutriage::triage;
+using namespace cutriage::triage::test_support;
 
 namespace {
-
-CheckResult run(std::string_view id, const KernelInput& k) {
-  const Rule* rule = find_rule(id);
-  REQUIRE(rule != nullptr);
-  return run_rule(*rule, k, k.metrics, std::nullopt, Thresholds{});
-}
-
-bool contains(const std::string& s, std::string_view part) {
-  return s.find(part) != std::string::npos;
-}
 
 PcSampleLine line(std::string file, uint32_t ln, uint64_t pc, std::string sass, std::string function,
                   std::map<std::string, uint64_t> reasons) {
