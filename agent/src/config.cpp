@@ -1,0 +1,2 @@
+// Placeholder until the configuration parser lands (see config.h).
+#include "config.h"

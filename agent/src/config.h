@@ -1,0 +1,116 @@
+// The agent's configuration: CUTRIAGE_* environment variables (what `cutriage run` flags turn
+// into), parsed strictly. A bad value is an error naming the variable and what it accepts; the
+// agent then stays off for the run. An unknown CUTRIAGE_* key is a warning only.
+//
+// Pure C++: no CUDA, no I/O except what the caller passes in, never throws.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cutriage::agent {
+
+enum class LogLevel : uint8_t { kOff, kError, kWarn, kInfo, kDebug };
+
+// Which metrics the range profiler collects per profiled launch.
+enum class MetricMode : uint8_t {
+  kAdaptive,  // first launch: what Decisions 0-2 need; later launches: what the route asks for
+  kFull,      // everything every rule reads, in one launch
+  kBase,      // only Decisions 0-2
+  kList,      // the explicit list in AgentConfig::metric_list
+};
+
+// Which form of a kernel's name the filter matches (ncu's --kernel-name-base).
+enum class NameBase : uint8_t { kFunction, kDemangled, kMangled };
+
+// Matches kernel names the way ncu's --kernel-name does: a plain string matches the whole name
+// exactly; "regex:<ECMAScript regex>" matches when the regex finds a match anywhere in the name.
+// An empty filter matches everything.
+class KernelFilter {
+ public:
+  KernelFilter();
+  ~KernelFilter();
+  KernelFilter(const KernelFilter&);
+  KernelFilter& operator=(const KernelFilter&);
+  KernelFilter(KernelFilter&&) noexcept;
+  KernelFilter& operator=(KernelFilter&&) noexcept;
+
+  // Returns an error message (empty on success).
+  std::string set(std::string_view spec, NameBase base);
+  [[nodiscard]] bool empty() const;
+  [[nodiscard]] const std::string& spec() const;
+  [[nodiscard]] NameBase base() const;
+  [[nodiscard]] bool matches(std::string_view mangled, std::string_view demangled,
+                             std::string_view function) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct AgentConfig {
+  bool enabled = true;
+  std::string output_pattern = "cutriage-%h-%p.pb";
+  KernelFilter kernel_filter;
+  uint64_t launch_skip = 0;     // matching launches to let pass before profiling starts
+  uint64_t launch_count = 0;    // profile at most this many launches in all; 0 = no limit
+  uint32_t max_profiles_per_kernel = 3;
+  MetricMode metric_mode = MetricMode::kAdaptive;
+  std::vector<std::string> metric_list;  // for kList
+  LogLevel log_level = LogLevel::kWarn;
+  std::string log_file;                  // empty: stderr
+  bool summary = true;                   // the per-kernel summary on stderr at exit
+  std::string thresholds_file;           // empty: the guide's thresholds
+};
+
+struct ConfigIssue {
+  enum class Severity : uint8_t { kWarning, kError };
+  Severity severity = Severity::kError;
+  std::string variable;  // "CUTRIAGE_LAUNCH_COUNT"
+  std::string message;   // one line, names the accepted values
+};
+
+struct ConfigResult {
+  AgentConfig config;
+  std::vector<ConfigIssue> issues;
+  [[nodiscard]] bool ok() const;  // no kError issue
+};
+
+// One option: its environment variable, its `cutriage run` flag, and the help text. The single
+// table that drives parsing, `cutriage run --help`, the flag-to-environment mapping and the docs.
+struct OptionSpec {
+  std::string_view env;          // "CUTRIAGE_LAUNCH_COUNT"
+  std::string_view flag;         // "--launch-count"
+  std::string_view value_hint;   // "N"
+  std::string_view default_text; // "0 (no limit)"
+  std::string_view help;
+};
+const std::vector<OptionSpec>& config_options();
+
+// Parses the CUTRIAGE_* entries of `env` (NAME, VALUE pairs; other names are ignored).
+ConfigResult parse_config(const std::vector<std::pair<std::string, std::string>>& env);
+
+// The process environment as pairs (reads `environ`).
+std::vector<std::pair<std::string, std::string>> process_environment();
+
+// What an output path pattern may refer to.
+struct PathContext {
+  uint64_t pid = 0;
+  std::string host;
+  std::function<std::optional<std::string>(std::string_view)> getenv;  // for %q{VAR}
+  std::function<bool(const std::string&)> exists;                       // for %n
+};
+
+// Expands %p (pid), %h (host), %n (smallest sequence number >= 1 whose expansion does not exist
+// yet), %q{VAR} (environment variable; unset is an error), %% (a literal %). Any other % sequence
+// is an error. Returns the path, or nullopt with *error set.
+std::optional<std::string> expand_path_pattern(std::string_view pattern, const PathContext& ctx,
+                                               std::string* error);
+
+}  // namespace cutriage::agent
