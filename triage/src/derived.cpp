@@ -79,6 +79,15 @@ void put_ratio(MetricSet& metrics, std::string_view out, std::string_view num,
 
 }  // namespace
 
+namespace detail {
+std::vector<std::string> derivation_inputs(std::string_view metric) {
+  for (const RatioDef& r : kRatios) {
+    if (r.out == metric) return {std::string(r.numerator), std::string(r.denominator)};
+  }
+  return {};
+}
+}  // namespace detail
+
 void add_derived_metrics(MetricSet& metrics) {
   // Stall-per-issue ratios, one per stall reason present:
   //   smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio

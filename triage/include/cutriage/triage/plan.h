@@ -1,0 +1,39 @@
+// What to measure: the counters a collector has to read for the rules of given decisions, and,
+// after a first diagnosis, the counters the route still lacks. This is how the decision tree
+// drives adaptive collection: the first profiled launch of a kernel reads what Decisions 0-2 need,
+// its route names the decisions it visited, and the next launch reads what those decisions missed.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cutriage/triage/diagnosis.h"
+#include "cutriage/triage/inputs.h"
+
+namespace cutriage::triage {
+
+// The hardware counters behind one metric name a rule reads:
+//  - a ratio the engine derives (add_derived_metrics) expands to its numerator and denominator;
+//  - names no counter backs are dropped: launch__* (launch arithmetic), device__* (device
+//    attributes), cutriage__* (the timeline), sm__maximum_warps_per_active_cycle_pct (occupancy
+//    calculator);
+//  - anything else is returned as is.
+std::vector<std::string> counter_inputs(std::string_view metric);
+
+// Every counter the rules of `decisions` read (required and optional), expanded as above, sorted,
+// without duplicates.
+std::vector<std::string> counters_for_decisions(const std::vector<Decision>& decisions);
+
+// The decisions whose counters the first profiled launch of a kernel collects: 0, 1 and 2 (trust,
+// workload size, regime), which decide the route.
+const std::vector<Decision>& routing_decisions();
+
+// Counters the rules of the decisions this diagnosis visited read but `have` lacks (after the
+// engine's derivations), excluding names in `exclude` (already asked for: rejected by the chip or
+// collected before). Decision 6 (PC samples) and 2A (timeline) have no counters and are skipped.
+// Empty when nothing more can be learned from counters.
+std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const MetricSet& have,
+                                               const std::vector<std::string>& exclude = {});
+
+}  // namespace cutriage::triage

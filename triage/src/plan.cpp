@@ -1,0 +1,86 @@
+#include "cutriage/triage/plan.h"
+
+#include <algorithm>
+#include <set>
+
+#include "cutriage/triage/engine.h"
+#include "cutriage/triage/rule.h"
+#include "rule_helpers.h"
+
+namespace cutriage::triage {
+
+namespace detail {
+// derived.cpp: numerator and denominator of a derived ratio, empty when `metric` is not derived.
+std::vector<std::string> derivation_inputs(std::string_view metric);
+}  // namespace detail
+
+namespace {
+
+constexpr std::string_view kStallRatioPrefix = "smsp__average_warps_issue_stalled_";
+constexpr std::string_view kStallRatioSuffix = "_per_issue_active.ratio";
+
+bool backed_by_no_counter(std::string_view name) {
+  return detail::starts_with(name, "launch__") || detail::starts_with(name, "device__") ||
+         detail::starts_with(name, "cutriage__") ||
+         name == "sm__maximum_warps_per_active_cycle_pct";
+}
+
+void add_rule_counters(Decision decision, std::set<std::string>& out) {
+  for (const Rule* rule : rules_for(decision)) {
+    for (const MetricNeed& need : rule->metrics) {
+      for (std::string& c : counter_inputs(need.name)) out.insert(std::move(c));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> counter_inputs(std::string_view metric) {
+  if (backed_by_no_counter(metric)) return {};
+  if (detail::starts_with(metric, kStallRatioPrefix) && detail::ends_with(metric, kStallRatioSuffix) &&
+      metric.size() > kStallRatioPrefix.size() + kStallRatioSuffix.size()) {
+    std::string_view reason = metric.substr(
+        kStallRatioPrefix.size(), metric.size() - kStallRatioPrefix.size() - kStallRatioSuffix.size());
+    return {"smsp__warps_issue_stalled_" + std::string(reason) + ".sum", "smsp__issue_active.sum"};
+  }
+  std::vector<std::string> inputs = detail::derivation_inputs(metric);
+  if (!inputs.empty()) return inputs;
+  return {std::string(metric)};
+}
+
+std::vector<std::string> counters_for_decisions(const std::vector<Decision>& decisions) {
+  std::set<std::string> out;
+  for (Decision d : decisions) add_rule_counters(d, out);
+  return {out.begin(), out.end()};
+}
+
+const std::vector<Decision>& routing_decisions() {
+  static const std::vector<Decision> kRouting{Decision::kD0Trust, Decision::kD1WorkloadSize,
+                                              Decision::kD2Regime};
+  return kRouting;
+}
+
+std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const MetricSet& have,
+                                               const std::vector<std::string>& exclude) {
+  MetricSet with_derived = have;
+  add_derived_metrics(with_derived);
+  std::set<std::string> wanted;
+  for (const DecisionVisit& visit : diagnosis.path) {
+    if (visit.decision == Decision::kD6SourceLines || visit.decision == Decision::kD2ADispatch) {
+      continue;
+    }
+    for (const Rule* rule : rules_for(visit.decision)) {
+      for (const MetricNeed& need : rule->metrics) {
+        // A need the engine can already read (measured or derived) needs no counter.
+        if (with_derived.has(need.name)) continue;
+        for (std::string& c : counter_inputs(need.name)) {
+          if (!with_derived.has(c)) wanted.insert(std::move(c));
+        }
+      }
+    }
+  }
+  for (const std::string& e : exclude) wanted.erase(e);
+  return {wanted.begin(), wanted.end()};
+}
+
+}  // namespace cutriage::triage
