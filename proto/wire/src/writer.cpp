@@ -13,7 +13,8 @@ namespace {
 // here in review; tests/unit/tools/test_wire_roundtrip.cpp parses the output with libprotobuf.
 namespace f {
 constexpr protozero::pbf_tag_type kFileRecords = 1;
-constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kRecordKernel = 3;
+constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kRecordKernel = 3,
+                                   kRecordNotice = 4, kRecordSessionEnd = 5;
 constexpr protozero::pbf_tag_type kInternedId = 1, kInternedValue = 2;
 }  // namespace f
 
@@ -237,6 +238,9 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
       mv.add_double(2, value.value);
       put_u64(mv, 3, ids[i].unit);
       put_bool(mv, 4, value.source == triage::MetricSource::kDerived);
+      if (auto from = k.metric_launch.find(name); from != k.metric_launch.end()) {
+        put_u64(mv, 5, from->second);
+      }
       ++i;
     }
     put_u32(m, 11, in.collection.passes);
@@ -252,6 +256,59 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     put_diagnosis(m, 17, k.diagnosis);
     put_u64(m, 18, k.correlation_id);
     put_double(m, 19, in.time_share.value_or(0));
+    put_enum(m, 20, k.status);
+    put_string(m, 21, k.status_detail);
+    put_enum(m, 22, k.launch_api);
+    put_u32(m, 23, k.profile_number);
+    for (uint64_t li : k.combined_launch_indices) m.add_uint64(24, li);
+    for (const std::string& name : k.rejected_metrics) m.add_string(25, name);
+  }
+  out += as_file_field(record);
+  return out;
+}
+
+std::string RecordEncoder::notice(const Notice& n) {
+  std::string record;
+  {
+    protozero::pbf_writer r(record);
+    protozero::pbf_writer m(r, f::kRecordNotice);
+    put_enum(m, 1, n.severity);
+    put_string(m, 2, n.code);
+    put_string(m, 3, n.message);
+    put_u64(m, 4, n.time_unix_ns);
+  }
+  return as_file_field(record);
+}
+
+std::string RecordEncoder::session_end(const SessionEnd& e) {
+  std::string out;
+  std::vector<uint64_t> names;
+  names.reserve(e.kernels.size());
+  for (const KernelLaunchStats& k : e.kernels) names.push_back(intern(k.mangled_name, out));
+  std::string record;
+  {
+    protozero::pbf_writer r(record);
+    protozero::pbf_writer m(r, f::kRecordSessionEnd);
+    put_u64(m, 1, e.end_time_unix_ns);
+    put_enum(m, 2, e.state);
+    put_string(m, 3, e.state_detail);
+    put_u64(m, 4, e.kernel_launches);
+    put_u64(m, 5, e.graph_launches);
+    put_u64(m, 6, e.captured_launches);
+    put_u64(m, 7, e.profiled_launches);
+    put_u64(m, 8, e.failed_profiles);
+    put_u64(m, 9, e.not_replayable_launches);
+    for (size_t i = 0; i < e.kernels.size(); ++i) {
+      const KernelLaunchStats& k = e.kernels[i];
+      protozero::pbf_writer ks(m, 10);
+      put_u64(ks, 1, names[i]);
+      put_u64(ks, 2, k.launches);
+      put_u64(ks, 3, k.profiled);
+      put_u64(ks, 4, k.captured);
+      put_u64(ks, 5, k.not_replayable);
+      put_u64(ks, 6, k.failed);
+      put_u64(ks, 7, k.filtered);
+    }
   }
   out += as_file_field(record);
   return out;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,59 @@ struct SessionInfo {
   std::string source_path;
 };
 
+// Values match cutriage.v1's enums of the same names.
+enum class ProfileStatus : uint8_t {
+  kUnspecified = 0,
+  kProfiled = 1,
+  kNotProfiledGraph = 2,
+  kNotProfiledCapture = 3,
+  kNotProfiledNoReplay = 4,
+  kFailed = 5,
+  kNotProfiledPermission = 6,
+};
+enum class LaunchApi : uint8_t {
+  kUnspecified = 0, kKernel = 1, kKernelEx = 2, kCooperative = 3, kLegacy = 4, kGraph = 5,
+};
+enum class AgentState : uint8_t {
+  kUnspecified = 0,
+  kActive = 1,
+  kNoGpu = 2,
+  kPermissionDenied = 3,
+  kOtherSubscriber = 4,
+  kProfilerFailed = 5,
+};
+enum class Severity : uint8_t { kUnspecified = 0, kInfo = 1, kWarning = 2, kError = 3 };
+
+struct Notice {
+  Severity severity = Severity::kUnspecified;
+  std::string code;
+  std::string message;
+  uint64_t time_unix_ns = 0;
+};
+
+struct KernelLaunchStats {
+  std::string mangled_name;
+  uint64_t launches = 0;
+  uint64_t profiled = 0;
+  uint64_t captured = 0;
+  uint64_t not_replayable = 0;
+  uint64_t failed = 0;
+  uint64_t filtered = 0;
+};
+
+struct SessionEnd {
+  uint64_t end_time_unix_ns = 0;
+  AgentState state = AgentState::kUnspecified;
+  std::string state_detail;
+  uint64_t kernel_launches = 0;
+  uint64_t graph_launches = 0;
+  uint64_t captured_launches = 0;
+  uint64_t profiled_launches = 0;
+  uint64_t failed_profiles = 0;
+  uint64_t not_replayable_launches = 0;
+  std::vector<KernelLaunchStats> kernels;
+};
+
 struct KernelRecord {
   triage::KernelInput input;  // identity, launch config, metrics, collection settings
   uint64_t context_id = 0;
@@ -50,6 +104,14 @@ struct KernelRecord {
   std::vector<std::string> nvtx_path;
   double duration_ns = 0;  // profiled duration; 0 = unknown
   triage::Diagnosis diagnosis;
+  ProfileStatus status = ProfileStatus::kUnspecified;
+  std::string status_detail;
+  LaunchApi launch_api = LaunchApi::kUnspecified;
+  uint32_t profile_number = 0;
+  std::vector<uint64_t> combined_launch_indices;
+  std::vector<std::string> rejected_metrics;
+  // Metric name -> launch index it was measured on, for values not from this record's launch.
+  std::map<std::string, uint64_t, std::less<>> metric_launch;
 };
 
 }  // namespace cutriage::wire

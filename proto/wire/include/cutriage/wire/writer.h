@@ -20,6 +20,8 @@ class RecordEncoder {
  public:
   std::string session(const SessionInfo& session);
   std::string kernel(const KernelRecord& kernel);
+  std::string notice(const Notice& notice);
+  std::string session_end(const SessionEnd& end);
 
  private:
   uint64_t intern(std::string_view value, std::string& out);
