@@ -1,2 +1,750 @@
-// Placeholder until the configuration parser lands (see config.h).
+// The agent's configuration: see config.h for the contract.
+//
+// Every public function here catches everything: this code runs inside the profiled application,
+// where an escaping exception would terminate it. Errors travel as messages instead.
 #include "config.h"
+
+#include <unistd.h>  // environ
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "demangle.h"
+
+namespace cutriage::agent {
+namespace {
+
+constexpr std::string_view kPrefix = "CUTRIAGE_";
+constexpr std::string_view kRegexPrefix = "regex:";  // case-sensitive, as in ncu
+
+// Variables of the `cutriage run` tool that share the prefix but are none of the agent's options.
+// They are accepted silently and take part in "did you mean" suggestions.
+constexpr std::array<std::string_view, 1> kToolOnlyVariables = {"CUTRIAGE_LIBRARY"};
+
+// A value longer than this is cut in messages, which must stay one readable line.
+constexpr std::size_t kMaxShownValue = 80;
+
+// ---------------------------------------------------------------------------------------------
+// Small string helpers
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+char ascii_upper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; }
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_upper(a[i]) != ascii_upper(b[i])) return false;
+  }
+  return true;
+}
+
+bool istarts_with(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+// The value as messages show it: quoted, control bytes escaped (so the message stays one line),
+// cut after kMaxShownValue bytes without splitting a UTF-8 sequence.
+std::string shown(std::string_view value) {
+  std::string_view head = value;
+  const bool cut = value.size() > kMaxShownValue;
+  if (cut) {
+    std::size_t n = kMaxShownValue;
+    // Back off over UTF-8 continuation bytes (10xxxxxx) so the cut lands on a character start.
+    while (n > 0 && (static_cast<unsigned char>(value[n]) & 0xC0U) == 0x80U) --n;
+    head = value.substr(0, n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (const char c : head) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20U || u == 0x7FU) {
+      out += "\\x";
+      out += kHex[u >> 4U];
+      out += kHex[u & 0xFU];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  if (cut) out += "... (" + std::to_string(value.size()) + " bytes)";
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value parsers. Each returns nullopt for a value it does not accept; the caller words the error.
+
+std::optional<bool> parse_bool(std::string_view value) {
+  const std::string_view v = trim(value);
+  for (const std::string_view yes : {"1", "on", "true", "yes"}) {
+    if (iequals(v, yes)) return true;
+  }
+  for (const std::string_view no : {"0", "off", "false", "no"}) {
+    if (iequals(v, no)) return false;
+  }
+  return std::nullopt;
+}
+
+// Unsigned decimal, surrounding whitespace allowed; no sign, no inner space, no trailing junk, no
+// value above `max`. Leading zeros are fine ("007" is 7).
+std::optional<uint64_t> parse_unsigned(std::string_view value, uint64_t max) {
+  const std::string_view v = trim(value);
+  if (v.empty()) return std::nullopt;
+  uint64_t n = 0;
+  for (const char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const auto digit = static_cast<uint64_t>(c - '0');
+    if (n > (max - digit) / 10) return std::nullopt;  // n * 10 + digit would exceed max
+    n = n * 10 + digit;
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output path patterns
+
+struct PatternPart {
+  enum class Kind : uint8_t { kLiteral, kPid, kHost, kSequence, kEnv };
+  Kind kind = Kind::kLiteral;
+  std::string text;  // the literal, or the variable's name for kEnv
+};
+
+bool is_env_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+bool is_env_name_char(char c) { return is_env_name_start(c) || (c >= '0' && c <= '9'); }
+
+// Splits a pattern into parts; on a syntax error returns nullopt with *error set. The one place
+// that knows the syntax, so the check at parse time and the expansion cannot disagree.
+std::optional<std::vector<PatternPart>> split_pattern(std::string_view pattern, std::string* error) {
+  std::vector<PatternPart> parts;
+  auto literal = [&parts]() -> std::string& {
+    if (parts.empty() || parts.back().kind != PatternPart::Kind::kLiteral) parts.push_back({});
+    return parts.back().text;
+  };
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c != '%') {
+      literal() += c;
+      continue;
+    }
+    if (i + 1 == pattern.size()) {
+      *error = "a lone % at the end (write %% for a literal %)";
+      return std::nullopt;
+    }
+    const char e = pattern[++i];
+    switch (e) {
+      case '%': literal() += '%'; break;
+      case 'p': parts.push_back({PatternPart::Kind::kPid, {}}); break;
+      case 'h': parts.push_back({PatternPart::Kind::kHost, {}}); break;
+      case 'n': parts.push_back({PatternPart::Kind::kSequence, {}}); break;
+      case 'q': {
+        if (i + 1 >= pattern.size() || pattern[i + 1] != '{') {
+          *error = "%q must be followed by {VAR}";
+          return std::nullopt;
+        }
+        const std::size_t open = i + 1;
+        const std::size_t close = pattern.find('}', open);
+        if (close == std::string_view::npos) {
+          *error = "unterminated %q{ (missing })";
+          return std::nullopt;
+        }
+        const std::string_view name = pattern.substr(open + 1, close - open - 1);
+        if (name.empty() || !is_env_name_start(name.front()) ||
+            !std::all_of(name.begin(), name.end(), is_env_name_char)) {
+          *error = "%q{" + std::string(name.substr(0, kMaxShownValue)) +
+                   "}: not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
+          return std::nullopt;
+        }
+        parts.push_back({PatternPart::Kind::kEnv, std::string(name)});
+        i = close;
+        break;
+      }
+      default: {
+        const auto u = static_cast<unsigned char>(e);
+        *error = (u < 0x20U || u >= 0x7FU) ? std::string("unknown escape after %")
+                                            : "unknown escape %" + std::string(1, e);
+        return std::nullopt;
+      }
+    }
+  }
+  return parts;
+}
+
+constexpr std::string_view kPatternAccepts =
+    "a path pattern; escapes: %p (pid), %h (host), %n (first unused sequence number), "
+    "%q{VAR} (environment variable), %% (a literal %)";
+
+// ---------------------------------------------------------------------------------------------
+// Metric list: "list:<name>[,<name>...]"
+
+// The shape of a CUPTI metric name, "base.rollup[.submetric]": no whitespace or control bytes, at
+// least one '.', no empty component. The collector checks existence against the chip later.
+bool is_metric_shaped(std::string_view name) {
+  if (name.empty() || name.front() == '.' || name.back() == '.') return false;
+  if (name.find('.') == std::string_view::npos || name.find("..") != std::string_view::npos) return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= 0x20U || u == 0x7FU;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The option table: the public OptionSpec plus what the parser needs. One entry per option; the
+// handler returns empty on success, or the problem ("" problem + accepts makes the message).
+
+struct Problem {
+  bool bad = false;
+  std::string detail;  // optional, before "expected ..."
+};
+
+Problem ok() { return {}; }
+Problem bad(std::string detail = {}) { return {true, std::move(detail)}; }
+
+using Handler = Problem (*)(std::string_view value, AgentConfig& config);
+
+struct Option {
+  OptionSpec spec;
+  std::string_view accepts;  // what the error message says the variable accepts
+  Handler apply;
+};
+
+Problem apply_path(std::string_view value, std::string& out) {
+  if (trim(value).empty()) return bad();
+  out = std::string(value);
+  return ok();
+}
+
+template <typename T>
+Problem apply_unsigned(std::string_view value, T& out, uint64_t min, uint64_t max) {
+  const std::optional<uint64_t> n = parse_unsigned(value, max);
+  if (!n || *n < min) return bad();
+  out = static_cast<T>(*n);
+  return ok();
+}
+
+Problem apply_metrics(std::string_view value, AgentConfig& config) {
+  const std::string_view v = trim(value);
+  struct Mode {
+    std::string_view name;
+    MetricMode mode;
+  };
+  for (const Mode m : {Mode{"adaptive", MetricMode::kAdaptive}, Mode{"full", MetricMode::kFull},
+                       Mode{"base", MetricMode::kBase}}) {
+    if (iequals(v, m.name)) {
+      config.metric_mode = m.mode;
+      config.metric_list.clear();
+      return ok();
+    }
+  }
+  constexpr std::string_view kList = "list:";
+  if (!istarts_with(v, kList)) return bad();
+  std::vector<std::string> names;
+  std::string_view rest = v.substr(kList.size());
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = trim(rest.substr(0, comma));
+    if (name.empty()) return bad("empty metric name in the list");
+    if (!is_metric_shaped(name)) {
+      return bad("metric " + shown(name) + " is not shaped like a CUPTI metric (base.rollup)");
+    }
+    // Duplicates are dropped, first position kept: the collector would otherwise ask twice.
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.emplace_back(name);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  config.metric_mode = MetricMode::kList;
+  config.metric_list = std::move(names);
+  return ok();
+}
+
+Problem apply_log_level(std::string_view value, AgentConfig& config) {
+  const std::string_view v = trim(value);
+  struct Level {
+    std::string_view name;
+    LogLevel level;
+  };
+  for (const Level l : {Level{"off", LogLevel::kOff}, Level{"error", LogLevel::kError},
+                        Level{"warn", LogLevel::kWarn}, Level{"info", LogLevel::kInfo},
+                        Level{"debug", LogLevel::kDebug}}) {
+    if (iequals(v, l.name)) {
+      config.log_level = l.level;
+      return ok();
+    }
+  }
+  return bad();
+}
+
+Problem apply_name_base(std::string_view value, AgentConfig& config) {
+  const std::string_view v = trim(value);
+  std::optional<NameBase> base;
+  if (iequals(v, "function")) base = NameBase::kFunction;
+  if (iequals(v, "demangled")) base = NameBase::kDemangled;
+  if (iequals(v, "mangled")) base = NameBase::kMangled;
+  if (!base) return bad();
+  // Re-set the current spec with the new base; the spec was already accepted (or is empty), so
+  // this cannot fail. Together with apply_kernel_name this makes the two order-independent.
+  const std::string spec = config.kernel_filter.spec();
+  std::string error = config.kernel_filter.set(spec, *base);
+  return error.empty() ? ok() : bad(std::move(error));
+}
+
+Problem apply_kernel_name(std::string_view value, AgentConfig& config) {
+  // A plain name is trimmed (real names carry no surrounding space, a stray one from quoting
+  // would silently match nothing); a regex keeps everything after "regex:", spaces may be intended.
+  std::string_view spec = value;
+  while (!spec.empty() && is_space(spec.front())) spec.remove_prefix(1);
+  if (spec.substr(0, kRegexPrefix.size()) != kRegexPrefix) spec = trim(spec);
+  if (spec.empty()) return bad();
+  std::string error = config.kernel_filter.set(spec, config.kernel_filter.base());
+  return error.empty() ? ok() : bad(std::move(error));
+}
+
+constexpr std::string_view kBoolAccepts = "1, 0, on, off, true, false, yes or no";
+
+// Order: how help and docs list them. Parsing does not depend on it.
+const std::array<Option, 12> kOptions = {{
+    {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
+      "0 (or off, false, no) turns the agent off: the application runs untouched"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.enabled = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_OUTPUT", "-o, --output", "PATTERN", "cutriage-%h-%p.pb",
+      "output file; %p pid, %h host, %n first unused sequence number, %q{VAR} environment "
+      "variable, %% a literal %"},
+     kPatternAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       if (trim(v).empty()) return bad();
+       std::string error = check_path_pattern(v);
+       if (!error.empty()) return bad(std::move(error));
+       c.output_pattern = std::string(v);
+       return ok();
+     }},
+    {{"CUTRIAGE_KERNEL_NAME", "--kernel-name", "NAME|regex:RE", "(all kernels)",
+      "profile only kernels whose name (see --kernel-name-base) equals NAME, or in which the "
+      "ECMAScript regular expression RE finds a match"},
+     "an exact kernel name or regex:<ECMAScript regular expression>", apply_kernel_name},
+    {{"CUTRIAGE_KERNEL_NAME_BASE", "--kernel-name-base", "function|demangled|mangled", "function",
+      "the name --kernel-name matches: the function name (no return type, no parameters), the "
+      "full demangled name, or the mangled symbol"},
+     "function, demangled or mangled", apply_name_base},
+    {{"CUTRIAGE_LAUNCH_SKIP", "--launch-skip", "N", "0",
+      "let the first N matching launches run unprofiled"},
+     "a non-negative integer",
+     [](std::string_view v, AgentConfig& c) {
+       return apply_unsigned(v, c.launch_skip, 0, UINT64_MAX);
+     }},
+    {{"CUTRIAGE_LAUNCH_COUNT", "--launch-count", "N", "0 (no limit)",
+      "profile at most N launches in all"},
+     "a non-negative integer (0 = no limit)",
+     [](std::string_view v, AgentConfig& c) {
+       return apply_unsigned(v, c.launch_count, 0, UINT64_MAX);
+     }},
+    {{"CUTRIAGE_MAX_PROFILES_PER_KERNEL", "--max-profiles-per-kernel", "N", "3",
+      "profile each kernel at most N times"},
+     "an integer from 1 to 4294967295",
+     [](std::string_view v, AgentConfig& c) {
+       return apply_unsigned(v, c.max_profiles_per_kernel, 1, UINT32_MAX);
+     }},
+    {{"CUTRIAGE_METRICS", "--metrics", "adaptive|full|base|list:M[,M...]", "adaptive",
+      "adaptive: Decisions 0-2 first, then what the route asks for; full: everything every rule "
+      "reads; base: Decisions 0-2 only; list: exactly these CUPTI metrics"},
+     "adaptive, full, base or list:<metric>[,<metric>...] with CUPTI metric names such as "
+     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+     apply_metrics},
+    {{"CUTRIAGE_LOG_LEVEL", "--log-level", "off|error|warn|info|debug", "warn",
+      "how much the agent logs"},
+     "off, error, warn, info or debug", apply_log_level},
+    {{"CUTRIAGE_LOG_FILE", "--log-file", "PATH", "(stderr)", "where the agent logs"},
+     "a file path",
+     [](std::string_view v, AgentConfig& c) { return apply_path(v, c.log_file); }},
+    {{"CUTRIAGE_SUMMARY", "--summary", "1|0", "1",
+      "print the per-kernel summary on stderr at exit"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.summary = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_THRESHOLDS", "--thresholds", "FILE", "(the guide's)",
+      "override thresholds: lines rule_id.threshold = value (names from `cutriage rules`)"},
+     "a file path",
+     [](std::string_view v, AgentConfig& c) { return apply_path(v, c.thresholds_file); }},
+}};
+
+const Option* find_option(std::string_view name) {
+  for (const Option& o : kOptions) {
+    if (o.spec.env == name) return &o;
+  }
+  return nullptr;
+}
+
+bool is_tool_only(std::string_view name) {
+  return std::find(kToolOnlyVariables.begin(), kToolOnlyVariables.end(), name) !=
+         kToolOnlyVariables.end();
+}
+
+// Levenshtein distance, case-insensitive (a lower-case key is a typo of the upper-case one).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t substitute = diagonal + (ascii_upper(a[i - 1]) == ascii_upper(b[j - 1]) ? 0 : 1);
+      row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+bool icontains(std::string_view hay, std::string_view needle) {
+  if (needle.size() > hay.size()) return false;
+  for (std::size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    if (iequals(hay.substr(i, needle.size()), needle)) return true;
+  }
+  return false;
+}
+
+// The known name an unknown one was most likely meant to be, or empty. Compares the parts after
+// the prefix, preferring in turn: a near miss (edit distance <= 2: "LAUNCH_CONT"), one name
+// containing the other ("SKIP" for LAUNCH_SKIP, "KERNEL_NAME_REGEX" for KERNEL_NAME, which a
+// distance alone would send to KERNEL_NAME_BASE), a looser typo (distance <= 2 + length / 5).
+// Within a tier the smaller distance wins, then the table's order.
+std::string_view closest_known(std::string_view unknown) {
+  constexpr std::size_t kMaxCompared = 64;  // longer names are no typo; also bounds the cost
+  const std::string_view u = unknown.substr(kPrefix.size());
+  if (u.empty() || u.size() > kMaxCompared) return {};
+  std::string_view best;
+  std::pair<int, std::size_t> best_rank = {3, SIZE_MAX};  // (tier, distance); tier 3 = unrelated
+  auto consider = [&](std::string_view known) {
+    const std::string_view k = known.substr(kPrefix.size());
+    const std::size_t d = edit_distance(u, k);
+    int tier = 3;
+    if (d <= 2) {
+      tier = 0;
+    } else if (std::min(u.size(), k.size()) >= 4 && (icontains(k, u) || icontains(u, k))) {
+      tier = 1;
+    } else if (d <= 2 + k.size() / 5) {
+      tier = 2;
+    }
+    const std::pair<int, std::size_t> rank = {tier, d};
+    if (tier < 3 && rank < best_rank) {
+      best = known;
+      best_rank = rank;
+    }
+  };
+  for (const Option& o : kOptions) consider(o.spec.env);
+  for (const std::string_view t : kToolOnlyVariables) consider(t);
+  return best;
+}
+
+ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::string>>& env) {
+  ConfigResult result;
+  std::array<bool, kOptions.size()> seen{};
+  std::vector<std::string_view> unknown_seen;
+  for (const auto& [name, value] : env) {
+    if (name.size() < kPrefix.size() || std::string_view(name).substr(0, kPrefix.size()) != kPrefix) {
+      continue;
+    }
+    if (is_tool_only(name)) continue;
+    const Option* option = find_option(name);
+    if (option == nullptr) {
+      if (std::find(unknown_seen.begin(), unknown_seen.end(), name) != unknown_seen.end()) continue;
+      unknown_seen.emplace_back(name);
+      std::string message = "unknown variable " + shown(name) + " ignored";
+      const std::string_view suggestion = closest_known(name);
+      if (!suggestion.empty()) message += " (did you mean " + std::string(suggestion) + "?)";
+      result.issues.push_back({ConfigIssue::Severity::kWarning, name, std::move(message)});
+      continue;
+    }
+    const auto index = static_cast<std::size_t>(option - kOptions.data());
+    if (seen[index]) continue;  // the first occurrence counts, as getenv(3) sees it
+    seen[index] = true;
+    if (value.empty()) continue;  // empty is unset
+    Problem problem = option->apply(value, result.config);
+    if (!problem.bad) continue;
+    std::string message = std::string(option->spec.env) + "=" + shown(value) + ": ";
+    if (!problem.detail.empty()) message += problem.detail + "; ";
+    message += "expected ";
+    message += option->accepts;
+    result.issues.push_back({ConfigIssue::Severity::kError, std::string(option->spec.env), std::move(message)});
+  }
+  if (!result.ok()) result.config.enabled = false;
+  return result;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// KernelFilter
+
+struct KernelFilter::Impl {
+  std::string spec;
+  NameBase base = NameBase::kFunction;
+  // Null for an exact-name spec. Shared between copies: a compiled std::regex is immutable, and
+  // concurrent regex_search calls on one const regex are safe.
+  std::shared_ptr<const std::regex> regex;
+  bool whole_match = false;  // regex is the search pattern wrapped for regex_match (see set())
+};
+
+KernelFilter::KernelFilter() = default;
+KernelFilter::~KernelFilter() = default;
+KernelFilter::KernelFilter(const KernelFilter& other)
+    : impl_(other.impl_ ? std::make_unique<Impl>(*other.impl_) : nullptr) {}
+KernelFilter& KernelFilter::operator=(const KernelFilter& other) {
+  if (this != &other) impl_ = other.impl_ ? std::make_unique<Impl>(*other.impl_) : nullptr;
+  return *this;
+}
+KernelFilter::KernelFilter(KernelFilter&&) noexcept = default;
+KernelFilter& KernelFilter::operator=(KernelFilter&&) noexcept = default;
+
+std::string KernelFilter::set(std::string_view spec, NameBase base) {
+  try {
+    // Build the new state aside and swap it in at the end: on error nothing changes, and `spec`
+    // may alias this filter's own spec() without harm.
+    auto next = std::make_unique<Impl>();
+    next->spec = std::string(spec);
+    next->base = base;
+    if (spec.substr(0, kRegexPrefix.size()) == kRegexPrefix) {
+      const std::string_view body = spec.substr(kRegexPrefix.size());
+      if (body.empty()) return "regex: needs a regular expression after the colon";
+      if (body.size() > kMaxRegexLength) {
+        return "regular expression longer than " + std::to_string(kMaxRegexLength) + " characters";
+      }
+      auto flags = std::regex::ECMAScript | std::regex::nosubs;
+#if defined(__GLIBCXX__)
+      // Breadth-first execution: libstdc++'s default depth-first executor recurses once per input
+      // character and overflows the stack on names of some ten thousand characters; this one's
+      // depth is bounded by the automaton. It cannot run back-references and rejects them.
+      flags |= std::regex_constants::__polynomial;
+#endif
+      try {
+        // Compiled alone first: that is what validates the user's pattern (a wrapped "a)|(b"
+        // would otherwise compile).
+        next->regex = std::make_shared<const std::regex>(body.begin(), body.end(), flags);
+#if defined(__GLIBCXX__)
+        // regex_search restarts the automaton at every position, quadratic in the name's length
+        // when there is no match (seconds for ".*gemm" on a 10k-character name). One anchored
+        // pass over "[\s\S]*(?:RE)[\s\S]*" answers the same question in linear time: ECMAScript
+        // has no lookbehind, and ^ (without multiline) still only holds at the name's start.
+        const std::string wrapped = "[\\s\\S]*(?:" + std::string(body) + ")[\\s\\S]*";
+        next->regex = std::make_shared<const std::regex>(wrapped, flags);
+        next->whole_match = true;
+#endif
+      } catch (const std::regex_error& e) {
+        std::string what = e.what();
+        if (what.size() > kMaxShownValue) what = what.substr(0, kMaxShownValue) + "...";
+        return "bad regular expression (" + what + ")";
+      }
+    }
+    impl_ = std::move(next);
+    return {};
+  } catch (const std::exception& e) {
+    return std::string("cannot set the kernel filter: ") + e.what();
+  } catch (...) {
+    return "cannot set the kernel filter";
+  }
+}
+
+bool KernelFilter::empty() const { return !impl_ || impl_->spec.empty(); }
+
+const std::string& KernelFilter::spec() const {
+  static const std::string kEmpty;  // no allocation: constructing it cannot throw
+  return impl_ ? impl_->spec : kEmpty;
+}
+
+NameBase KernelFilter::base() const { return impl_ ? impl_->base : NameBase::kFunction; }
+
+bool KernelFilter::matches(std::string_view mangled, std::string_view demangled,
+                           std::string_view function) const {
+  if (empty()) return true;
+  try {
+    // Names the caller left empty are derived; `storage` keeps a derived name alive.
+    std::string storage;
+    std::string_view name;
+    switch (impl_->base) {
+      case NameBase::kMangled: name = mangled; break;
+      case NameBase::kDemangled:
+        name = demangled;
+        if (name.empty() && !mangled.empty()) name = storage = tools::demangle(mangled);
+        break;
+      case NameBase::kFunction:
+        name = function;
+        if (name.empty()) {
+          const std::string full = !demangled.empty() ? std::string(demangled) : tools::demangle(mangled);
+          if (!full.empty()) name = storage = tools::function_base_name(full);
+        }
+        break;
+    }
+    if (!impl_->regex) return name == impl_->spec;
+    if (impl_->whole_match) return std::regex_match(name.begin(), name.end(), *impl_->regex);
+    return std::regex_search(name.begin(), name.end(), *impl_->regex);
+  } catch (...) {
+    return false;  // std::regex_error (complexity, stack) or allocation: treat as no match
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public functions
+
+bool ConfigResult::ok() const {
+  return std::none_of(issues.begin(), issues.end(), [](const ConfigIssue& issue) {
+    return issue.severity == ConfigIssue::Severity::kError;
+  });
+}
+
+const std::vector<OptionSpec>& config_options() {
+  // Built once from kOptions; if even that allocation fails the list is empty, parsing (which
+  // reads kOptions directly) is unaffected.
+  static const std::vector<OptionSpec> options = []() -> std::vector<OptionSpec> {
+    try {
+      std::vector<OptionSpec> out;
+      out.reserve(kOptions.size());
+      for (const Option& o : kOptions) out.push_back(o.spec);
+      return out;
+    } catch (...) {
+      return {};
+    }
+  }();
+  return options;
+}
+
+ConfigResult parse_config(const std::vector<std::pair<std::string, std::string>>& env) {
+  try {
+    return parse_config_impl(env);
+  } catch (...) {
+    // Only allocation can fail here. Stay off: a half-read configuration might have missed the
+    // off switch.
+    ConfigResult result;
+    result.config.enabled = false;
+    try {
+      result.issues.push_back({ConfigIssue::Severity::kError, {}, "cannot read the configuration (out of memory)"});
+    } catch (...) {
+    }
+    return result;
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> process_environment() {
+  std::vector<std::pair<std::string, std::string>> out;
+  try {
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      const std::string_view kv(*entry);
+      const std::size_t eq = kv.find('=');
+      if (eq == std::string_view::npos) continue;
+      out.emplace_back(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+    }
+  } catch (...) {
+    out.clear();
+  }
+  return out;
+}
+
+std::string check_path_pattern(std::string_view pattern) {
+  try {
+    std::string error;
+    if (!split_pattern(pattern, &error)) return error;
+    return {};
+  } catch (...) {
+    return "cannot check the path pattern (out of memory)";
+  }
+}
+
+std::optional<std::string> expand_path_pattern(std::string_view pattern, const PathContext& ctx,
+                                               std::string* error) {
+  std::string local_error;
+  std::string& err = error != nullptr ? *error : local_error;
+  try {
+    std::optional<std::vector<PatternPart>> parts = split_pattern(pattern, &err);
+    if (!parts) return std::nullopt;
+    // Resolve everything but %n once; %n parts stay as kSequence markers.
+    bool has_sequence = false;
+    for (PatternPart& part : *parts) {
+      switch (part.kind) {
+        case PatternPart::Kind::kLiteral: break;
+        case PatternPart::Kind::kPid: part.text = std::to_string(ctx.pid); break;
+        case PatternPart::Kind::kHost: part.text = ctx.host; break;
+        case PatternPart::Kind::kSequence: has_sequence = true; continue;
+        case PatternPart::Kind::kEnv: {
+          std::optional<std::string> value;
+          if (ctx.getenv) value = ctx.getenv(part.text);
+          if (!value) {
+            err = "%q{" + part.text + "}: environment variable " + part.text + " is not set";
+            return std::nullopt;
+          }
+          part.text = std::move(*value);
+          break;
+        }
+      }
+      part.kind = PatternPart::Kind::kLiteral;
+    }
+    auto build = [&parts](uint64_t n) {
+      std::string path;
+      const std::string number = std::to_string(n);
+      for (const PatternPart& part : *parts) {
+        path += part.kind == PatternPart::Kind::kSequence ? number : part.text;
+      }
+      return path;
+    };
+    std::string path;
+    if (!has_sequence || !ctx.exists) {
+      path = build(1);
+    } else {
+      uint64_t n = 1;
+      for (; n <= kMaxPathSequence; ++n) {
+        path = build(n);
+        if (!ctx.exists(path)) break;
+      }
+      if (n > kMaxPathSequence) {
+        err = "every %n from 1 to " + std::to_string(kMaxPathSequence) + " is taken (last tried " +
+              shown(path) + ")";
+        return std::nullopt;
+      }
+    }
+    if (path.empty()) {
+      err = "the pattern expands to an empty path";
+      return std::nullopt;
+    }
+    return path;
+  } catch (const std::exception& e) {
+    try {
+      err = std::string("cannot expand the path pattern: ") + e.what();
+    } catch (...) {
+    }
+    return std::nullopt;
+  } catch (...) {
+    try {
+      err = "cannot expand the path pattern";
+    } catch (...) {
+    }
+    return std::nullopt;
+  }
+}
+
+}  // namespace cutriage::agent

@@ -2,9 +2,18 @@
 // into), parsed strictly. A bad value is an error naming the variable and what it accepts; the
 // agent then stays off for the run. An unknown CUTRIAGE_* key is a warning only.
 //
-// Pure C++: no CUDA, no I/O except what the caller passes in, never throws.
+// Pure C++: no CUDA, no I/O except what the caller passes in, never throws (the one exception:
+// copying a KernelFilter allocates and may throw std::bad_alloc, like copying a std::string).
+//
+// Value rules, the same for every variable:
+//   - An empty value ("CUTRIAGE_LAUNCH_COUNT=") is the same as not setting the variable, so a
+//     wrapper script can clear an option by exporting it empty.
+//   - Keywords and numbers may carry surrounding whitespace; keywords are case-insensitive.
+//     Paths and regular expressions are taken verbatim (only an all-whitespace one is rejected).
+//   - When a name occurs twice in the list, the first occurrence counts, as getenv(3) sees it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +41,11 @@ enum class NameBase : uint8_t { kFunction, kDemangled, kMangled };
 // Matches kernel names the way ncu's --kernel-name does: a plain string matches the whole name
 // exactly; "regex:<ECMAScript regex>" matches when the regex finds a match anywhere in the name.
 // An empty filter matches everything.
+//
+// Thread-safe for concurrent matches(): the compiled regex is immutable and shared between copies.
+// Under libstdc++ the regex runs in its polynomial (breadth-first) mode, so a long kernel name
+// cannot exhaust the stack of the application thread the agent runs on; back-references, which
+// that mode cannot run, are rejected by set().
 class KernelFilter {
  public:
   KernelFilter();
@@ -41,13 +55,21 @@ class KernelFilter {
   KernelFilter(KernelFilter&&) noexcept;
   KernelFilter& operator=(KernelFilter&&) noexcept;
 
-  // Returns an error message (empty on success).
+  // Returns an error message (empty on success); on error the filter is left unchanged. An empty
+  // spec makes the filter empty (it still records `base`). "regex:" specs longer than
+  // kMaxRegexLength characters, empty ones and ones std::regex rejects are errors.
   std::string set(std::string_view spec, NameBase base);
   [[nodiscard]] bool empty() const;
   [[nodiscard]] const std::string& spec() const;
   [[nodiscard]] NameBase base() const;
+  // Matches the name chosen by base(). A caller may leave names it has not computed empty: an
+  // empty demangled name is derived from the mangled one, an empty function name from the
+  // demangled (or mangled) one. A regex whose evaluation fails (std::regex complexity limits)
+  // counts as no match.
   [[nodiscard]] bool matches(std::string_view mangled, std::string_view demangled,
                              std::string_view function) const;
+
+  static constexpr std::size_t kMaxRegexLength = 4096;  // bounds compile time and automaton size
 
  private:
   struct Impl;
@@ -79,24 +101,28 @@ struct ConfigIssue {
 struct ConfigResult {
   AgentConfig config;
   std::vector<ConfigIssue> issues;
-  [[nodiscard]] bool ok() const;  // no kError issue
+  [[nodiscard]] bool ok() const;  // no kError issue; when false, config.enabled is false too
 };
 
 // One option: its environment variable, its `cutriage run` flag, and the help text. The single
 // table that drives parsing, `cutriage run --help`, the flag-to-environment mapping and the docs.
 struct OptionSpec {
   std::string_view env;          // "CUTRIAGE_LAUNCH_COUNT"
-  std::string_view flag;         // "--launch-count"
+  std::string_view flag;         // "--launch-count"; aliases separated by ", ", long form last ("-o, --output")
   std::string_view value_hint;   // "N"
   std::string_view default_text; // "0 (no limit)"
   std::string_view help;
 };
 const std::vector<OptionSpec>& config_options();
 
-// Parses the CUTRIAGE_* entries of `env` (NAME, VALUE pairs; other names are ignored).
+// Parses the CUTRIAGE_* entries of `env` (NAME, VALUE pairs; other names are ignored). Every
+// option is parsed even after an error, so one run reports every bad variable: one kError issue
+// per bad variable, one kWarning per unknown CUTRIAGE_* name (with the closest known name when
+// one is close). CUTRIAGE_LIBRARY, which only `cutriage run` reads, is accepted silently.
 ConfigResult parse_config(const std::vector<std::pair<std::string, std::string>>& env);
 
-// The process environment as pairs (reads `environ`).
+// The process environment as pairs (reads `environ`; entries without '=' are skipped). Not safe
+// against a concurrent setenv(3), like getenv(3) itself.
 std::vector<std::pair<std::string, std::string>> process_environment();
 
 // What an output path pattern may refer to.
@@ -109,8 +135,17 @@ struct PathContext {
 
 // Expands %p (pid), %h (host), %n (smallest sequence number >= 1 whose expansion does not exist
 // yet), %q{VAR} (environment variable; unset is an error), %% (a literal %). Any other % sequence
-// is an error. Returns the path, or nullopt with *error set.
+// is an error. Returns the path, or nullopt with *error set (when error is not null).
+// Several %n share one number. Without ctx.exists, %n is 1; %n is an error when every number up to
+// kMaxPathSequence is taken. An unset %q{VAR}, or no ctx.getenv, is an error naming VAR; VAR is
+// [A-Za-z_][A-Za-z0-9_]*. An expansion to the empty path is an error.
 std::optional<std::string> expand_path_pattern(std::string_view pattern, const PathContext& ctx,
                                                std::string* error);
+
+inline constexpr uint64_t kMaxPathSequence = 100000;
+
+// Checks a pattern's syntax without expanding it (what parse_config does for CUTRIAGE_OUTPUT).
+// Returns an error message, empty when the pattern is well formed.
+std::string check_path_pattern(std::string_view pattern);
 
 }  // namespace cutriage::agent

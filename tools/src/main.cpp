@@ -16,6 +16,7 @@
 #include "import.h"
 #include "ncu_csv.h"
 #include "report.h"
+#include "run.h"
 
 namespace {
 
@@ -36,6 +37,7 @@ constexpr const char* kMainHelp =
     "usage: cutriage <command> [options]\n"
     "\n"
     "commands:\n"
+    "  run [options] APP [ARGS...]       run APP with the agent injected, then print the report\n"
     "  triage --ncu-csv FILE... -o OUT.pb  diagnose Nsight Compute raw CSV captures\n"
     "  report FILE.pb                    human summary, kernels sorted by time\n"
     "  json FILE.pb                      the file's records in the proto3 JSON mapping\n"
@@ -44,7 +46,9 @@ constexpr const char* kMainHelp =
     "\n"
     "`cutriage <command> --help` describes each command.\n"
     "exit codes: 0 ok, 1 usage, 2 unreadable input, 3 not a cutriage file, 4 truncated file,\n"
-    "            5 unusable CSV, 6 cannot write output, 7 bad thresholds file\n";
+    "            5 unusable CSV, 6 cannot write output, 7 bad thresholds file;\n"
+    "            `run` returns the application's own status (8 agent library not found,\n"
+    "            9 application could not be started)\n";
 
 constexpr const char* kTriageHelp =
     "usage: cutriage triage --ncu-csv FILE [FILE...] [-o OUT.pb] [options]\n"
@@ -327,6 +331,7 @@ int main(int argc, char** argv) {
       std::cout << "cutriage " << CUTRIAGE_VERSION << "\n";
       return kOk;
     }
+    if (cmd == "run") return tools::run_command(args, "/proc/self/exe");
     if (cmd == "triage") return cmd_triage(args);
     if (cmd == "report") return cmd_report(args);
     if (cmd == "json") return cmd_json(args);

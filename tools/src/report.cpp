@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include <google/protobuf/util/json_util.h>
 
@@ -97,6 +99,18 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   if (k.unprofiled_duration_ns() > 0) out << ", " << duration(k.unprofiled_duration_ns()) << " unprofiled";
   if (k.time_share() > 0) out << "; " << fmt(100 * k.time_share()) << "% of captured time";
   out << "\n";
+  if (k.passes() > 0 || k.combined_launch_indices_size() > 0) {
+    out << "    collected ";
+    if (k.launch_index() != 0) out << "launch #" << k.launch_index();
+    for (uint64_t li : k.combined_launch_indices()) out << " + #" << li;
+    if (k.passes() > 0) out << (k.launch_index() != 0 ? ", " : "") << k.passes() << " replay passes on the last";
+    out << "\n";
+  }
+  if (k.rejected_metrics_size() > 0) {
+    out << "    not collectable on this GPU: ";
+    for (int i = 0; i < k.rejected_metrics_size(); ++i) out << (i ? ", " : "") << k.rejected_metrics(i);
+    out << "\n";
+  }
 
   std::string cls = enum_words(v1::Classification_Name(d.classification()), "CLASSIFICATION_");
   for (char& c : cls) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -213,10 +227,32 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
 std::string render_report(const ReadResult& file, const ReportOptions& options) {
   std::ostringstream out;
   std::vector<const v1::KernelProfile*> kernels;
+  std::vector<const v1::KernelProfile*> unprofiled;
+  std::vector<const v1::Notice*> notices;
   const v1::SessionHeader* session = nullptr;
+  const v1::SessionEnd* end = nullptr;
+  // Adaptive collection writes one record per profiled launch of a kernel; the latest one combines
+  // the earlier ones (combined_launch_indices) and is the one to show.
+  std::set<std::pair<uint64_t, uint64_t>> superseded;  // (mangled name id, launch index)
+  for (const auto& r : file.file.records()) {
+    if (r.has_kernel()) {
+      for (uint64_t li : r.kernel().combined_launch_indices()) {
+        superseded.insert({r.kernel().mangled_name_iid(), li});
+      }
+    }
+  }
   for (const auto& r : file.file.records()) {
     if (r.has_session() && session == nullptr) session = &r.session();
-    if (r.has_kernel()) kernels.push_back(&r.kernel());
+    if (r.has_notice()) notices.push_back(&r.notice());
+    if (r.has_session_end()) end = &r.session_end();
+    if (!r.has_kernel()) continue;
+    const v1::KernelProfile& k = r.kernel();
+    if (superseded.count({k.mangled_name_iid(), k.launch_index()})) continue;
+    if (k.status() == v1::PROFILE_STATUS_UNSPECIFIED || k.status() == v1::PROFILE_STATUS_PROFILED) {
+      kernels.push_back(&k);
+    } else {
+      unprofiled.push_back(&k);
+    }
   }
   std::stable_sort(kernels.begin(), kernels.end(),
                    [](const auto* a, const auto* b) { return a->duration_ns() > b->duration_ns(); });
@@ -242,12 +278,40 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
   } else {
     out << "\n";
   }
+  for (const v1::Notice* n : notices) {
+    out << enum_words(v1::Notice::Severity_Name(n->severity()), "SEVERITY_") << ": " << n->message() << "\n";
+  }
+  if (end != nullptr) {
+    out << "launches: " << end->kernel_launches() << " kernel launches, " << end->profiled_launches()
+        << " profiled";
+    if (end->failed_profiles() != 0) out << ", " << end->failed_profiles() << " failed";
+    if (end->graph_launches() != 0) {
+      out << "; " << end->graph_launches() << " CUDA graph launches (kernels in graphs are not profiled)";
+    }
+    if (end->captured_launches() != 0) {
+      out << "; " << end->captured_launches() << " launches into streams under capture (not profiled)";
+    }
+    out << "\n";
+  } else if (session != nullptr && session->source() == v1::SessionHeader::SOURCE_AGENT) {
+    out << "note: the file has no session end: the process did not exit normally; every complete "
+           "record is shown\n";
+  }
   out << kernels.size() << " profiled kernel" << (kernels.size() == 1 ? "" : "s")
       << ", longest first\n\n";
   size_t rank = 0;
   for (const auto* k : kernels) {
     if (options.max_kernels != 0 && rank == options.max_kernels) break;
     render_kernel(out, file, *k, ++rank, options);
+  }
+  if (!unprofiled.empty()) {
+    out << "not profiled\n";
+    for (const v1::KernelProfile* k : unprofiled) {
+      std::string name(lookup(file, k->function_name_iid()));
+      if (name.empty()) name = std::string(lookup(file, k->mangled_name_iid()));
+      out << "  - " << name << ": " << enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
+      if (!k->status_detail().empty()) out << " (" << k->status_detail() << ")";
+      out << "\n";
+    }
   }
   return out.str();
 }

@@ -40,6 +40,13 @@ struct MetricReading {
 struct CounterData {
   std::vector<uint8_t> image;
   uint32_t ranges = 0;  // ranges found in the image; 1 for one auto-ranged kernel
+  // Set by RangeProfiler::end(): checksums (64-bit FNV-1a) of `image` and of the plan's
+  // config_image it was collected with. ProfilerHost::evaluate() refuses data whose checksums do
+  // not match: CUPTI reads a counter-data image without bounds checks and crashes the process on
+  // a damaged or foreign one (seen offline, CUDA 13.0), so only images that left end() unchanged,
+  // evaluated with the plan that collected them, ever reach it.
+  uint64_t image_checksum = 0;
+  uint64_t config_checksum = 0;
 };
 
 class ProfilerHost {
@@ -48,31 +55,62 @@ class ProfilerHost {
   [[nodiscard]] virtual const std::string& chip() const = 0;
   // Validates every name on its own first (one rejected name poisons a CUPTI host object, see
   // shared notes), then builds the config image of the accepted ones. An empty accepted list is
-  // an error.
+  // an error. Names CUPTI accepts alone but not together with earlier names of the same request
+  // (e.g. pcie__* beside dram__* on GH100) are rejected too, with the earlier name they conflict
+  // with: request order is priority. Duplicate names are planned once.
   virtual Result<MetricPlan> plan(const std::vector<std::string>& metrics) = 0;
-  // Evaluates the plan's metrics on counter data of range `range`.
+  // Evaluates the plan's metrics on counter data of range `range`, in plan.metrics order.
   virtual Result<std::vector<MetricReading>> evaluate(const MetricPlan& plan,
                                                       const CounterData& data,
                                                       uint32_t range = 0) = 0;
 };
 
-// Creates the CUPTI-backed host for `chip` ("GH100", from cuptiDeviceGetChipName). Needs no GPU.
+// Creates the CUPTI-backed host for `chip` ("GH100", from cuptiDeviceGetChipName). Needs no GPU
+// and no driver. Thread-safe: plan() and evaluate() may be called from several threads.
 Result<std::unique_ptr<ProfilerHost>> make_cupti_profiler_host(const std::string& chip);
 
 // Wraps one launch in auto range + kernel replay. begin() on launch entry, end() on launch exit.
+// Not thread-safe: one thread at a time per object (the agent serializes profiled launches per
+// context). Destroy it before its context is destroyed (CONTEXT_DESTROY_STARTING).
 class RangeProfiler {
  public:
   virtual ~RangeProfiler() = default;
+  // Configures the plan (its config image is copied; the plan may go away) and starts.
   virtual Status begin(const MetricPlan& plan) = 0;
   // Stops, decodes and returns the counter data. Called once after every successful begin().
+  // Fails (and leaves the profiler ready for the next begin()) when no range was recorded, e.g.
+  // no kernel ran between begin() and end().
   virtual Result<CounterData> end() = 0;
+  // Releases the context's range profiler (cuptiRangeProfilerDisable) so that another collector
+  // that cannot share the context with it (PC sampling) can run; the next begin() enables it
+  // again. Not allowed between begin() and end(). No-op when not enabled.
+  virtual Status disable() { return Status::ok(); }
+};
+
+struct RangeProfilerOptions {
+  // true: enable range profiling on the context once and keep it enabled across launches of the
+  // same plan (SetConfig on every begin()); a begin() with another plan disables and enables
+  // again, since one enabled CUPTI object serves one config (a second config crashed the process
+  // on the H200). false: enable in begin() and disable in end(), once per launch: the sequence
+  // the shared notes saw working on the H200. Cost seen there: begin() 0.0-0.2 ms on an object
+  // kept enabled for the plan, 135-210 ms when it must enable and configure; end() 1 ms, 12 ms
+  // with the Disable.
+  bool keep_enabled = true;
+  // Ranges the counter-data image holds and the profiler records per pass (maxRangesPerPass):
+  // one auto range per kernel launch, so 1 for one launch between begin() and end().
+  uint32_t max_ranges = 1;
 };
 
 // `cu_context` is a CUcontext. Calls cuptiProfilerInitialize once per process (CUPTI crashes in
-// Start without it). Fails with kPermissionDenied when counters are restricted to admin users.
-Result<std::unique_ptr<RangeProfiler>> make_cupti_range_profiler(void* cu_context);
+// Start without it). Enables range profiling on the context right away, so that it fails here
+// with kPermissionDenied when counters are restricted to admin users, and with kUnavailable when
+// no CUDA driver is usable.
+Result<std::unique_ptr<RangeProfiler>> make_cupti_range_profiler(void* cu_context,
+                                                                 RangeProfilerOptions options = {});
 
-// The chip name of a device ordinal ("GH100"), from CUPTI.
+// The chip name of a device ordinal ("GH100"), from CUPTI. kUnavailable when no CUDA driver is
+// usable or cuInit has not run yet (CUPTI crashes in this call without a driver; it is not
+// called then), kInvalidArgument for an ordinal the driver does not have.
 Result<std::string> cupti_chip_name(int device);
 
 }  // namespace cutriage::collectors

@@ -1,0 +1,38 @@
+/* cutriage's C API: what libcutriage.so exports besides InitializeInjection (the entry point the
+ * CUDA driver calls when the library is named by CUDA_INJECTION64_PATH).
+ *
+ * A process that links libcutriage.so instead of having it injected calls cutriage_start() once
+ * before its first CUDA call; the configuration comes from the same CUTRIAGE_* variables. Every
+ * function is safe to call from any thread at any time and never throws or aborts. */
+#ifndef CUTRIAGE_CUTRIAGE_H_
+#define CUTRIAGE_CUTRIAGE_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUTRIAGE_API __attribute__((visibility("default")))
+
+/* Called by the CUDA driver during cuInit when injected. Returns 1 (the driver ignores failures;
+ * the agent reports its own). */
+CUTRIAGE_API int InitializeInjection(void);
+
+/* Starts the agent in a process that linked the library. Returns 1 when the agent is profiling,
+ * 0 when it stays off (the reason was printed once). Calling it again returns the same answer. */
+CUTRIAGE_API int cutriage_start(void);
+
+/* 1 while the agent is profiling. */
+CUTRIAGE_API int cutriage_active(void);
+
+/* Writes the session end record and the summary now instead of at exit. Later launches are not
+ * profiled. */
+CUTRIAGE_API void cutriage_finish(void);
+
+/* "0.1.0" */
+CUTRIAGE_API const char* cutriage_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CUTRIAGE_CUTRIAGE_H_ */

@@ -1,0 +1,174 @@
+// libcutriage.so's entry points: InitializeInjection (the CUDA driver calls it during cuInit when
+// CUDA_INJECTION64_PATH names this library) and the C API. They read the configuration, build
+// the agent over the CUPTI platform and register the exit hook.
+//
+// Lifetime: the agent and its platform are created once and never destroyed. The driver, CUPTI
+// and other atexit handlers may still call into them while the process exits, and static
+// destructors run in an order we do not control; leaking them is the only safe choice.
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <chrono>
+
+#include "agent.h"
+#include "config.h"
+#include "cutriage/cutriage.h"
+#include "log.h"
+#include "output.h"
+
+namespace cutriage::agent {
+namespace {
+
+struct Global {
+  std::once_flag once;
+  bool active = false;
+  Logger* log = nullptr;
+  Agent* agent = nullptr;
+};
+
+Global& global() {
+  static Global* g = new Global();  // leaked on purpose, see above
+  return *g;
+}
+
+std::vector<std::string> read_command_line() {
+  std::vector<std::string> args;
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(f, arg, '\0')) args.push_back(arg);
+  return args;
+}
+
+std::string host_name() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+uint64_t now_unix_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+void at_exit() {
+  Global& g = global();
+  if (g.agent != nullptr) g.agent->finish();
+}
+
+// Returns whether the agent is profiling. Every message it prints is one line, once.
+bool start_agent() {
+  Global& g = global();
+  g.log = new Logger();
+  Logger& log = *g.log;
+
+  ConfigResult parsed = parse_config(process_environment());
+  for (const ConfigIssue& issue : parsed.issues) {
+    if (issue.severity == ConfigIssue::Severity::kWarning) log.warn(issue.message);
+  }
+  if (!parsed.ok()) {
+    for (const ConfigIssue& issue : parsed.issues) {
+      if (issue.severity == ConfigIssue::Severity::kError) log.error(issue.message);
+    }
+    log.error("the agent is off for this run; the application runs unprofiled");
+    return false;
+  }
+  AgentConfig config = std::move(parsed.config);
+  if (!config.enabled) return false;
+  if (std::string err = log.configure(config.log_level, config.log_file); !err.empty()) log.warn(err);
+
+  triage::Thresholds thresholds;
+  if (!config.thresholds_file.empty()) {
+    std::ifstream f(config.thresholds_file);
+    if (!f) {
+      log.error("CUTRIAGE_THRESHOLDS=\"" + config.thresholds_file +
+                "\": cannot read the file; the agent is off for this run");
+      return false;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (auto err = thresholds.parse(ss.str())) {
+      log.error("CUTRIAGE_THRESHOLDS=\"" + config.thresholds_file + "\": " + *err +
+                "; the agent is off for this run");
+      return false;
+    }
+  }
+
+  PathContext ctx;
+  ctx.pid = static_cast<uint64_t>(::getpid());
+  ctx.host = host_name();
+  ctx.getenv = [](std::string_view name) -> std::optional<std::string> {
+    const char* v = std::getenv(std::string(name).c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  ctx.exists = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+  };
+  std::string error;
+  std::optional<std::string> path = expand_path_pattern(config.output_pattern, ctx, &error);
+  if (!path) {
+    log.error("CUTRIAGE_OUTPUT=\"" + config.output_pattern + "\": " + error +
+              "; the agent is off for this run");
+    return false;
+  }
+
+  static std::unique_ptr<collectors::Platform> platform = collectors::make_cupti_platform();
+  ProcessInfo process{ctx.pid, ctx.host, read_command_line(), &now_unix_ns};
+  g.agent = new Agent(std::move(config), *platform, make_file_sink(*path, log), log, std::move(process),
+                      std::move(thresholds));
+  if (!g.agent->start()) return false;
+  std::atexit(&at_exit);
+  return true;
+}
+
+bool start_once() {
+  Global& g = global();
+  std::call_once(g.once, [&g] {
+    try {
+      g.active = start_agent();
+    } catch (...) {
+      g.active = false;
+      if (g.log != nullptr) g.log->error("internal error while starting; the agent is off");
+    }
+  });
+  return g.active;
+}
+
+}  // namespace
+}  // namespace cutriage::agent
+
+extern "C" {
+
+int InitializeInjection(void) {
+  (void)cutriage::agent::start_once();
+  return 1;
+}
+
+int cutriage_start(void) { return cutriage::agent::start_once() ? 1 : 0; }
+
+int cutriage_active(void) {
+  cutriage::agent::Global& g = cutriage::agent::global();
+  return g.agent != nullptr && g.active &&
+                 g.agent->state() == cutriage::wire::AgentState::kActive
+             ? 1
+             : 0;
+}
+
+void cutriage_finish(void) {
+  try {
+    cutriage::agent::at_exit();
+  } catch (...) {
+  }
+}
+
+const char* cutriage_version(void) { return cutriage::agent::kAgentVersion; }
+
+}  // extern "C"

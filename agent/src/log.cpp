@@ -1,0 +1,69 @@
+#include "log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace cutriage::agent {
+
+Logger::~Logger() {
+  if (owns_fd_) ::close(fd_);
+}
+
+std::string Logger::configure(LogLevel level, const std::string& file) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  level_ = level;
+  if (file.empty()) return {};
+  int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return "CUTRIAGE_LOG_FILE=\"" + file + "\": cannot open (" + std::strerror(errno) +
+           "); logging to stderr";
+  }
+  if (owns_fd_) ::close(fd_);
+  fd_ = fd;
+  owns_fd_ = true;
+  return {};
+}
+
+bool Logger::enabled(LogLevel level) const {
+  return level != LogLevel::kOff && level_ != LogLevel::kOff &&
+         static_cast<int>(level) <= static_cast<int>(level_);
+}
+
+void Logger::write_line(std::string_view line) {
+  std::string out;
+  out.reserve(line.size() + 12);
+  out += "cutriage: ";
+  out += line;
+  out += '\n';
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::write(fd_, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere to report a failing log; never disturb the application
+    done += static_cast<size_t>(n);
+  }
+}
+
+void Logger::log(LogLevel level, std::string_view message) {
+  if (!enabled(level)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  write_line(message);
+}
+
+void Logger::log_once(LogLevel level, std::string_view key, std::string_view message) {
+  if (!enabled(level)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!once_keys_.emplace(key).second) return;
+  write_line(message);
+}
+
+void Logger::summary(std::string_view line) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (level_ == LogLevel::kOff) return;
+  write_line(line);
+}
+
+}  // namespace cutriage::agent

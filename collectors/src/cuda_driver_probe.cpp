@@ -1,0 +1,61 @@
+#include "cuda_driver_probe.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+namespace cutriage::collectors {
+namespace {
+
+using DeviceGetCountFn = decltype(&cuDeviceGetCount);
+
+struct DriverHandle {
+  DeviceGetCountFn device_get_count = nullptr;
+  std::string error;  // why the driver could not be opened; empty when it was
+};
+
+// Opened once per process and never closed: unloading the driver under the application (or
+// under CUPTI) is never wanted, and the handle is only a reference when the driver is loaded.
+const DriverHandle& driver_handle() {
+  static const DriverHandle handle = [] {
+    DriverHandle h;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      h.error = why != nullptr ? why : "dlopen failed";
+      return h;
+    }
+    // dlsym returns void*; POSIX guarantees the conversion to a function pointer works.
+    h.device_get_count = reinterpret_cast<DeviceGetCountFn>(dlsym(lib, "cuDeviceGetCount"));
+    if (h.device_get_count == nullptr) h.error = "libcuda.so.1 has no cuDeviceGetCount";
+    return h;
+  }();
+  return handle;
+}
+
+}  // namespace
+
+Result<int> cuda_device_count() {
+  const DriverHandle& driver = driver_handle();
+  if (driver.device_get_count == nullptr) {
+    return Status(StatusCode::kUnavailable, "no CUDA driver: " + driver.error);
+  }
+  int count = 0;
+  const CUresult result = driver.device_get_count(&count);
+  if (result == CUDA_ERROR_NOT_INITIALIZED) {
+    return Status(StatusCode::kUnavailable,
+                  "the CUDA driver is not initialized yet (cuInit has not run in this process)");
+  }
+  if (result != CUDA_SUCCESS) {
+    return Status(StatusCode::kUnavailable,
+                  "cuDeviceGetCount failed with CUresult " + std::to_string(static_cast<int>(result)) +
+                      " (no usable GPU or driver too old)");
+  }
+  if (count <= 0) return Status(StatusCode::kUnavailable, "the CUDA driver reports no device");
+  return count;
+}
+
+}  // namespace cutriage::collectors

@@ -1,0 +1,412 @@
+// The CUPTI-backed Platform: callback subscription (launches, contexts, modules), device and
+// function facts from the driver, and the range profiler and profiler host from range_profiler.cpp
+// and profiler_host.cpp.
+//
+// Driver entry points are looked up with dlsym in the already-loaded libcuda.so.1 rather than
+// linked: binaries holding this code (the collector tests) must start on machines without a
+// driver, and in an injected process the driver is loaded before InitializeInjection runs.
+//
+// Everything reachable from the CUPTI callback is noexcept in effect: the callback catches all
+// and the observer contract forbids throwing.
+#include <cuda.h>
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "cupti_check.h"
+#include "cutriage/collectors/platform.h"
+
+namespace cutriage::collectors {
+
+const char* to_string(LaunchApi api) {
+  switch (api) {
+    case LaunchApi::kLaunchKernel: return "cuLaunchKernel";
+    case LaunchApi::kLaunchKernelEx: return "cuLaunchKernelEx";
+    case LaunchApi::kLaunchCooperative: return "cuLaunchCooperativeKernel";
+    case LaunchApi::kLaunchLegacy: return "cuLaunch (legacy)";
+    case LaunchApi::kGraphLaunch: return "cuGraphLaunch";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// The few driver functions the platform calls, from the loaded driver.
+struct Driver {
+  decltype(&cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&cuDeviceGetName) device_get_name = nullptr;
+  decltype(&cuDeviceTotalMem_v2) device_total_mem = nullptr;
+  decltype(&cuDeviceGetUuid_v2) device_get_uuid = nullptr;
+  decltype(&cuDriverGetVersion) driver_get_version = nullptr;
+  decltype(&cuFuncGetAttribute) func_get_attribute = nullptr;
+  decltype(&cuFuncGetName) func_get_name = nullptr;
+  decltype(&cuStreamIsCapturing) stream_is_capturing = nullptr;
+  std::string error;
+
+  [[nodiscard]] bool ok() const { return error.empty(); }
+};
+
+template <typename F>
+void bind(void* lib, const char* name, F& fn, std::string& error) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (fn == nullptr && error.empty()) error = std::string("libcuda.so.1 lacks ") + name;
+}
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver r;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      r.error = why != nullptr ? why : "cannot load libcuda.so.1";
+      return r;
+    }
+    bind(lib, "cuDeviceGetAttribute", r.device_get_attribute, r.error);
+    bind(lib, "cuDeviceGetName", r.device_get_name, r.error);
+    bind(lib, "cuDeviceTotalMem_v2", r.device_total_mem, r.error);
+    bind(lib, "cuDeviceGetUuid_v2", r.device_get_uuid, r.error);
+    bind(lib, "cuDriverGetVersion", r.driver_get_version, r.error);
+    bind(lib, "cuFuncGetAttribute", r.func_get_attribute, r.error);
+    bind(lib, "cuStreamIsCapturing", r.stream_is_capturing, r.error);
+    // Optional (CUDA 12.3+ drivers): only a fallback for launches without a symbol name.
+    r.func_get_name = reinterpret_cast<decltype(&cuFuncGetName)>(dlsym(lib, "cuFuncGetName"));
+    return r;
+  }();
+  return d;
+}
+
+Status driver_status(CUresult r, const char* call) {
+  if (r == CUDA_SUCCESS) return Status::ok();
+  return Status(StatusCode::kInternal, std::string(call) + ": CUresult " + std::to_string(static_cast<int>(r)));
+}
+
+triage::Dim3 dim(unsigned x, unsigned y, unsigned z) { return triage::Dim3{x, y, z}; }
+
+class CuptiPlatform final : public Platform {
+ public:
+  ~CuptiPlatform() override = default;
+
+  Status subscribe(LaunchObserver* observer) override {
+    if (!driver().ok()) return Status(StatusCode::kUnavailable, "no CUDA driver: " + driver().error);
+    observer_.store(observer);
+    CUTRIAGE_CUPTI_RETURN_IF_ERROR(
+        cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&CuptiPlatform::callback), this));
+    subscribed_ = true;
+    const CUpti_CallbackId launches[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+        CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    };
+    for (CUpti_CallbackId cbid : launches) {
+      CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
+    }
+    const CUpti_CallbackId resources[] = {
+        CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+        CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+        CUPTI_CBID_RESOURCE_MODULE_LOADED,
+    };
+    for (CUpti_CallbackId cbid : resources) {
+      CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid));
+    }
+    return Status::ok();
+  }
+
+  void unsubscribe() override {
+    observer_.store(nullptr);
+    if (subscribed_) {
+      (void)cuptiUnsubscribe(subscriber_);
+      subscribed_ = false;
+    }
+  }
+
+  Result<DeviceInfo> device_info(uint32_t device) override {
+    const Driver& d = driver();
+    if (!d.ok()) return Status(StatusCode::kUnavailable, "no CUDA driver: " + d.error);
+    auto dev = static_cast<CUdevice>(device);
+    DeviceInfo info;
+    info.device = device;
+    char name[256] = {};
+    CUTRIAGE_RETURN_IF_ERROR(driver_status(d.device_get_name(name, sizeof(name) - 1, dev), "cuDeviceGetName"));
+    info.name = name;
+    CUuuid uuid{};
+    if (d.device_get_uuid(&uuid, dev) == CUDA_SUCCESS) info.uuid = format_uuid(uuid);
+
+    Result<std::string> chip = cupti_chip_name(static_cast<int>(device));
+    if (!chip.is_ok()) return chip.status();
+    triage::DeviceLimits limits = triage::known_device_limits(chip.value()).value_or(triage::DeviceLimits{});
+    limits.chip = chip.value();
+    auto attr = [&](CUdevice_attribute a) -> int {
+      int v = 0;
+      return d.device_get_attribute(&v, a, dev) == CUDA_SUCCESS ? v : 0;
+    };
+    auto u = [](int v) { return v > 0 ? static_cast<uint32_t>(v) : 0u; };
+    limits.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    limits.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    limits.sm_count = u(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+    limits.warp_size = u(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+    limits.max_threads_per_sm = u(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR));
+    if (limits.warp_size > 0) limits.max_warps_per_sm = limits.max_threads_per_sm / limits.warp_size;
+    limits.max_blocks_per_sm = u(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR));
+    limits.max_threads_per_block = u(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+    limits.registers_per_sm = u(attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR));
+    limits.shared_bytes_per_sm = u(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
+    limits.shared_bytes_per_block_optin = u(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+    limits.reserved_shared_bytes_per_block = u(attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK));
+    const double sm_khz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    const double mem_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    const double bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    if (sm_khz > 0) limits.sm_clock_hz = sm_khz * 1e3;
+    if (mem_khz > 0) limits.memory_clock_hz = mem_khz * 1e3;
+    // HBM and GDDR move data on both clock edges.
+    if (mem_khz > 0 && bus_bits > 0) limits.dram_peak_bytes_per_second = 2.0 * mem_khz * 1e3 * bus_bits / 8.0;
+    size_t bytes = 0;
+    if (d.device_total_mem(&bytes, dev) == CUDA_SUCCESS) limits.memory_bytes = bytes;
+    info.limits = limits;
+    return info;
+  }
+
+  VersionInfo versions() override {
+    VersionInfo v;
+    int drv = 0;
+    if (driver().ok() && driver().driver_get_version(&drv) == CUDA_SUCCESS) {
+      v.driver = std::to_string(drv / 1000) + "." + std::to_string((drv % 1000) / 10);
+    }
+    uint32_t api = 0;
+    if (cuptiGetVersion(&api) == CUPTI_SUCCESS) v.cupti = "API " + std::to_string(api);
+    return v;
+  }
+
+  Status complete_launch_config(const LaunchEvent& event, triage::LaunchConfig* config) override {
+    const Driver& d = driver();
+    if (!d.ok() || event.function == nullptr) return Status(StatusCode::kUnavailable, "no function handle");
+    auto f = static_cast<CUfunction>(event.function);
+    auto get = [&](CUfunction_attribute a, const char* what, uint32_t* out) -> Status {
+      int v = 0;
+      CUresult r = d.func_get_attribute(&v, a, f);
+      if (r != CUDA_SUCCESS) return driver_status(r, what);
+      *out = v > 0 ? static_cast<uint32_t>(v) : 0;
+      return Status::ok();
+    };
+    CUTRIAGE_RETURN_IF_ERROR(get(CU_FUNC_ATTRIBUTE_NUM_REGS, "cuFuncGetAttribute(NUM_REGS)",
+                                 &config->registers_per_thread));
+    CUTRIAGE_RETURN_IF_ERROR(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "cuFuncGetAttribute(SHARED_SIZE_BYTES)",
+                                 &config->static_shared_bytes));
+    CUTRIAGE_RETURN_IF_ERROR(get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "cuFuncGetAttribute(LOCAL_SIZE_BYTES)",
+                                 &config->local_bytes_per_thread));
+    return Status::ok();
+  }
+
+  Result<std::unique_ptr<ProfilerHost>> make_profiler_host(const std::string& chip) override {
+    return make_cupti_profiler_host(chip);
+  }
+
+  Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context) override {
+    return make_cupti_range_profiler(context.context);
+  }
+
+ private:
+  static std::string format_uuid(const CUuuid& u) {
+    static const char* hex = "0123456789abcdef";
+    std::string s = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+      auto b = static_cast<unsigned char>(u.bytes[i]);
+      s += hex[b >> 4];
+      s += hex[b & 15];
+      if (i == 3 || i == 5 || i == 7 || i == 9) s += '-';
+    }
+    return s;
+  }
+
+  static void CUPTIAPI callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                const void* data) {
+    try {
+      auto* self = static_cast<CuptiPlatform*>(userdata);
+      LaunchObserver* observer = self->observer_.load();
+      if (observer == nullptr) return;
+      if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        self->on_resource(*observer, cbid, static_cast<const CUpti_ResourceData*>(data));
+      } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        self->on_launch(*observer, cbid, static_cast<const CUpti_CallbackData*>(data));
+      }
+    } catch (...) {
+      // Nothing may reach the driver. The observer logs its own errors.
+    }
+  }
+
+  static ContextEvent context_event(CUcontext ctx) {
+    ContextEvent e;
+    e.context = ctx;
+    uint32_t id = 0;
+    if (cuptiGetContextId(ctx, &id) == CUPTI_SUCCESS) e.context_id = id;
+    uint32_t dev = 0;
+    if (cuptiGetDeviceId(ctx, &dev) == CUPTI_SUCCESS) e.device = dev;
+    return e;
+  }
+
+  void on_resource(LaunchObserver& observer, CUpti_CallbackId cbid, const CUpti_ResourceData* r) {
+    if (r == nullptr) return;
+    switch (cbid) {
+      case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+        observer.on_context_created(context_event(r->context));
+        break;
+      case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+        observer.on_context_destroying(context_event(r->context));
+        break;
+      case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
+        ModuleEvent m;
+        m.context_id = context_event(r->context).context_id;
+        const auto* mod = static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor);
+        if (mod != nullptr) {
+          m.module_id = mod->moduleId;
+          if (mod->pCubin != nullptr && mod->cubinSize > 0) {
+            m.cubin.assign(reinterpret_cast<const uint8_t*>(mod->pCubin),
+                           reinterpret_cast<const uint8_t*>(mod->pCubin) + mod->cubinSize);
+          }
+        }
+        observer.on_module_loaded(m);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void on_launch(LaunchObserver& observer, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+    if (cb == nullptr) return;
+    LaunchEvent ev;
+    ContextEvent ctx = context_event(cb->context);
+    ev.context = ctx.context;
+    ev.context_id = ctx.context_id;
+    ev.device = ctx.device;
+    ev.correlation_id = cb->correlationId;
+    if (cb->symbolName != nullptr) ev.mangled_name = cb->symbolName;
+    CUstream stream = nullptr;
+    CUfunction function = nullptr;
+    triage::LaunchConfig lc;
+    bool have_config = true;
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+        // The _ptsz parameter struct has the same layout.
+        const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+        ev.api = LaunchApi::kLaunchKernel;
+        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz;
+        function = p->f;
+        stream = p->hStream;
+        lc.grid = dim(p->gridDimX, p->gridDimY, p->gridDimZ);
+        lc.block = dim(p->blockDimX, p->blockDimY, p->blockDimZ);
+        lc.dynamic_shared_bytes = p->sharedMemBytes;
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+        const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
+        ev.api = LaunchApi::kLaunchCooperative;
+        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+        ev.cooperative = true;
+        function = p->f;
+        stream = p->hStream;
+        lc.grid = dim(p->gridDimX, p->gridDimY, p->gridDimZ);
+        lc.block = dim(p->blockDimX, p->blockDimY, p->blockDimZ);
+        lc.dynamic_shared_bytes = p->sharedMemBytes;
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+        const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+        ev.api = LaunchApi::kLaunchKernelEx;
+        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+        function = p->f;
+        if (p->config != nullptr) {
+          const CUlaunchConfig& c = *p->config;
+          stream = c.hStream;
+          lc.grid = dim(c.gridDimX, c.gridDimY, c.gridDimZ);
+          lc.block = dim(c.blockDimX, c.blockDimY, c.blockDimZ);
+          lc.dynamic_shared_bytes = c.sharedMemBytes;
+          for (unsigned i = 0; c.attrs != nullptr && i < c.numAttrs; ++i) {
+            const CUlaunchAttribute& a = c.attrs[i];
+            if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0) ev.cooperative = true;
+            if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+              lc.cluster = dim(a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z);
+            }
+          }
+        } else {
+          have_config = false;
+        }
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync: {
+        // Deprecated entry points: the block shape was set by cuFuncSetBlockShape, which the
+        // callback does not carry.
+        ev.api = LaunchApi::kLaunchLegacy;
+        function = static_cast<const cuLaunch_params*>(cb->functionParams)->f;
+        if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync) {
+          stream = static_cast<const cuLaunchGridAsync_params*>(cb->functionParams)->hStream;
+        }
+        have_config = false;
+        break;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
+        ev.api = LaunchApi::kGraphLaunch;
+        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+        stream = static_cast<const cuGraphLaunch_params*>(cb->functionParams)->hStream;
+        ev.mangled_name.clear();
+        have_config = false;
+        break;
+      }
+      default:
+        return;
+    }
+    ev.function = function;
+    if (have_config) ev.launch = lc;
+    if (ev.mangled_name.empty() && function != nullptr && ev.api != LaunchApi::kGraphLaunch &&
+        driver().func_get_name != nullptr) {
+      const char* name = nullptr;
+      if (driver().func_get_name(&name, function) == CUDA_SUCCESS && name != nullptr) ev.mangled_name = name;
+    }
+    // The same flag must be computed on entry and exit: the capture state cannot change while
+    // this thread is inside the launch call.
+    CUstream query = stream;
+    if (query == nullptr && ev.per_thread_stream) query = CU_STREAM_PER_THREAD;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult cr = driver().stream_is_capturing(query, &capture);
+    // A legacy-stream query during a global-mode capture elsewhere reports an error: treat any
+    // answer but "not capturing" as capturing, never risk profiling a captured launch.
+    ev.stream_capturing = cr != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    uint32_t sid = 0;
+    if (cuptiGetStreamIdEx(cb->context, stream, ev.per_thread_stream ? 1 : 0, &sid) == CUPTI_SUCCESS) {
+      ev.stream_id = sid;
+    }
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      observer.on_launch_enter(ev);
+    } else {
+      observer.on_launch_exit(ev);
+    }
+  }
+
+  std::atomic<LaunchObserver*> observer_{nullptr};
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool subscribed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Platform> make_cupti_platform() { return std::make_unique<CuptiPlatform>(); }
+
+}  // namespace cutriage::collectors

@@ -1,0 +1,289 @@
+// GPU smoke test of the range profiler and the profiler host, without the callback machinery:
+// begin() before a kernel launch, end() after it, evaluate, print, check the numbers against what
+// the kernel must have done. Exit 0 ok, 1 failure, 77 skipped (no usable GPU or driver, or
+// counters not accessible to this user), which CTest reports as skipped (SKIP_RETURN_CODE).
+//
+// What it exercises, in order (each step prints a line; the first failure stops it):
+//   1. chip name, host, two plans (A: speed of light + bytes, with one name CUPTI rejects;
+//      B: other units, to force a counter-data image of another size)
+//   2. keep_enabled profiler (the default): A twice on one enabled object (SetConfig again on
+//      an object kept enabled), then B and A again (a plan change enables a new object: a second
+//      config on one object crashed), then disable() and A again (re-enable)
+//   3. keep_enabled = false profiler: Enable/Disable around one launch (the sequence the shared
+//      notes saw working on the H200)
+//   4. with --probe-empty-range: begin()/end() with no kernel in between (the H200 crashed once
+//      in DecodeData there: opt-in, last)
+// After every profiled launch the in-place kernel's output is checked: kernel replay must restore
+// device memory between passes.
+#include <cuda.h>
+#include <cuda_runtime.h>  // the typed cudaMalloc overload
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cutriage/collectors/range_profiler.h"
+#include "range_profiler_smoke_kernel.h"
+
+namespace cc = cutriage::collectors;
+
+namespace {
+
+constexpr int kSkip = 77;
+constexpr size_t kN = size_t{32} << 20;  // floats per array: 128 MiB, well beyond the 50 MB L2
+
+struct Failure {
+  std::string what;
+};
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+void check_cuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw Failure{std::string(what) + ": " + cudaGetErrorString(err)};
+}
+
+void check_status(const cc::Status& s, const char* what) {
+  if (!s.is_ok()) throw Failure{std::string(what) + ": [" + cc::to_string(s.code()) + "] " + s.message()};
+}
+
+template <typename T>
+T take(cc::Result<T> r, const char* what) {
+  check_status(r.status(), what);
+  return std::move(r).value();
+}
+
+// The CUcontext of the runtime's primary context, through the runtime's driver entry points, so
+// that this binary does not link libcuda and still starts (and skips) where there is no driver.
+void* current_context() {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  check_cuda(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, CUDART_VERSION, cudaEnableDefault, &found),
+             "cudaGetDriverEntryPointByVersion(cuCtxGetCurrent)");
+  if (fn == nullptr || found != cudaDriverEntryPointSuccess) throw Failure{"cuCtxGetCurrent not found"};
+  using CtxGetCurrent = CUresult (*)(CUcontext*);
+  CUcontext ctx = nullptr;
+  const CUresult res = reinterpret_cast<CtxGetCurrent>(fn)(&ctx);
+  if (res != CUDA_SUCCESS || ctx == nullptr) throw Failure{"cuCtxGetCurrent failed"};
+  return ctx;
+}
+
+struct Buffers {
+  float* x = nullptr;
+  float* y = nullptr;
+  std::vector<float> host_y;  // what y must hold now
+  ~Buffers() {
+    cudaFree(x);
+    cudaFree(y);
+  }
+};
+
+void init_buffers(Buffers& b) {
+  std::vector<float> x(kN);
+  b.host_y.resize(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    x[i] = static_cast<float>(i % 7);  // small integers: every sum stays exact in float
+    b.host_y[i] = static_cast<float>(i % 5);
+  }
+  check_cuda(cudaMalloc(&b.x, kN * sizeof(float)), "cudaMalloc x");
+  check_cuda(cudaMalloc(&b.y, kN * sizeof(float)), "cudaMalloc y");
+  check_cuda(cudaMemcpy(b.x, x.data(), kN * sizeof(float), cudaMemcpyHostToDevice), "copy x");
+  check_cuda(cudaMemcpy(b.y, b.host_y.data(), kN * sizeof(float), cudaMemcpyHostToDevice), "copy y");
+  for (size_t i = 0; i < kN; ++i) b.host_y[i] += x[i];  // the expected y after the next launch
+}
+
+// Launches once and checks y (replay must have restored memory between passes), then advances
+// the expected y by one more x.
+void launch_and_verify(Buffers& b) {
+  check_cuda(launch_smoke_accumulate(b.x, b.y, kN), "launch");
+  check_cuda(cudaDeviceSynchronize(), "synchronize");
+  std::vector<float> y(kN);
+  check_cuda(cudaMemcpy(y.data(), b.y, kN * sizeof(float), cudaMemcpyDeviceToHost), "copy y back");
+  size_t wrong = 0;
+  size_t first = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    if (y[i] != b.host_y[i]) {
+      if (wrong++ == 0) first = i;
+    }
+  }
+  if (wrong != 0) {
+    throw Failure{"y is wrong after the launch at " + std::to_string(wrong) + " elements (first " +
+                  std::to_string(first) + ": " + std::to_string(y[first]) + ", expected " +
+                  std::to_string(b.host_y[first]) + "): kernel replay did not restore memory?"};
+  }
+  for (size_t i = 0; i < kN; ++i) b.host_y[i] += static_cast<float>(i % 7);
+}
+
+double reading(const std::vector<cc::MetricReading>& readings, const std::string& name) {
+  for (const auto& r : readings) {
+    if (r.name == name) return r.value;
+  }
+  throw Failure{"no reading for " + name};
+}
+
+void expect_range(const std::vector<cc::MetricReading>& readings, const std::string& name, double lo, double hi) {
+  const double v = reading(readings, name);
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    throw Failure{name + " = " + std::to_string(v) + ", expected within [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]"};
+  }
+}
+
+const std::string kDuration = "gpu__time_duration.sum";
+const std::string kDramRead = "dram__bytes_read.sum";
+const std::string kDramWrite = "dram__bytes_write.sum";
+const std::string kSmInst = "sm__inst_executed.sum";
+const std::string kSmThroughput = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+const std::string kDramThroughput = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+const std::string kGlobalLoadSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+const std::string kLongScoreboard = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio";
+const std::string kL2Sectors = "lts__t_sectors.sum";
+const std::string kSmspInst = "smsp__inst_executed.sum";
+
+void check_plan_a(const std::vector<cc::MetricReading>& r) {
+  const double bytes = static_cast<double>(kN * sizeof(float));
+  expect_range(r, kDuration, 1e3, 1e8);               // ns: tens of microseconds expected
+  expect_range(r, kDramRead, 0.5 * 2 * bytes, 2.0 * 2 * bytes);  // x and y read once
+  expect_range(r, kDramWrite, 0.5 * bytes, 2.0 * bytes);         // y written once
+  expect_range(r, kSmInst, 1.0, 1e12);
+  expect_range(r, kSmThroughput, 0.0, 110.0);
+  expect_range(r, kDramThroughput, 1.0, 110.0);
+}
+
+void check_plan_b(const std::vector<cc::MetricReading>& r) {
+  // Two coalesced 4-byte loads per element: 2 * n * 4 / 32 sectors, exactly.
+  const double sectors = 2.0 * static_cast<double>(kN) * sizeof(float) / 32.0;
+  expect_range(r, kGlobalLoadSectors, 0.99 * sectors, 1.01 * sectors);
+  expect_range(r, kL2Sectors, 0.5 * 1.5 * sectors, 3.0 * sectors);  // loads + stores through L2
+  expect_range(r, kSmspInst, 1.0, 1e12);
+  expect_range(r, kLongScoreboard, 0.0, 1e6);
+}
+
+void print_readings(const std::vector<cc::MetricReading>& readings) {
+  for (const auto& r : readings) std::printf("    %-72s %.6g\n", r.name.c_str(), r.value);
+}
+
+// One profiled launch: begin, launch (checked), end, evaluate.
+std::vector<cc::MetricReading> profile_once(cc::ProfilerHost& host, cc::RangeProfiler& profiler,
+                                            const cc::MetricPlan& plan, Buffers& b, const char* label) {
+  const auto start = std::chrono::steady_clock::now();
+  check_status(profiler.begin(plan), "begin()");
+  const double begin_ms = ms_since(start);
+  const auto launched = std::chrono::steady_clock::now();
+  launch_and_verify(b);
+  const double launch_ms = ms_since(launched);
+  const auto ended = std::chrono::steady_clock::now();
+  cc::CounterData data = take(profiler.end(), "end()");
+  const double end_ms = ms_since(ended);
+  const auto evaluated = std::chrono::steady_clock::now();
+  auto readings = take(host.evaluate(plan, data, 0), "evaluate()");
+  const double eval_ms = ms_since(evaluated);
+  std::printf("  %s: ranges %u, counter data %zu bytes; begin %.1f ms, launch+check %.1f ms, end %.1f ms, "
+              "evaluate %.1f ms\n",
+              label, data.ranges, data.image.size(), begin_ms, launch_ms, end_ms, eval_ms);
+  if (data.ranges != 1) throw Failure{"expected 1 range, got " + std::to_string(data.ranges)};
+  print_readings(readings);
+  return readings;
+}
+
+int run(bool probe_empty_range) {
+  int devices = 0;
+  const cudaError_t count_err = cudaGetDeviceCount(&devices);
+  if (count_err != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no usable CUDA GPU or driver (%s)\n",
+                count_err != cudaSuccess ? cudaGetErrorString(count_err) : "0 devices");
+    return kSkip;
+  }
+  check_cuda(cudaSetDevice(0), "cudaSetDevice(0)");
+  check_cuda(cudaFree(nullptr), "create the primary context");
+  void* ctx = current_context();
+
+  const std::string chip = take(cc::cupti_chip_name(0), "cupti_chip_name(0)");
+  std::printf("chip %s\n", chip.c_str());
+  auto host = take(cc::make_cupti_profiler_host(chip), "make_cupti_profiler_host");
+
+  const auto planned = std::chrono::steady_clock::now();
+  const cc::MetricPlan plan_a = take(
+      host->plan({kDuration, kDramRead, kDramWrite, kSmInst, kSmThroughput, kDramThroughput, "launch__grid_size"}),
+      "plan A");
+  const cc::MetricPlan plan_b = take(host->plan({kGlobalLoadSectors, kLongScoreboard, kL2Sectors, kSmspInst}), "plan B");
+  std::printf("plans in %.1f ms: A %zu metrics, %u passes, config %zu bytes; B %zu metrics, %u passes\n",
+              ms_since(planned), plan_a.metrics.size(), plan_a.passes, plan_a.config_image.size(),
+              plan_b.metrics.size(), plan_b.passes);
+  for (const auto& r : plan_a.rejected) std::printf("  A rejected %s: %s\n", r.name.c_str(), r.reason.c_str());
+  if (plan_a.metrics.size() != 6 || plan_a.rejected.size() != 1 || plan_b.metrics.size() != 4) {
+    throw Failure{"unexpected plan contents"};
+  }
+
+  Buffers b;
+  init_buffers(b);
+  launch_and_verify(b);  // warm-up, unprofiled
+
+  {
+    const auto made = std::chrono::steady_clock::now();
+    auto created = cc::make_cupti_range_profiler(ctx);
+    if (!created.is_ok() && (created.status().code() == cc::StatusCode::kPermissionDenied ||
+                             created.status().code() == cc::StatusCode::kAlreadySubscribed)) {
+      std::printf("SKIP: %s\n", created.status().message().c_str());
+      return kSkip;
+    }
+    auto profiler = take(std::move(created), "make_cupti_range_profiler (keep_enabled)");
+    std::printf("keep_enabled profiler made in %.1f ms\n", ms_since(made));
+    auto a1 = profile_once(*host, *profiler, plan_a, b, "A #1");
+    check_plan_a(a1);
+    auto a2 = profile_once(*host, *profiler, plan_a, b, "A #2 (same enabled object)");
+    check_plan_a(a2);
+    auto b1 = profile_once(*host, *profiler, plan_b, b, "B (another plan: enabled anew)");
+    check_plan_b(b1);
+    auto b2 = profile_once(*host, *profiler, plan_b, b, "B #2 (same enabled object)");
+    check_plan_b(b2);
+    check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after B (enabled anew)"));
+    check_status(profiler->disable(), "disable()");
+    auto a3 = profile_once(*host, *profiler, plan_a, b, "A #3 (after disable(): enabled again)");
+    check_plan_a(a3);
+    const double d1 = reading(a1, kDramRead);
+    const double d2 = reading(a2, kDramRead);
+    std::printf("  dram bytes read, launch 1 vs 2: %.0f vs %.0f\n", d1, d2);
+  }
+  {
+    cc::RangeProfilerOptions per_launch;
+    per_launch.keep_enabled = false;
+    auto profiler = take(cc::make_cupti_range_profiler(ctx, per_launch), "make_cupti_range_profiler (per launch)");
+    check_plan_a(profile_once(*host, *profiler, plan_a, b, "A (keep_enabled = false)"));
+    check_plan_b(profile_once(*host, *profiler, plan_b, b, "B (keep_enabled = false)"));
+  }
+  launch_and_verify(b);  // unprofiled again after the profilers are gone
+
+  if (probe_empty_range) {
+    auto profiler = take(cc::make_cupti_range_profiler(ctx), "make_cupti_range_profiler (probe)");
+    check_status(profiler->begin(plan_a), "begin() (probe)");
+    auto empty = profiler->end();
+    std::printf("empty range probe: end() -> %s\n",
+                empty.is_ok() ? ("ok, " + std::to_string(empty.value().ranges) + " ranges").c_str()
+                              : empty.status().message().c_str());
+    check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after the empty range"));
+  }
+  std::printf("range_profiler_smoke: OK\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line reaches the log, even if CUPTI crashes
+  bool probe_empty_range = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--probe-empty-range") == 0) probe_empty_range = true;
+  }
+  try {
+    return run(probe_empty_range);
+  } catch (const Failure& f) {
+    std::printf("FAIL: %s\n", f.what.c_str());
+    return 1;
+  }
+}

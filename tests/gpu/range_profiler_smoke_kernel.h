@@ -1,0 +1,8 @@
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+// Launches y[i] += x[i] for i < n on the default stream; returns the launch error.
+cudaError_t launch_smoke_accumulate(const float* x, float* y, size_t n);

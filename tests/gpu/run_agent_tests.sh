@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The agent's GPU test run, in one go on the GPU machine (the `device` tool), from the repo root:
+#
+#   bash tests/gpu/run_agent_tests.sh            # logs and agent files under $OUT (or ./gpu-out)
+#
+# 1. builds everything (warnings as errors) and runs the gpu-labelled CTest suite (zoo programs,
+#    agent test programs, range-profiler smoke test);
+# 2. runs every zoo program plain and with the agent injected (CUDA_INJECTION64_PATH) and checks
+#    that stdout and the exit status are identical; keeps the agent's files (zoo_<program>.pb);
+# 3. runs the multithreaded, two-context and CUDA-graph programs under the agent (same checks);
+# 4. `cutriage run` on one program; the agent with no visible GPU;
+# 5. a PyTorch program under the agent (results compared with a plain run).
+# The .pb files go to tests/data/agent/ (committed) so CI replays them: see that README.
+set -u -o pipefail
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out/agent" "$out/logs"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+build=build-gpu
+summary="$out/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+fail=0
+
+{
+  date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+  nvcc --version | tail -1
+  g++ --version | head -1
+} >"$out/env.txt" 2>&1
+
+t0=$(date +%s)
+cmake -S . -B "$build" -G Ninja -DCUTRIAGE_WERROR=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
+  >"$out/logs/configure.log" 2>&1 && cmake --build "$build" -j16 >"$out/logs/build.log" 2>&1
+if [ $? -ne 0 ]; then
+  note "BUILD FAILED"; tail -50 "$out/logs/build.log"; exit 1
+fi
+note "build: $(( $(date +%s) - t0 )) s"
+
+ctest --test-dir "$build" -j8 --output-on-failure >"$out/logs/ctest.log" 2>&1
+note "ctest (all labels): $(grep -E 'tests passed|tests failed' "$out/logs/ctest.log")"
+grep -E "Failed|\*\*\*" "$out/logs/ctest.log" | tee -a "$summary"
+
+lib="$PWD/$build/agent/libcutriage.so"
+cli="$PWD/$build/tools/cutriage"
+zoo="$PWD/$build/examples/zoo"
+
+# Runs a program plain and under the agent; compares stdout and exit status.
+compare() {  # compare NAME OUTFILE FILTER CMD...
+  local name=$1 pb=$2 filter=$3
+  shift 3
+  local t1 t2 t3
+  t1=$(date +%s.%N)
+  "$@" >"$out/logs/$name.plain.out" 2>"$out/logs/$name.plain.err"
+  local rc_plain=$?
+  t2=$(date +%s.%N)
+  CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$pb" CUTRIAGE_KERNEL_NAME="$filter" \
+    "$@" >"$out/logs/$name.agent.out" 2>"$out/logs/$name.agent.err"
+  local rc_agent=$?
+  t3=$(date +%s.%N)
+  local same=same
+  cmp -s "$out/logs/$name.plain.out" "$out/logs/$name.agent.out" || same=DIFFERENT
+  note "$name: exit plain=$rc_plain agent=$rc_agent, stdout $same, wall plain=$(echo "$t2 - $t1" | bc) s agent=$(echo "$t3 - $t2" | bc) s"
+  if [ "$rc_plain" != "$rc_agent" ] || [ "$same" != same ]; then fail=1; fi
+}
+
+for p in vector_add small_grid odd_block strided_load transpose register_spill warp_divergence \
+         global_atomics fp64_heavy fma_chain cublas_gemm tiny_kernels; do
+  compare "zoo_$p" "$out/agent/zoo_$p.pb" 'regex:^(zoo_|nvjet)' "$zoo/zoo_$p"
+  "$cli" report "$out/agent/zoo_$p.pb" >"$out/logs/zoo_$p.report.txt" 2>&1
+done
+for p in multithread two_contexts graphs; do
+  compare "prog_$p" "$out/agent/prog_$p.pb" '' "$PWD/$build/tests/gpu/gpu_$p"
+  "$cli" report "$out/agent/prog_$p.pb" >"$out/logs/prog_$p.report.txt" 2>&1
+done
+
+# cutriage run: the wrapper, report on stdout.
+"$cli" run --kernel-name 'regex:^zoo_' -o "$out/agent/run_fma_chain.pb" -- "$zoo/zoo_fma_chain" \
+  >"$out/logs/run_fma_chain.out" 2>"$out/logs/run_fma_chain.err"
+note "cutriage run fma_chain: exit $? ($(grep -c 'verdict' "$out/logs/run_fma_chain.out") verdict lines)"
+
+# No visible GPU: the agent must stay quiet or say one line; the app behaves as without it.
+CUDA_VISIBLE_DEVICES= CUDA_INJECTION64_PATH="$lib" "$zoo/zoo_vector_add" >"$out/logs/novis.out" 2>"$out/logs/novis.err"
+note "no visible GPU: exit $? (zoo's skip code is 77); stderr: $(tr '\n' '|' <"$out/logs/novis.err")"
+
+# PyTorch: a small training loop; results (loss trajectory) must match the plain run.
+cat >"$out/logs/torch_loop.py" <<'PY'
+import torch
+torch.manual_seed(0)
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x = torch.randn(2048, 1024, device="cuda")
+y = torch.randn(2048, 1024, device="cuda")
+for step in range(20):
+    opt.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+torch.cuda.synchronize()
+print("final loss %.6f" % loss.item())
+PY
+compare torch_loop "$out/agent/torch_loop.pb" '' python3 "$out/logs/torch_loop.py"
+"$cli" report "$out/agent/torch_loop.pb" >"$out/logs/torch_loop.report.txt" 2>&1
+
+note "result: $([ $fail = 0 ] && echo PASS || echo FAIL)"
+tar -C "$out" -czf "$out/logs.tgz" logs env.txt && rm -rf "$out/logs"
+exit $fail

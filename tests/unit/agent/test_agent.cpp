@@ -1,0 +1,450 @@
+// The agent core driven through the fake platform (tests/support/fake_platform.h): selection,
+// adaptive metric sets, the records it writes (read back with the libprotobuf reader), and every
+// failure path the issue lists that can be provoked without a GPU. Counter values are real H200
+// captures (tests/data/ncu/zoo), served by the fake profiler.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "agent.h"
+#include "catch.h"
+#include "fake_platform.h"
+#include "file_reader.h"
+#include "import.h"
+#include "ncu_csv.h"
+
+using namespace cutriage;
+using agent::Agent;
+using agent::AgentConfig;
+using testing::FakePlatform;
+using testing::make_launch;
+
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// One captured kernel: its mangled name, launch shape and measured values.
+struct Captured {
+  std::string mangled;
+  triage::LaunchConfig launch;
+  triage::MetricSet metrics;
+  triage::Diagnosis reference;  // the engine's verdict on the whole capture, as the agent would see it
+};
+
+Captured capture_of(const char* program) {
+  auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu" / "zoo" / (std::string(program) + ".csv");
+  tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(path));
+  REQUIRE(r.import);
+  REQUIRE(!r.import->kernels.empty());
+  const wire::KernelRecord& k = r.import->kernels.front();
+  Captured c;
+  // ncu CSVs carry the demangled name; the agent sees the mangled one (both work as names here).
+  c.mangled = k.input.mangled_name.empty() ? k.input.demangled_name : k.input.mangled_name;
+  REQUIRE(k.input.launch);
+  c.launch = *k.input.launch;
+  c.metrics = k.input.metrics;
+  // What the agent's input looks like: no ncu launch__/device__ values, device limits from the
+  // driver, kernel replay with the clocks as found.
+  triage::KernelInput in;
+  in.mangled_name = k.input.mangled_name;
+  in.launch = k.input.launch;
+  in.device_limits = *triage::known_device_limits("GH100");
+  in.launch->registers_per_thread = 32;
+  for (const auto& [name, v] : k.input.metrics.all()) {
+    if (!triage::counter_inputs(name).empty() && v.source == triage::MetricSource::kMeasured) {
+      in.metrics.set(name, v.value, v.unit);
+    }
+  }
+  in.collection.replay_mode = triage::ReplayMode::kKernel;
+  in.collection.clock_control = triage::ClockControl::kNone;
+  c.reference = triage::triage_kernel(in);
+  return c;
+}
+
+class MemorySink final : public agent::RecordSink {
+ public:
+  explicit MemorySink(std::string* out) : out_(out) {}
+  bool append(std::string_view bytes) override {
+    out_->append(bytes);
+    return true;
+  }
+  [[nodiscard]] std::string describe() const override { return "memory"; }
+  [[nodiscard]] bool failed() const override { return false; }
+
+ private:
+  std::string* out_;
+};
+
+struct Harness {
+  explicit Harness(AgentConfig cfg = {}, testing::FakeCounters counters = {})
+      : platform(std::move(counters)) {
+    log_path = std::filesystem::temp_directory_path() /
+               ("cutriage-agent-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".log");
+    std::filesystem::remove(log_path);
+    (void)log.configure(agent::LogLevel::kInfo, log_path.string());
+    agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }};
+    ag = std::make_unique<Agent>(std::move(cfg), platform, std::make_unique<MemorySink>(&bytes), log, p);
+  }
+  ~Harness() { std::filesystem::remove(log_path); }
+  std::string log_text() const { return slurp(log_path); }
+  tools::ReadResult read() const { return tools::read_cutriage_bytes(bytes); }
+
+  static inline int serial = 0;
+  FakePlatform platform;
+  agent::Logger log;
+  std::filesystem::path log_path;
+  std::string bytes;
+  std::unique_ptr<Agent> ag;
+};
+
+testing::FakeCounters counters_for(std::initializer_list<const Captured*> kernels) {
+  testing::FakeCounters c;
+  for (const Captured* k : kernels) c.by_kernel[k->mangled] = k->metrics;
+  return c;
+}
+
+std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult& r) {
+  std::vector<const v1::KernelProfile*> out;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_kernel()) out.push_back(&rec.kernel());
+  }
+  return out;
+}
+
+size_t count_lines_containing(const std::string& text, const std::string& needle) {
+  size_t n = 0, pos = 0;
+  while ((pos = text.find(needle, pos)) != std::string::npos) {
+    ++n;
+    pos += needle.size();
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("agent: adaptive collection reaches the capture's verdict over two launches", "[agent]") {
+  for (const char* program : {"vector_add", "register_spill", "strided_load", "fma_chain"}) {
+    INFO(program);
+    Captured k = capture_of(program);
+    Harness h({}, counters_for({&k}));
+    REQUIRE(h.ag->start());
+    for (uint64_t i = 1; i <= 5; ++i) h.platform.launch(make_launch(k.mangled, i, k.launch.grid, k.launch.block));
+    h.ag->finish();
+
+    std::vector<agent::KernelSummary> ks = h.ag->kernels();
+    REQUIRE(ks.size() == 1);
+    REQUIRE(ks[0].diagnosis);
+    CHECK(to_string(ks[0].diagnosis->classification) == to_string(k.reference.classification));
+    CHECK(ks[0].diagnosis->primary_rule == k.reference.primary_rule);
+    // The first launch reads the routing counters only; the second what the route still lacked.
+    std::vector<std::string> routing = triage::counters_for_decisions(triage::routing_decisions());
+    REQUIRE(!h.platform.stats.planned.empty());
+    CHECK(h.platform.stats.planned[0].size() == routing.size());
+    CHECK(ks[0].stats.profiled >= 1);
+    CHECK(ks[0].stats.profiled <= 3);
+    CHECK(ks[0].stats.launches == 5);
+    CHECK(h.platform.stats.overlaps == 0);
+    CHECK(h.platform.stats.begins == h.platform.stats.ends);
+  }
+}
+
+TEST_CASE("agent: vector_add comes out DRAM-bound from the agent's own collection", "[agent]") {
+  Captured k = capture_of("vector_add");
+  Harness h({}, counters_for({&k}));
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 3; ++i) h.platform.launch(make_launch(k.mangled, i, k.launch.grid, k.launch.block));
+  h.ag->finish();
+  auto ks = h.ag->kernels();
+  REQUIRE(ks.size() == 1);
+  REQUIRE(ks[0].diagnosis);
+  CHECK(ks[0].diagnosis->classification == triage::Classification::kMemoryBound);
+  CHECK(ks[0].diagnosis->primary_limiter == triage::Limiter::kDramBandwidth);
+}
+
+TEST_CASE("agent: the file holds the header first, each profile, and the session end", "[agent]") {
+  Captured k = capture_of("register_spill");
+  Harness h({}, counters_for({&k}));
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 4; ++i) h.platform.launch(make_launch(k.mangled, i, k.launch.grid, k.launch.block));
+  h.ag->finish();
+
+  tools::ReadResult r = h.read();
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  REQUIRE(r.file.records_size() > 2);
+  REQUIRE(r.file.records(0).has_session());
+  const v1::SessionHeader& hdr = r.file.records(0).session();
+  CHECK(hdr.pid() == 1234);
+  CHECK(hdr.host() == "testhost");
+  CHECK(hdr.source() == v1::SessionHeader::SOURCE_AGENT);
+  CHECK(hdr.settings().metric_set() == "adaptive");
+  CHECK(hdr.settings().clock_control() == v1::CLOCK_CONTROL_NONE);
+
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  REQUIRE(ks.size() >= 2);
+  const v1::KernelProfile& first = *ks[0];
+  const v1::KernelProfile& last = *ks.back();
+  CHECK(first.status() == v1::PROFILE_STATUS_PROFILED);
+  CHECK(first.profile_number() == 1);
+  CHECK(last.profile_number() == ks.size());
+  CHECK(lookup(r, last.function_name_iid()) == "zoo_register_spill");
+  CHECK(last.passes() > 0);
+  CHECK(last.replay_mode() == v1::REPLAY_MODE_KERNEL);
+  // The last record combines the earlier launches and says which values came from them.
+  REQUIRE(last.combined_launch_indices_size() == static_cast<int>(ks.size()) - 1);
+  CHECK(last.combined_launch_indices(0) == first.launch_index());
+  bool some_from_first = false;
+  for (const v1::Metric& m : last.metrics()) some_from_first |= m.from_launch_index() == first.launch_index();
+  CHECK(some_from_first);
+  CHECK(last.has_diagnosis());
+  CHECK(last.diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+
+  const v1::Record& end_rec = r.file.records(r.file.records_size() - 1);
+  REQUIRE(end_rec.has_session_end());
+  const v1::SessionEnd& end = end_rec.session_end();
+  CHECK(end.state() == v1::AGENT_STATE_ACTIVE);
+  CHECK(end.kernel_launches() == 4);
+  CHECK(end.profiled_launches() == ks.size());
+  REQUIRE(end.kernels_size() == 1);
+  CHECK(lookup(r, end.kernels(0).mangled_name_iid()) == k.mangled);
+  CHECK(end.kernels(0).launches() == 4);
+}
+
+TEST_CASE("agent: filter, skip, count and the per-kernel limit", "[agent]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  SECTION("kernel filter on the function name") {
+    AgentConfig cfg;
+    REQUIRE(cfg.kernel_filter.set("regex:fma", agent::NameBase::kFunction).empty());
+    Harness h(std::move(cfg), counters_for({&a, &b}));
+    REQUIRE(h.ag->start());
+    h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+    h.platform.launch(make_launch(b.mangled, 2, b.launch.grid, b.launch.block));
+    h.ag->finish();
+    for (const auto& k : h.ag->kernels()) {
+      INFO(k.function_name);
+      CHECK(k.diagnosis.has_value() == (k.function_name.find("fma") != std::string::npos));
+    }
+  }
+  SECTION("launch skip and count") {
+    AgentConfig cfg;
+    cfg.launch_skip = 2;
+    cfg.launch_count = 1;
+    Harness h(std::move(cfg), counters_for({&a}));
+    REQUIRE(h.ag->start());
+    for (uint64_t i = 1; i <= 6; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+    h.ag->finish();
+    CHECK(h.platform.stats.begins == 1);
+    auto ks = kernel_records(h.read());
+    REQUIRE(ks.size() == 1);
+    CHECK(ks[0]->launch_index() == 3);  // the first two were skipped
+  }
+  SECTION("at most N profiles per kernel") {
+    AgentConfig cfg;
+    cfg.max_profiles_per_kernel = 1;
+    Harness h(std::move(cfg), counters_for({&a}));
+    REQUIRE(h.ag->start());
+    for (uint64_t i = 1; i <= 4; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+    h.ag->finish();
+    CHECK(h.platform.stats.begins == 1);
+    // With one profile allowed there is no second launch to adapt on: everything at once.
+    std::vector<std::string> all = triage::counters_for_decisions(
+        {triage::Decision::kD0Trust, triage::Decision::kD1WorkloadSize, triage::Decision::kD2Regime,
+         triage::Decision::kD3IssueStalls, triage::Decision::kD4ComputePipe,
+         triage::Decision::kD5MemoryMechanism, triage::Decision::kD7HardwareLimit});
+    REQUIRE(h.platform.stats.planned.size() == 1);
+    CHECK(h.platform.stats.planned[0].size() == all.size());
+  }
+  SECTION("a launch of another shape is not combined with the first") {
+    Harness h({}, counters_for({&a}));
+    REQUIRE(h.ag->start());
+    h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+    h.platform.launch(make_launch(a.mangled, 2, {1, 1, 1}, {32, 1, 1}));
+    h.ag->finish();
+    CHECK(h.platform.stats.begins == 1);
+  }
+}
+
+TEST_CASE("agent: graph launches, captured launches and communication kernels are never replayed", "[agent]") {
+  Captured a = capture_of("vector_add");
+  Harness h({}, counters_for({&a}));
+  REQUIRE(h.ag->start());
+  auto graph = make_launch("", 1);
+  graph.api = collectors::LaunchApi::kGraphLaunch;
+  graph.launch.reset();
+  h.platform.launch(graph);
+  auto captured = make_launch(a.mangled, 2, a.launch.grid, a.launch.block);
+  captured.stream_capturing = true;
+  h.platform.launch(captured);
+  auto coop = make_launch("_Z10coop_blockPf", 3);
+  coop.api = collectors::LaunchApi::kLaunchCooperative;
+  coop.cooperative = true;
+  h.platform.launch(coop);
+  h.platform.launch(coop);
+  h.platform.launch(make_launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 4));
+  h.ag->finish();
+
+  CHECK(h.platform.stats.begins == 0);
+  tools::ReadResult r = h.read();
+  auto ks = kernel_records(r);
+  REQUIRE(ks.size() == 2);  // one record per never-replayed kernel, not one per launch
+  for (const v1::KernelProfile* k : ks) {
+    CHECK(k->status() == v1::PROFILE_STATUS_NOT_PROFILED_NO_REPLAY);
+    CHECK(k->status_detail().find("never replayed") != std::string::npos);
+  }
+  const v1::SessionEnd& end = r.file.records(r.file.records_size() - 1).session_end();
+  CHECK(end.graph_launches() == 1);
+  CHECK(end.captured_launches() == 1);
+  CHECK(end.not_replayable_launches() == 3);
+  std::string log = h.log_text();
+  CHECK(log.find("1 CUDA graph launches") != std::string::npos);
+  CHECK(log.find("streams under capture") != std::string::npos);
+}
+
+TEST_CASE("agent: counters not permitted: one message with the fix, the file says why", "[agent][failure]") {
+  Captured a = capture_of("vector_add");
+  Harness h({}, counters_for({&a}));
+  h.platform.config.range_profiler_status = collectors::Status(
+      collectors::StatusCode::kPermissionDenied,
+      "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: run as root, grant CAP_PERFMON or CAP_SYS_ADMIN, or set "
+      "NVreg_RestrictProfilingToAdminUsers=0");
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 5; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+  h.ag->finish();
+  CHECK(h.ag->state() == wire::AgentState::kPermissionDenied);
+  CHECK(h.platform.stats.begins == 0);
+  std::string log = h.log_text();
+  CHECK(count_lines_containing(log, "NVreg_RestrictProfilingToAdminUsers") == 1);  // said once
+  CHECK(log.find("nothing profiled: counters not permitted") != std::string::npos);
+  tools::ReadResult r = h.read();
+  bool notice = false;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_notice() && rec.notice().code() == "permission_denied") notice = true;
+  }
+  CHECK(notice);
+  CHECK(r.file.records(r.file.records_size() - 1).session_end().state() == v1::AGENT_STATE_PERMISSION_DENIED);
+}
+
+TEST_CASE("agent: another CUPTI subscriber: warn once, stay off, write nothing", "[agent][failure]") {
+  Harness h;
+  h.platform.config.subscribe_status = collectors::Status(
+      collectors::StatusCode::kAlreadySubscribed, "cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+  CHECK_FALSE(h.ag->start());
+  h.platform.launch(make_launch("_Z1kv", 1));  // no observer: the app runs on
+  h.ag->finish();
+  CHECK(h.ag->state() == wire::AgentState::kOtherSubscriber);
+  CHECK(h.bytes.empty());
+  std::string log = h.log_text();
+  CHECK(count_lines_containing(log, "cutriage: ") == 1);
+  CHECK(log.find("another CUDA profiling tool") != std::string::npos);
+}
+
+TEST_CASE("agent: no GPU or driver: one line, nothing written", "[agent][failure]") {
+  Harness h;
+  h.platform.config.subscribe_status = collectors::Status(collectors::StatusCode::kUnavailable, "cuInit: no CUDA-capable device");
+  CHECK_FALSE(h.ag->start());
+  h.ag->finish();
+  CHECK(h.ag->state() == wire::AgentState::kNoGpu);
+  CHECK(h.bytes.empty());
+  CHECK(count_lines_containing(h.log_text(), "cutriage: ") == 1);
+}
+
+TEST_CASE("agent: a CUPTI call failing mid-run fails that record, the rest go on", "[agent][failure]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  Harness h({}, counters_for({&a, &b}));
+  h.platform.config.fail_end_on_call = 1;
+  REQUIRE(h.ag->start());
+  h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+  h.platform.launch(make_launch(b.mangled, 2, b.launch.grid, b.launch.block));
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  auto ks = kernel_records(r);
+  REQUIRE(ks.size() == 2);
+  CHECK(ks[0]->status() == v1::PROFILE_STATUS_FAILED);
+  CHECK(ks[0]->status_detail().find("CUPTI_ERROR_UNKNOWN") != std::string::npos);
+  CHECK(ks[1]->status() == v1::PROFILE_STATUS_PROFILED);
+  CHECK(r.file.records(r.file.records_size() - 1).session_end().failed_profiles() == 1);
+}
+
+TEST_CASE("agent: an unwritable output path: one error, profiling goes on", "[agent][failure]") {
+  Captured a = capture_of("vector_add");
+  testing::FakePlatform platform(counters_for({&a}));
+  agent::Logger log;
+  auto log_path = std::filesystem::temp_directory_path() / ("cutriage-unwritable-" + std::to_string(::getpid()) + ".log");
+  std::filesystem::remove(log_path);
+  (void)log.configure(agent::LogLevel::kWarn, log_path.string());
+  Agent ag({}, platform, agent::make_file_sink("/nonexistent-dir/cutriage.pb", log), log,
+           agent::ProcessInfo{1, "h", {}, {}});
+  REQUIRE(ag.start());
+  for (uint64_t i = 1; i <= 3; ++i) platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+  ag.finish();
+  std::string text = slurp(log_path);
+  std::filesystem::remove(log_path);
+  CHECK(count_lines_containing(text, "/nonexistent-dir/cutriage.pb") == 1);
+  CHECK(platform.stats.begins >= 1);
+  REQUIRE(ag.kernels().size() == 1);
+  CHECK(ag.kernels()[0].diagnosis.has_value());
+}
+
+TEST_CASE("agent: the file sink writes records readable after every append", "[agent]") {
+  Captured a = capture_of("vector_add");
+  testing::FakePlatform platform(counters_for({&a}));
+  agent::Logger log;
+  (void)log.configure(agent::LogLevel::kOff, "");
+  auto path = std::filesystem::temp_directory_path() / ("cutriage-sink-" + std::to_string(::getpid()) + ".pb");
+  Agent ag({}, platform, agent::make_file_sink(path.string(), log), log, agent::ProcessInfo{1, "h", {}, {}});
+  REQUIRE(ag.start());
+  platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+  // Before finish(): the process could be killed here; what is on disk must already be readable.
+  tools::ReadResult mid = tools::read_cutriage_file(path.string());
+  CHECK(mid.status == tools::ReadStatus::kOk);
+  CHECK(kernel_records(mid).size() == 1);
+  ag.finish();
+  tools::ReadResult done = tools::read_cutriage_file(path.string());
+  CHECK(done.file.records(done.file.records_size() - 1).has_session_end());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("agent: several threads launching on two contexts at once", "[agent][concurrency]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  AgentConfig cfg;
+  cfg.max_profiles_per_kernel = 3;
+  Harness h(std::move(cfg), counters_for({&a, &b}));
+  REQUIRE(h.ag->start());
+  constexpr int kThreads = 8;
+  constexpr int kLaunches = 200;
+  std::vector<std::thread> threads;
+  std::atomic<uint64_t> corr{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const Captured& k = (t % 2) ? a : b;
+      for (int i = 0; i < kLaunches; ++i) {
+        h.platform.launch(make_launch(k.mangled, ++corr, k.launch.grid, k.launch.block,
+                                      static_cast<uint64_t>(1 + t % 2)));
+      }
+    });
+  }
+  // Finish while launches are still arriving: later callbacks must be harmless.
+  std::thread finisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    h.ag->finish();
+  });
+  for (auto& th : threads) th.join();
+  finisher.join();
+  CHECK(h.platform.stats.overlaps == 0);
+  CHECK(h.platform.stats.begins == h.platform.stats.ends);
+  tools::ReadResult r = h.read();
+  CHECK((r.status == tools::ReadStatus::kOk));
+  for (const auto& k : h.ag->kernels()) CHECK(k.stats.profiled <= 3);
+}
