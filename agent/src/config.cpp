@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -207,8 +209,9 @@ bool is_metric_shaped(std::string_view name) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The option table: the public OptionSpec plus what the parser needs. One entry per option; the
-// handler returns empty on success, or the problem ("" problem + accepts makes the message).
+// The option table: the public OptionSpec plus what the parser needs. One entry per option. A
+// handler either stores the value or returns a bad Problem; the caller words the one message
+// (variable, value, the Problem's detail if any, "expected " + accepts) and never sees a throw.
 
 struct Problem {
   bool bad = false;
