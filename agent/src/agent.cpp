@@ -183,6 +183,7 @@ void Agent::on_context_created(const ContextEvent& event) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       contexts_[event.context_id] = std::move(ctx);
+      ++contexts_seen_;
     }
     (void)device_info(event.device);
   } catch (...) {
@@ -370,6 +371,7 @@ std::shared_ptr<Agent::ContextState> Agent::context_for(const LaunchEvent& event
   std::lock_guard<std::mutex> lock(mutex_);
   std::shared_ptr<ContextState>& ctx = contexts_[event.context_id];
   if (!ctx) {  // a context created before the agent subscribed
+    ++contexts_seen_;
     ctx = std::make_shared<ContextState>();
     ctx->event = ContextEvent{event.context_id, event.context, event.device};
   }
@@ -457,7 +459,9 @@ void Agent::launch_enter(const LaunchEvent& event) {
   if (active->event.launch) {
     collectors::Status s = platform_.complete_launch_config(event, &*active->event.launch);
     if (!s.is_ok()) {
-      log_.log_once(LogLevel::kDebug, "func-attr", "function attributes unavailable: " + s.message());
+      log_.log_once(LogLevel::kWarn, "func-attr",
+                    "registers and shared memory of " + kernel->names->function +
+                        " unavailable (" + s.message() + "); occupancy checks will be missing");
     }
   }
 
@@ -733,6 +737,17 @@ void Agent::finish() {
   try {
     wire::SessionEnd end = session_end();
     end.end_time_unix_ns = process_.now_unix_ns();
+    bool saw_gpu_work = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      saw_gpu_work = contexts_seen_ > 0 || end.kernel_launches > 0 || end.graph_launches > 0;
+    }
+    if (!saw_gpu_work && subscribed_.load()) {
+      // CUDA was initialized but never used a GPU (none visible, or the process only probed):
+      // one line, no file.
+      log_.warn("no CUDA context was created in this process (no usable GPU?); nothing was profiled");
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(output_mutex_);
       if (state_.load() != wire::AgentState::kNoGpu &&

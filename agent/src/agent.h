@@ -135,6 +135,7 @@ class Agent final : public collectors::LaunchObserver {
   uint64_t profiles_started_ = 0;
   wire::SessionEnd totals_;
   uint64_t modules_loaded_ = 0;
+  uint64_t contexts_seen_ = 0;
 
   std::mutex output_mutex_;  // the encoder (interning) and the sink
   wire::RecordEncoder encoder_;

@@ -45,6 +45,7 @@ struct Driver {
   decltype(&cuFuncGetAttribute) func_get_attribute = nullptr;
   decltype(&cuFuncGetName) func_get_name = nullptr;
   decltype(&cuStreamIsCapturing) stream_is_capturing = nullptr;
+  decltype(&cuKernelGetFunction) kernel_get_function = nullptr;  // optional, CUDA 12.0+
   std::string error;
 
   [[nodiscard]] bool ok() const { return error.empty(); }
@@ -75,6 +76,8 @@ const Driver& driver() {
     bind(lib, "cuStreamIsCapturing", r.stream_is_capturing, r.error);
     // Optional (CUDA 12.3+ drivers): only a fallback for launches without a symbol name.
     r.func_get_name = reinterpret_cast<decltype(&cuFuncGetName)>(dlsym(lib, "cuFuncGetName"));
+    r.kernel_get_function =
+        reinterpret_cast<decltype(&cuKernelGetFunction)>(dlsym(lib, "cuKernelGetFunction"));
     return r;
   }();
   return d;
@@ -193,6 +196,18 @@ class CuptiPlatform final : public Platform {
     const Driver& d = driver();
     if (!d.ok() || event.function == nullptr) return Status(StatusCode::kUnavailable, "no function handle");
     auto f = static_cast<CUfunction>(event.function);
+    // Since CUDA 12 the runtime launches through context-independent CUkernel handles cast to
+    // CUfunction (cuLaunchKernel accepts both); cuFuncGetAttribute rejects those, so resolve the
+    // kernel to its function in the current context first.
+    int probe = 0;
+    if (d.func_get_attribute(&probe, CU_FUNC_ATTRIBUTE_NUM_REGS, f) != CUDA_SUCCESS &&
+        d.kernel_get_function != nullptr) {
+      CUfunction resolved = nullptr;
+      if (d.kernel_get_function(&resolved, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS &&
+          resolved != nullptr) {
+        f = resolved;
+      }
+    }
     auto get = [&](CUfunction_attribute a, const char* what, uint32_t* out) -> Status {
       int v = 0;
       CUresult r = d.func_get_attribute(&v, a, f);

@@ -44,22 +44,25 @@ lib="$PWD/$build/agent/libcutriage.so"
 cli="$PWD/$build/tools/cutriage"
 zoo="$PWD/$build/examples/zoo"
 
+now() { date +%s.%N; }
+secs() { python3 -c "print('%.2f' % ($2 - $1))"; }
+
 # Runs a program plain and under the agent; compares stdout and exit status.
 compare() {  # compare NAME OUTFILE FILTER CMD...
   local name=$1 pb=$2 filter=$3
   shift 3
   local t1 t2 t3
-  t1=$(date +%s.%N)
+  t1=$(now)
   "$@" >"$out/logs/$name.plain.out" 2>"$out/logs/$name.plain.err"
   local rc_plain=$?
-  t2=$(date +%s.%N)
+  t2=$(now)
   CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$pb" CUTRIAGE_KERNEL_NAME="$filter" \
     "$@" >"$out/logs/$name.agent.out" 2>"$out/logs/$name.agent.err"
   local rc_agent=$?
-  t3=$(date +%s.%N)
+  t3=$(now)
   local same=same
   cmp -s "$out/logs/$name.plain.out" "$out/logs/$name.agent.out" || same=DIFFERENT
-  note "$name: exit plain=$rc_plain agent=$rc_agent, stdout $same, wall plain=$(echo "$t2 - $t1" | bc) s agent=$(echo "$t3 - $t2" | bc) s"
+  note "$name: exit plain=$rc_plain agent=$rc_agent, stdout $same, wall plain=$(secs "$t1" "$t2") s agent=$(secs "$t2" "$t3") s"
   if [ "$rc_plain" != "$rc_agent" ] || [ "$same" != same ]; then fail=1; fi
 }
 
@@ -82,27 +85,11 @@ note "cutriage run fma_chain: exit $? ($(grep -c 'verdict' "$out/logs/run_fma_ch
 CUDA_VISIBLE_DEVICES= CUDA_INJECTION64_PATH="$lib" "$zoo/zoo_vector_add" >"$out/logs/novis.out" 2>"$out/logs/novis.err"
 note "no visible GPU: exit $? (zoo's skip code is 77); stderr: $(tr '\n' '|' <"$out/logs/novis.err")"
 
-# PyTorch: a small training loop; results (loss trajectory) must match the plain run.
-cat >"$out/logs/torch_loop.py" <<'PY'
-import torch
-torch.manual_seed(0)
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).cuda()
-opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-x = torch.randn(2048, 1024, device="cuda")
-y = torch.randn(2048, 1024, device="cuda")
-for step in range(20):
-    opt.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-torch.cuda.synchronize()
-print("final loss %.6f" % loss.item())
-PY
-compare torch_loop "$out/agent/torch_loop.pb" '' python3 "$out/logs/torch_loop.py"
+# PyTorch: a small training loop; the final loss must match the plain run's.
+compare torch_loop "$out/agent/torch_loop.pb" '' python3 "$PWD/bench/torch_loop.py"
 "$cli" report "$out/agent/torch_loop.pb" >"$out/logs/torch_loop.report.txt" 2>&1
 
 note "result: $([ $fail = 0 ] && echo PASS || echo FAIL)"
 tar -C "$out" -czf "$out/logs.tgz" logs env.txt && rm -rf "$out/logs"
+tar -C "$out" -czf "$out/agent.tgz" agent && rm -rf "$out/agent"
 exit $fail

@@ -198,6 +198,8 @@ TEST_CASE("agent: the file holds the header first, each profile, and the session
   CHECK(last.profile_number() == ks.size());
   CHECK(lookup(r, last.function_name_iid()) == "zoo_register_spill");
   CHECK(last.passes() > 0);
+  // Registers come from the platform's function attributes, not from the callback.
+  CHECK(last.launch().registers_per_thread() == 32);
   CHECK(last.replay_mode() == v1::REPLAY_MODE_KERNEL);
   // The last record combines the earlier launches and says which values came from them.
   REQUIRE(last.combined_launch_indices_size() == static_cast<int>(ks.size()) - 1);
@@ -447,4 +449,14 @@ TEST_CASE("agent: several threads launching on two contexts at once", "[agent][c
   tools::ReadResult r = h.read();
   CHECK((r.status == tools::ReadStatus::kOk));
   for (const auto& k : h.ag->kernels()) CHECK(k.stats.profiled <= 3);
+}
+
+TEST_CASE("agent: CUDA initialized but no GPU used: one line, no file", "[agent][failure]") {
+  Harness h;
+  REQUIRE(h.ag->start());
+  h.ag->finish();
+  CHECK(h.bytes.empty());
+  std::string log = h.log_text();
+  // start() logs where results would go at info level; the finish adds exactly one line.
+  CHECK(count_lines_containing(log, "no CUDA context was created") == 1);
 }

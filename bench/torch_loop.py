@@ -1,0 +1,21 @@
+# A small PyTorch training loop (MLP, MSE, SGD) for the agent's GPU tests and benchmarks: prints
+# the final loss, which must be identical with and without the agent (TF32 off, fixed seed).
+import sys
+import torch
+
+steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+torch.manual_seed(0)
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
+                            torch.nn.Linear(4096, 1024)).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x = torch.randn(2048, 1024, device="cuda")
+y = torch.randn(2048, 1024, device="cuda")
+for step in range(steps):
+    opt.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+torch.cuda.synchronize()
+print("final loss %.6f" % loss.item())
