@@ -10,8 +10,14 @@ function(cutriage_target_defaults target)
       target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
     endif()
   endif()
-  if(CUTRIAGE_SANITIZE)
-    string(REPLACE ";" "," _san "${CUTRIAGE_SANITIZE}")
+  set(_sanitizers ${CUTRIAGE_SANITIZE})
+  if(CUTRIAGE_BUILD_FUZZERS)
+    # Coverage instrumentation for libFuzzer in every project target; the fuzz targets themselves
+    # add -fsanitize=fuzzer (tests/fuzz/CMakeLists.txt).
+    list(APPEND _sanitizers fuzzer-no-link)
+  endif()
+  if(_sanitizers)
+    string(REPLACE ";" "," _san "${_sanitizers}")
     target_compile_options(${target} PRIVATE -fsanitize=${_san} -fno-omit-frame-pointer
                                               -fno-sanitize-recover=all)
     target_link_options(${target} PRIVATE -fsanitize=${_san})

@@ -53,6 +53,63 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, nothing
+// above U+10FFFF) that starts s[i], or 0 when s[i] does not start one.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b0 = byte(i);
+  if (b0 < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80;  // the range of the second byte
+  unsigned char hi = 0xBF;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    n = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    n = 3;
+    if (b0 == 0xE0) lo = 0xA0;
+    if (b0 == 0xED) hi = 0x9F;
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    n = 4;
+    if (b0 == 0xF0) lo = 0x90;
+    if (b0 == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+// Every string the importer produces ends up in a proto3 `string` field, which must be UTF-8: a
+// file holding anything else does not parse back (libprotobuf rejects the record, and the reader
+// stops there). Bytes that are not well-formed UTF-8 become U+FFFD; `*replaced` counts them.
+std::string valid_utf8(std::string_view s, size_t* replaced = nullptr) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    if (const size_t n = utf8_sequence_length(s, i); n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      if (replaced != nullptr) ++*replaced;
+      ++i;
+    }
+  }
+  return out;
+}
+
+bool is_valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 // Shortens a cell for a diagnostic.
 std::string excerpt(std::string_view s, size_t max = 40) {
   if (s.size() <= max) return std::string(s);
@@ -479,12 +536,19 @@ double clock_hz(const triage::MetricSet& m, std::string_view name) {
   return 0;
 }
 
+// A compute capability component from a metric cell: a small whole number, or nothing (the cell
+// is outside input; converting an out-of-range double to int is undefined behaviour).
+std::optional<int> cc_component(std::optional<double> v) {
+  if (!v || !(*v >= 0 && *v <= 99) || std::floor(*v) != *v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
 std::optional<DeviceLimits> device_limits(const CsvRecord& rec, const Columns& cols,
                                           const triage::MetricSet& m, const RowText& text) {
   std::optional<std::pair<int, int>> cc;
-  if (auto major = m.get("device__attribute_compute_capability_major")) {
-    auto minor = m.get("device__attribute_compute_capability_minor");
-    cc = std::make_pair(static_cast<int>(*major), minor ? static_cast<int>(*minor) : 0);
+  if (auto major = cc_component(m.get("device__attribute_compute_capability_major"))) {
+    auto minor = cc_component(m.get("device__attribute_compute_capability_minor"));
+    cc = std::make_pair(*major, minor.value_or(0));
   } else {
     cc = parse_cc(cell_at(rec, cols.find("CC")));
   }
@@ -526,20 +590,18 @@ std::optional<DeviceLimits> device_limits(const CsvRecord& rec, const Columns& c
   } else if (m.has("device__attribute_max_threads_per_multiprocessor") && d.warp_size > 0) {
     d.max_warps_per_sm = d.max_threads_per_sm / d.warp_size;
   }
-  if (double hz = clock_hz(m, "device__attribute_clock_rate"); hz > 0) {
-    d.sm_clock_hz = hz;
-    any_attribute = true;
-  } else if (hz = clock_hz(m, "device__attribute_max_gpu_frequency_khz"); hz > 0) {
-    d.sm_clock_hz = hz;
-    any_attribute = true;
-  }
-  if (double hz = clock_hz(m, "device__attribute_memory_clock_rate"); hz > 0) {
-    d.memory_clock_hz = hz;
-    any_attribute = true;
-  } else if (hz = clock_hz(m, "device__attribute_max_mem_frequency_khz"); hz > 0) {
-    d.memory_clock_hz = hz;
-    any_attribute = true;
-  }
+  // Clocks: the current rate, else the maximum one.
+  auto set_clock = [&](std::string_view rate, std::string_view max_khz, double& field) {
+    double hz = clock_hz(m, rate);
+    if (hz <= 0) hz = clock_hz(m, max_khz);
+    if (hz > 0) {
+      field = hz;
+      any_attribute = true;
+    }
+  };
+  set_clock("device__attribute_clock_rate", "device__attribute_max_gpu_frequency_khz", d.sm_clock_hz);
+  set_clock("device__attribute_memory_clock_rate", "device__attribute_max_mem_frequency_khz",
+            d.memory_clock_hz);
   // Peak DRAM bandwidth: bytes per DRAM cycle at peak times DRAM cycles per second.
   const auto* peak = m.find("dram__bytes.sum.peak_sustained");
   const auto* rate = m.find("dram__cycles_elapsed.avg.per_second");
@@ -588,6 +650,14 @@ NcuCsvResult parse_impl(std::string_view text) {
   // Byte-order mark.
   if (starts_with(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
   if (trim(text).empty()) return fail("the input is empty (expected the output of `ncu --csv --page raw`)");
+  // ncu writes UTF-8; anything else (a Latin-1 host name, a torn multi-byte character) is repaired
+  // here once, so every cell, name and header below is valid UTF-8.
+  size_t invalid_utf8_bytes = 0;
+  std::string repaired;
+  if (!is_valid_utf8(text)) {
+    repaired = valid_utf8(text, &invalid_utf8_bytes);
+    text = repaired;
+  }
 
   // The header is the first line that starts with the "ID" column; anything before it (==PROF==
   // log lines, the application's own output) is skipped.
@@ -660,6 +730,11 @@ NcuCsvResult parse_impl(std::string_view text) {
 
   NcuImport imp;
   size_t dropped_warnings = 0;
+  if (invalid_utf8_bytes > 0) {
+    add_warning(imp, dropped_warnings,
+                "the CSV is not valid UTF-8: " + std::to_string(invalid_utf8_bytes) +
+                    " byte(s) were replaced with U+FFFD");
+  }
   if (!duplicate_columns.empty()) {
     std::string w = "the header repeats " + std::to_string(duplicate_columns.size()) +
                     " column name(s) (first: \"" + duplicate_columns.front() + "\"); the first occurrence is used";
@@ -732,6 +807,10 @@ NcuCsvResult parse_impl(std::string_view text) {
     } else {
       in.function_name = function_base_name(in.demangled_name);
     }
+    // The demangler copies length-prefixed identifiers byte-wise and may cut a multi-byte
+    // character of a (valid) mangled name in two.
+    in.demangled_name = valid_utf8(in.demangled_name);
+    in.function_name = valid_utf8(in.function_name);
     const std::string where = describe_row(rec.line, id_cell, in.function_name);
 
     std::vector<std::string> row_problems;

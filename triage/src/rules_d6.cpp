@@ -62,7 +62,7 @@ SampleView aggregate(const PcSampleSummary& pcs) {
     bool with_line = pcs.has_line_info && !line.file.empty();
     std::string key = with_line ? line.file + ":" + std::to_string(line.line)
                                 : "pc " + hex(line.pc_offset);
-    if (!line.function.empty() && !with_line) key = line.function + " " + key;
+    if (!line.function.empty() && !with_line) key.insert(0, line.function + " ");
     Location& loc = by_key[key];
     loc.key = key;
     uint64_t here = 0;

@@ -103,7 +103,7 @@ TEST_CASE("every metric a rule reads exists on GH100", "[metric_names]") {
     for (std::string_view p : kSkippedPrefixes) skip = skip || starts_with(name, p);
     if (skip) continue;
     std::string err = check_name(name, bases);
-    if (!err.empty()) bad.push_back(name + ": " + err);
+    if (!err.empty()) bad.push_back(std::string(name).append(": ").append(err));
   }
   for (const std::string& b : bad) UNSCOPED_INFO(b);
   CHECK(bad.empty());

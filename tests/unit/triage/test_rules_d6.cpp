@@ -61,7 +61,7 @@ KernelInput flat_kernel() {
   PcSampleSummary s;
   s.has_line_info = true;
   for (uint32_t i = 0; i < 10; ++i) {
-    s.lines.push_back(line("flat.cu", 10 + i, 0x10 * i, "FFMA", "kernel",
+    s.lines.push_back(line("flat.cu", 10 + i, uint64_t{0x10} * i, "FFMA", "kernel",
                            {{"long_scoreboard", 40}, {"wait", 30}, {"mio_throttle", 30}}));
   }
   k.pc_samples = s;

@@ -1,0 +1,130 @@
+// What each fuzzer of the `cutriage` tool's parsers does with one input, shared by the libFuzzer
+// targets (tests/fuzz/) and the Catch2 regression tests that replay every input a fuzzer ever
+// crashed on (tests/data/fuzz-regressions/). One definition, so a regression test exercises
+// exactly the code path the fuzzer found the bug on.
+//
+// Each function feeds the bytes to a parser the way the tool does and checks the parser's
+// documented contract. It returns the first contract violation as one line ("" when none); the
+// fuzzers abort on a violation, the tests fail on it. Crashes, leaks and undefined behaviour are
+// left to the sanitizers the fuzzers and the sanitizer CI gate are built with.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cutriage/triage/rule.h"
+#include "file_reader.h"
+#include "import.h"
+#include "ncu_csv.h"
+#include "report.h"
+
+namespace cutriage::fuzz {
+
+// Reads a file as the tool does and renders both views of it; checks the reader's bookkeeping and
+// that whatever it salvaged re-encodes into a file that reads back whole.
+inline std::string exercise_file_reader(std::string_view bytes) {
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  if (r.bytes_total != bytes.size()) return "bytes_total differs from the input size";
+  if (r.bytes_skipped > r.bytes_total) return "skipped more bytes than the input has";
+  switch (r.status) {
+    case tools::ReadStatus::kOk:
+      if (r.bytes_skipped != 0) return "status ok but bytes were skipped";
+      break;
+    case tools::ReadStatus::kTruncated:
+      if (r.bytes_skipped == 0) return "status truncated but no byte was skipped";
+      break;
+    case tools::ReadStatus::kNotCutriage:
+      if (r.file.records_size() != 0) return "refused a file but kept records";
+      return r.message.empty() ? "refused a file without a message" : "";
+    case tools::ReadStatus::kUnreadable:
+      return "read_cutriage_bytes reported an I/O error";
+  }
+  if (r.file.records_size() == 0 || !r.file.records(0).has_session()) {
+    return "accepted a file that does not start with a session header";
+  }
+  for (const auto& [iid, value] : r.interned) {
+    if (tools::lookup(r, iid) != value) return "lookup disagrees with the interned table";
+  }
+  // The salvaged records are a well-formed file on their own.
+  const tools::ReadResult again = tools::read_cutriage_bytes(r.file.SerializeAsString());
+  if (again.status != tools::ReadStatus::kOk) return "salvaged records do not read back: " + again.message;
+  if (again.file.records_size() != r.file.records_size()) return "salvaged records read back changed";
+
+  tools::ReportOptions brief;
+  tools::ReportOptions verbose;
+  verbose.verbose = true;
+  (void)tools::render_report(r, brief);
+  (void)tools::render_report(r, verbose);
+  std::string json_error;
+  (void)tools::render_json(r, json_error);
+  return "";
+}
+
+// `cutriage triage` end to end on one CSV: import, triage every kernel, encode the file, read it
+// back and render the report. Checks the importer's result contract and the file round trip.
+inline std::string exercise_ncu_csv(std::string_view text) {
+  tools::NcuCsvResult parsed = tools::parse_ncu_csv(text);
+  if (parsed.import.has_value() == parsed.error.has_value()) {
+    return "parse_ncu_csv must return exactly one of an import and an error";
+  }
+  if (parsed.error) {
+    const std::string& m = parsed.error->message;
+    if (m.empty() || m.find('\n') != std::string::npos) return "the error is not one line: " + m;
+    return "";
+  }
+  if (parsed.import->kernels.empty()) return "an import without kernels";
+  for (const auto& k : parsed.import->kernels) {
+    for (const auto& [name, value] : k.input.metrics.all()) {
+      if (!std::isfinite(value.value)) return "metric " + name + " is not finite";
+    }
+  }
+  tools::ImportOptions options;
+  std::vector<tools::NcuImport> imports;
+  imports.push_back(std::move(*parsed.import));
+  const tools::TriageRun run = tools::triage_imports(std::move(imports), options);
+  const std::string file = tools::encode_run(run);
+  const tools::ReadResult back = tools::read_cutriage_bytes(file);
+  if (back.status != tools::ReadStatus::kOk) return "the encoded run does not read back: " + back.message;
+  (void)tools::render_report(back, tools::ReportOptions{});
+  return "";
+}
+
+// The `--timings` file: every entry kept has both names and a usable median.
+inline std::string exercise_timings(std::string_view text) {
+  std::vector<std::string> warnings;
+  const std::vector<tools::TimingEntry> entries = tools::parse_timings(text, warnings);
+  for (const auto& e : entries) {
+    if (e.program.empty() || e.kernel.empty()) return "an entry without program or kernel";
+    if (!std::isfinite(e.median_ns) || e.median_ns < 0) return "an entry with an unusable median";
+  }
+  for (const auto& w : warnings) {
+    if (w.find('\n') != std::string::npos) return "a warning spans lines";
+  }
+  return "";
+}
+
+// The `--thresholds` file: an error leaves the overrides as they were; success only ever sets
+// finite values on thresholds some rule declares.
+inline std::string exercise_thresholds(std::string_view text) {
+  triage::Thresholds t;
+  t.set("d1.waves_below_one.min_waves", 0.5);  // a prior override an error must not disturb
+  const auto before = t.overrides();
+  if (auto error = t.parse(text)) {
+    if (t.overrides() != before) return "a failed parse changed the overrides";
+    if (error->empty() || error->find('\n') != std::string::npos) return "the error is not one line";
+    return "";
+  }
+  for (const auto& [key, value] : t.overrides()) {
+    if (!std::isfinite(value)) return "override " + key + " is not finite";
+    if (before.count(key) != 0) continue;
+    const auto dot = key.rfind('.');
+    const triage::Rule* rule = dot == std::string::npos ? nullptr : triage::find_rule(key.substr(0, dot));
+    if (rule == nullptr) return "override " + key + " names no rule";
+  }
+  return "";
+}
+
+}  // namespace cutriage::fuzz

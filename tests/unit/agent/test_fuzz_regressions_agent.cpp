@@ -1,0 +1,73 @@
+// Every input a fuzzer of the agent's configuration parsers ever failed on
+// (tests/data/fuzz-regressions/<target>/), replayed through the same exercise_* function the
+// fuzzer runs (tests/support/fuzz_agent.h); under the sanitizer gate (.ci/sanitize.sh) the replay
+// also catches the memory error itself. Below them, the bugs those inputs found, spelled out.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catch.h"
+#include "config.h"
+#include "fuzz_agent.h"
+
+namespace {
+
+std::vector<std::filesystem::path> regression_inputs(std::string_view target) {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path dir =
+      std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "fuzz-regressions" / std::string(target);
+  if (!std::filesystem::is_directory(dir)) return files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+template <typename Exercise>
+void replay(std::string_view target, Exercise exercise) {
+  for (const auto& path : regression_inputs(target)) {
+    INFO(path.string());
+    CHECK(exercise(read_bytes(path)).empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fuzz regressions: agent configuration", "[fuzz][config]") {
+  replay("config", cutriage::fuzz::exercise_config);
+}
+
+TEST_CASE("fuzz regressions: output path pattern", "[fuzz][config]") {
+  replay("path_pattern", cutriage::fuzz::exercise_path_pattern);
+}
+
+TEST_CASE("fuzz regressions: kernel filter", "[fuzz][config]") {
+  replay("kernel_filter", cutriage::fuzz::exercise_kernel_filter);
+}
+
+// Found by fuzz_kernel_filter: a regular expression ending in "(" made libstdc++'s regex scanner
+// read one byte past the end of the pattern (a heap overflow under ASan when the spec is a view of
+// an exactly sized buffer). The filter now compiles from a NUL-terminated copy; the pattern is
+// rejected as it should be.
+TEST_CASE("kernel filter: a regex ending in an open parenthesis is refused cleanly", "[fuzz][config]") {
+  const std::string buffer = "regex:gemm(";
+  // An exactly sized heap copy, like the fuzzer's input: nothing readable after the last byte.
+  const std::vector<char> exact(buffer.begin(), buffer.end());
+  cutriage::agent::KernelFilter filter;
+  const std::string error =
+      filter.set(std::string_view(exact.data(), exact.size()), cutriage::agent::NameBase::kFunction);
+  CHECK_FALSE(error.empty());
+  CHECK(filter.empty());
+}

@@ -1,0 +1,100 @@
+// Every input a fuzzer of the tool's parsers ever failed on (tests/data/fuzz-regressions/<target>/,
+// copied there from the fuzzer's artifact when the bug was fixed), replayed through the same
+// exercise_* function the fuzzer runs (tests/support/fuzz_tools.h). Under the sanitizer gate
+// (.ci/sanitize.sh) the replay also catches the memory error or undefined behaviour itself.
+// Below them, the bugs those inputs found, spelled out.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catch.h"
+#include "fuzz_tools.h"
+
+namespace {
+
+std::vector<std::filesystem::path> regression_inputs(std::string_view target) {
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path dir =
+      std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "fuzz-regressions" / std::string(target);
+  if (!std::filesystem::is_directory(dir)) return files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+template <typename Exercise>
+void replay(std::string_view target, Exercise exercise) {
+  for (const auto& path : regression_inputs(target)) {
+    INFO(path.string());
+    CHECK(exercise(read_bytes(path)).empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fuzz regressions: ncu csv", "[fuzz]") {
+  replay("ncu_csv", cutriage::fuzz::exercise_ncu_csv);
+}
+
+TEST_CASE("fuzz regressions: timings", "[fuzz]") {
+  replay("timings", cutriage::fuzz::exercise_timings);
+}
+
+TEST_CASE("fuzz regressions: cutriage file reader", "[fuzz]") {
+  replay("file_reader", cutriage::fuzz::exercise_file_reader);
+}
+
+TEST_CASE("fuzz regressions: thresholds", "[fuzz]") {
+  replay("thresholds", cutriage::fuzz::exercise_thresholds);
+}
+
+// Found by fuzz_ncu_csv: a CSV with bytes that are not UTF-8 (here a Latin-1 host name and a torn
+// character in a kernel name) produced a cutriage file whose string fields libprotobuf refuses, so
+// `cutriage report` saw a truncated file. The importer now replaces such bytes with U+FFFD.
+TEST_CASE("ncu csv: bytes that are not UTF-8 are replaced and the file reads back", "[ncu][fuzz]") {
+  const std::string csv =
+      "\"ID\",\"Host Name\",\"Kernel Name\",\"gpu__time_duration.sum\"\n"
+      "\"\",\"\",\"\",\"nsecond\"\n"
+      "\"0\",\"r\xE9seau-1\",\"zoo_k\xC3(int)\",\"1000\"\n";
+  const auto parsed = cutriage::tools::parse_ncu_csv(csv);
+  REQUIRE(parsed.import.has_value());
+  const auto& imp = *parsed.import;
+  CHECK(imp.host == "r\xEF\xBF\xBDseau-1");
+  REQUIRE(imp.kernels.size() == 1);
+  CHECK(imp.kernels[0].input.function_name == "zoo_k\xEF\xBF\xBD");
+  CHECK(imp.kernels[0].input.demangled_name == "zoo_k\xEF\xBF\xBD(int)");
+  CHECK(std::any_of(imp.warnings.begin(), imp.warnings.end(), [](const std::string& w) {
+    return w.find("not valid UTF-8: 2 byte(s)") != std::string::npos;
+  }));
+  CHECK(cutriage::fuzz::exercise_ncu_csv(csv).empty());  // the encoded file reads back whole
+}
+
+// Found by fuzz_ncu_csv: a compute capability metric far outside int's range was converted to
+// int (undefined behaviour). Such a value is now ignored and the CC column used instead.
+TEST_CASE("ncu csv: an absurd compute capability metric is not converted", "[ncu][fuzz]") {
+  const std::string csv =
+      "\"ID\",\"Kernel Name\",\"CC\",\"device__attribute_compute_capability_major\","
+      "\"device__attribute_compute_capability_minor\",\"gpu__time_duration.sum\"\n"
+      "\"\",\"\",\"\",\"\",\"\",\"nsecond\"\n"
+      "\"0\",\"k(int)\",\"9.0\",\"19404200000\",\"-3\",\"1000\"\n";
+  const auto parsed = cutriage::tools::parse_ncu_csv(csv);
+  REQUIRE(parsed.import.has_value());
+  REQUIRE(parsed.import->kernels.size() == 1);
+  const auto& limits = parsed.import->kernels[0].input.device_limits;
+  REQUIRE(limits.has_value());
+  CHECK(limits->cc_major == 9);
+  CHECK(limits->cc_minor == 0);
+}
