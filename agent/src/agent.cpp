@@ -6,6 +6,7 @@
 
 #include "cutriage/triage/plan.h"
 #include "demangle.h"
+#include "stages.h"
 
 namespace cutriage::agent {
 
@@ -250,8 +251,8 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
 
 // ---- selection ---------------------------------------------------------------------------
 
-std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, KernelState*& kernel,
-                                                      uint64_t& launch_index) {
+std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, const std::string& chip,
+                                                      KernelState*& kernel, uint64_t& launch_index) {
   std::lock_guard<std::mutex> lock(mutex_);
   launch_index = ++launch_counter_;
   if (event.api == LaunchApi::kGraphLaunch) {
@@ -332,7 +333,7 @@ std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, 
       } else if (config_.max_profiles_per_kernel == 1) {
         wanted = all_counters();  // no second launch to adapt on: everything at once
       } else {
-        wanted = triage::counters_for_decisions(triage::routing_decisions());
+        wanted = first_stage_counters(chip);
       }
       break;
   }
@@ -403,7 +404,12 @@ void Agent::launch_enter(const LaunchEvent& event) {
   if (finished_.load()) return;
   KernelState* kernel = nullptr;
   uint64_t launch_index = 0;
-  std::optional<std::vector<std::string>> wanted = select(event, kernel, launch_index);
+  // The chip decides the first stage's counters; device facts are cached after the first call.
+  std::string chip;
+  if (event.api != LaunchApi::kGraphLaunch && !event.stream_capturing) {
+    if (std::optional<collectors::DeviceInfo> dev = device_info(event.device)) chip = dev->limits.chip;
+  }
+  std::optional<std::vector<std::string>> wanted = select(event, chip, kernel, launch_index);
   if (!wanted) return;
   if (wanted->empty()) {  // never replayed
     std::string why = event.cooperative

@@ -93,7 +93,8 @@ class Agent final : public collectors::LaunchObserver {
   void launch_exit(const collectors::LaunchEvent& event);
   // Decides under mutex_ whether this launch is profiled and with which counters.
   std::optional<std::vector<std::string>> select(const collectors::LaunchEvent& event,
-                                                 KernelState*& kernel, uint64_t& launch_index);
+                                                 const std::string& chip, KernelState*& kernel,
+                                                 uint64_t& launch_index);
   std::shared_ptr<ContextState> context_for(const collectors::LaunchEvent& event);
   std::shared_ptr<collectors::ProfilerHost> host_for(const std::string& chip, std::string* error);
   std::optional<collectors::DeviceInfo> device_info(uint32_t device);

@@ -10,11 +10,24 @@ __global__ void gt_fill(int* x, int v, int n) {
   if (i < n) x[i] = v + i % 7;
 }
 
-static void run_in_current_context(int value) {
+// The second context runs its own kernel: the agent profiles a kernel a few times in all, so with
+// one kernel everywhere the second context's launches would go unprofiled.
+__global__ void gt_fill_second(int* x, int v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = v + i % 7;
+}
+
+static void run_in_current_context(int value, bool second = false) {
   constexpr int kN = 1 << 22;
   int* d = nullptr;
   GT_CHECK(cudaMalloc(&d, kN * sizeof(int)));
-  for (int i = 0; i < 3; ++i) gt_fill<<<(kN + 255) / 256, 256>>>(d, value, kN);
+  for (int i = 0; i < 3; ++i) {
+    if (second) {
+      gt_fill_second<<<(kN + 255) / 256, 256>>>(d, value, kN);
+    } else {
+      gt_fill<<<(kN + 255) / 256, 256>>>(d, value, kN);
+    }
+  }
   GT_CHECK(cudaGetLastError());
   std::vector<int> h(kN);
   GT_CHECK(cudaMemcpy(h.data(), d, kN * sizeof(int), cudaMemcpyDeviceToHost));
@@ -45,7 +58,7 @@ int main() {
   CUcontext second = nullptr;
   CUctxCreateParams params{};
   GT_CHECK_DRV(ctx_create(&second, &params, 0, /*device*/ 0));  // made current
-  run_in_current_context(20);
+  run_in_current_context(20, /*second=*/true);
   GT_CHECK_DRV(ctx_pop(nullptr));
   run_in_current_context(30);  // back in the primary context
   GT_CHECK_DRV(ctx_destroy(second));

