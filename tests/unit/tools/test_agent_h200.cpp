@@ -57,7 +57,9 @@ AgentFile load(const std::string& name) {
   return f;
 }
 
-const v1::KernelProfile& final_of(const AgentFile& f, const std::string& function) {
+// Takes a C string: GCC 13 warns (-Wdangling-reference) when a reference-returning function gets a
+// temporary std::string.
+const v1::KernelProfile& final_of(const AgentFile& f, const char* function) {
   auto it = f.final_by_function.find(function);
   REQUIRE(it != f.final_by_function.end());
   return *it->second;
