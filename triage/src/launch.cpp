@@ -238,7 +238,8 @@ LaunchStatsResult add_launch_metrics(const KernelInput& kernel, MetricSet& metri
   // An SM count measured by ncu (green contexts can restrict it) wins over the table.
   if (kernel.device_limits->sm_count == 0) {
     if (const MetricValue* v = metrics.find("launch__sm_count");
-        v != nullptr && v->source == MetricSource::kMeasured && v->value >= 1) {
+        v != nullptr && v->source == MetricSource::kMeasured && v->value >= 1 &&
+        v->value <= std::numeric_limits<uint32_t>::max()) {  // else the conversion is UB
       device.sm_count = static_cast<uint32_t>(v->value);
     }
   }

@@ -56,10 +56,10 @@ std::optional<Unit> top_compute_unit(RuleContext& ctx, bool include_issue) {
 
 RoutedRegime routed(RuleContext& ctx) {
   std::optional<double> r = ctx.metric(kRoutedRegimeMetric);
-  if (!r) return RoutedRegime::kUnknown;
-  const int code = static_cast<int>(*r);
-  if (code < 0 || code > 4) return RoutedRegime::kUnknown;
-  return static_cast<RoutedRegime>(code);
+  // Range-checked before the conversion: an imported capture may carry a column of this name with
+  // any value, and converting a double outside int's range is undefined behaviour.
+  if (!r || !(*r >= 0 && *r <= 4)) return RoutedRegime::kUnknown;
+  return static_cast<RoutedRegime>(static_cast<int>(*r));
 }
 
 Limiter limiter_for_unit(std::string_view metric) {

@@ -98,3 +98,17 @@ TEST_CASE("ncu csv: an absurd compute capability metric is not converted", "[ncu
   CHECK(limits->cc_major == 9);
   CHECK(limits->cc_minor == 0);
 }
+
+// Found by fuzz_ncu_csv: the engine converted doubles it reads from the capture to integers
+// unchecked, undefined behaviour for values outside the integer's range: a measured
+// launch__sm_count (launch.cpp) and a column named like the engine's own cutriage__routed_regime
+// (rules_d7.cpp). Both are now range-checked first; the sanitizer gate replays this.
+TEST_CASE("triage: absurd launch__sm_count and cutriage__routed_regime columns are not converted",
+          "[ncu][fuzz]") {
+  const std::string csv =
+      "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"CC\",\"launch__sm_count\","
+      "\"cutriage__routed_regime\",\"gpu__time_duration.sum\"\n"
+      "\"\",\"\",\"\",\"\",\"\",\"SM\",\"\",\"nsecond\"\n"
+      "\"0\",\"k(int)\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"9.0\",\"17726500000\",\"1e20\",\"1000\"\n";
+  CHECK(cutriage::fuzz::exercise_ncu_csv(csv).empty());
+}
