@@ -431,6 +431,32 @@ void Agent::launch_enter(const LaunchEvent& event) {
     return;
   }
 
+  // One range profiler per device holds the counters while it is enabled: a second context's
+  // Start fails with CUPTI_ERROR_HARDWARE_BUSY (seen on the H200). Switch the device over to this
+  // context: disable the profilers of the device's other contexts, unless one of them is
+  // profiling a launch right now, in which case this launch runs unprofiled.
+  {
+    std::vector<std::shared_ptr<ContextState>> others;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const auto& [id, other] : contexts_) {
+        if (other && other != ctx && other->event.device == event.device) others.push_back(other);
+      }
+    }
+    for (const std::shared_ptr<ContextState>& other : others) {
+      if (other->busy.load()) {
+        ctx->busy.store(false);
+        std::lock_guard<std::mutex> lock(mutex_);
+        --kernel->profiles_started;
+        --profiles_started_;
+        ++kernel->stats.filtered;
+        return;
+      }
+      std::lock_guard<std::mutex> lock(other->profiler_mutex);
+      if (other->profiler) (void)other->profiler->disable();
+    }
+  }
+
   auto active = std::make_unique<ActiveProfile>();
   active->owner = this;
   active->context = ctx;

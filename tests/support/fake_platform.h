@@ -33,6 +33,10 @@ struct FakeStats {
   std::atomic<int> ends{0};
   std::atomic<int> overlaps{0};  // begin() on a context whose previous begin() has not ended
   std::atomic<int> plans{0};
+  std::atomic<int> disables{0};
+  // Context whose fake profiler holds the device's counters (enabled), 0 = none. Like the
+  // hardware, a begin() on another context while one is enabled fails with "hardware busy".
+  std::atomic<uint64_t> enabled_context{0};
   std::mutex mutex;
   std::vector<std::vector<std::string>> planned;  // metric lists, in plan() order
 };
@@ -101,10 +105,21 @@ class FakeHost final : public collectors::ProfilerHost {
 class FakeRangeProfiler final : public collectors::RangeProfiler {
  public:
   FakeRangeProfiler(const FakeConfig& cfg, FakeStats& stats, std::atomic<bool>& in_flight,
-                    std::function<std::string()> current_kernel)
-      : cfg_(cfg), stats_(stats), in_flight_(in_flight), current_kernel_(std::move(current_kernel)) {}
+                    std::function<std::string()> current_kernel, uint64_t context_id)
+      : cfg_(cfg), stats_(stats), in_flight_(in_flight), current_kernel_(std::move(current_kernel)),
+        context_id_(context_id) {}
+  ~FakeRangeProfiler() override { (void)disable(); }
+  Status disable() override {
+    uint64_t mine = context_id_;
+    if (stats_.enabled_context.compare_exchange_strong(mine, 0)) ++stats_.disables;
+    return Status::ok();
+  }
   Status begin(const collectors::MetricPlan&) override {
     if (!cfg_.begin_status.is_ok()) return cfg_.begin_status;
+    uint64_t none = 0;
+    if (!stats_.enabled_context.compare_exchange_strong(none, context_id_) && none != context_id_) {
+      return Status(StatusCode::kUnavailable, "cuptiRangeProfilerStart: CUPTI_ERROR_HARDWARE_BUSY (fake)");
+    }
     if (in_flight_.exchange(true)) ++stats_.overlaps;
     ++stats_.begins;
     kernel_ = current_kernel_();
@@ -127,6 +142,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   FakeStats& stats_;
   std::atomic<bool>& in_flight_;
   std::function<std::string()> current_kernel_;
+  uint64_t context_id_;
   std::string kernel_;
 };
 
@@ -166,7 +182,7 @@ class FakePlatform final : public collectors::Platform {
     auto& flag = in_flight_[ctx.context_id];
     if (!flag) flag = std::make_unique<std::atomic<bool>>(false);
     return std::unique_ptr<collectors::RangeProfiler>(std::make_unique<FakeRangeProfiler>(
-        config, stats, *flag, [] { return current_kernel(); }));
+        config, stats, *flag, [] { return current_kernel(); }, ctx.context_id));
   }
 
   // Simulates one launch on the calling thread: enter callback, (the kernel), exit callback.

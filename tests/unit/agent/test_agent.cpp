@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -460,4 +461,26 @@ TEST_CASE("agent: CUDA initialized but no GPU used: one line, no file", "[agent]
   std::string log = h.log_text();
   // start() logs where results would go at info level; the finish adds exactly one line.
   CHECK(count_lines_containing(log, "no CUDA context was created") == 1);
+}
+
+TEST_CASE("agent: two contexts on one GPU take turns holding the counters", "[agent][concurrency]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  Harness h({}, counters_for({&a, &b}));
+  REQUIRE(h.ag->start());
+  // Context 1 profiles a kernel and stays enabled; context 2 then profiles another kernel, which
+  // the hardware refuses unless context 1's profiler is disabled first.
+  h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block, 1));
+  h.platform.launch(make_launch(b.mangled, 2, b.launch.grid, b.launch.block, 2));
+  h.platform.launch(make_launch(a.mangled, 3, a.launch.grid, a.launch.block, 1));
+  h.ag->finish();
+  auto ks = kernel_records(h.read());
+  std::set<uint64_t> contexts;
+  for (const v1::KernelProfile* k : ks) {
+    INFO(k->status_detail());
+    CHECK(k->status() == v1::PROFILE_STATUS_PROFILED);
+    contexts.insert(k->context_id());
+  }
+  CHECK(contexts.size() == 2);
+  CHECK(h.platform.stats.disables >= 2);
 }
