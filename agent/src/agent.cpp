@@ -686,6 +686,11 @@ void Agent::ensure_header_locked() {
   s.pid = process_.pid;
   s.command_line = process_.command_line;
   s.start_time_unix_ns = start_time_ns_;
+  // Every visible GPU, not only those used so far: the header is written once, before later
+  // launches may reach other devices. Runs inside a callback, after cuInit.
+  if (collectors::Result<uint32_t> n = platform_.device_count(); n.is_ok()) {
+    for (uint32_t d = 0; d < n.value(); ++d) (void)device_info(d);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [ordinal, info] : devices_) {

@@ -37,6 +37,7 @@ namespace {
 
 // The few driver functions the platform calls, from the loaded driver.
 struct Driver {
+  decltype(&cuDeviceGetCount) device_get_count = nullptr;
   decltype(&cuDeviceGetAttribute) device_get_attribute = nullptr;
   decltype(&cuDeviceGetName) device_get_name = nullptr;
   decltype(&cuDeviceTotalMem_v2) device_total_mem = nullptr;
@@ -67,6 +68,7 @@ const Driver& driver() {
       r.error = why != nullptr ? why : "cannot load libcuda.so.1";
       return r;
     }
+    bind(lib, "cuDeviceGetCount", r.device_get_count, r.error);
     bind(lib, "cuDeviceGetAttribute", r.device_get_attribute, r.error);
     bind(lib, "cuDeviceGetName", r.device_get_name, r.error);
     bind(lib, "cuDeviceTotalMem_v2", r.device_total_mem, r.error);
@@ -133,6 +135,14 @@ class CuptiPlatform final : public Platform {
       (void)cuptiUnsubscribe(subscriber_);
       subscribed_ = false;
     }
+  }
+
+  Result<uint32_t> device_count() override {
+    const Driver& d = driver();
+    if (!d.ok()) return Status(StatusCode::kUnavailable, "no CUDA driver: " + d.error);
+    int n = 0;
+    CUTRIAGE_RETURN_IF_ERROR(driver_status(d.device_get_count(&n), "cuDeviceGetCount"));
+    return static_cast<uint32_t>(n > 0 ? n : 0);
   }
 
   Result<DeviceInfo> device_info(uint32_t device) override {

@@ -58,5 +58,23 @@ head -c $((size - 5)) "$tmp/s.pb" >"$tmp/torn.pb"
 expect "report truncated" 4 "truncated: read [0-9]+ complete records, skipped the last [0-9]+ bytes" -- "$bin" report "$tmp/torn.pb"
 expect "json truncated" 4 "truncated" -- "$bin" json "$tmp/torn.pb"
 
+# cutriage run: the app's own exit status, one-line errors, the report of an agent file.
+expect "run help lists every option" 0 "CUTRIAGE_MAX_PROFILES_PER_KERNEL" -- "$bin" run --help
+expect "run without app" 1 "which application" -- "$bin" run
+expect "run unknown flag" 1 "unknown option '--frobnicate'" -- "$bin" run --frobnicate 1 -- true
+expect "run bad value" 1 'CUTRIAGE_LAUNCH_COUNT="ten": expected a non-negative integer' -- "$bin" run --launch-count ten -- true
+expect "run library missing" 8 "libcutriage.so not found at $tmp/none.so" -- "$bin" run --library "$tmp/none.so" -- true
+if [[ -n "${CUTRIAGE_AGENT_LIBRARY:-}" ]]; then
+  expect "run keeps the app's status" 3 "no profile was written" -- "$bin" run -- sh -c 'exit 3'
+  expect "run cannot start app" 9 "cannot start $tmp/no-such-app" -- "$bin" run -- "$tmp/no-such-app"
+  expect "run passes flags as variables" 0 "^CUTRIAGE_LAUNCH_SKIP=7$" -- \
+    "$bin" run --launch-skip 7 --no-report -- sh -c 'env | grep ^CUTRIAGE_LAUNCH_SKIP='
+  expect "run injects the agent" 0 "^CUDA_INJECTION64_PATH=.*libcutriage.so$" -- \
+    "$bin" run --no-report -- sh -c 'env | grep ^CUDA_INJECTION64_PATH='
+fi
+# The report of a real agent file (H200): status lines, session end, not-profiled section.
+expect "report of an agent file" 0 "3 CUDA graph launches" -- "$bin" report "$data/agent/prog_graphs.pb"
+expect "report of an agent file names the kernel" 0 "gt_add_one" -- "$bin" report "$data/agent/prog_graphs.pb"
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

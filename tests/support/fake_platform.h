@@ -3,6 +3,7 @@
 // failures are injected per call. Thread-safe: the concurrency tests launch from many threads.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -36,7 +37,7 @@ struct FakeStats {
   std::atomic<int> disables{0};
   // Context whose fake profiler holds the device's counters (enabled), 0 = none. Like the
   // hardware, a begin() on another context while one is enabled fails with "hardware busy".
-  std::atomic<uint64_t> enabled_context{0};
+  std::array<std::atomic<uint64_t>, 8> enabled_context{};  // by device ordinal
   std::mutex mutex;
   std::vector<std::vector<std::string>> planned;  // metric lists, in plan() order
 };
@@ -48,6 +49,7 @@ struct FakeConfig {
   int fail_end_on_call = 0;          // 1-based end() call that fails; 0 = none
   std::set<std::string> chip_rejects{"launch__grid_size"};  // names the chip "does not have"
   std::string chip = "GH100";
+  uint32_t devices = 1;
 };
 
 class FakeHost final : public collectors::ProfilerHost {
@@ -105,19 +107,20 @@ class FakeHost final : public collectors::ProfilerHost {
 class FakeRangeProfiler final : public collectors::RangeProfiler {
  public:
   FakeRangeProfiler(const FakeConfig& cfg, FakeStats& stats, std::atomic<bool>& in_flight,
-                    std::function<std::string()> current_kernel, uint64_t context_id)
+                    std::function<std::string()> current_kernel, uint64_t context_id, uint32_t device)
       : cfg_(cfg), stats_(stats), in_flight_(in_flight), current_kernel_(std::move(current_kernel)),
-        context_id_(context_id) {}
+        context_id_(context_id), device_(device % 8) {}
   ~FakeRangeProfiler() override { (void)disable(); }
   Status disable() override {
     uint64_t mine = context_id_;
-    if (stats_.enabled_context.compare_exchange_strong(mine, 0)) ++stats_.disables;
+    if (stats_.enabled_context[device_].compare_exchange_strong(mine, 0)) ++stats_.disables;
     return Status::ok();
   }
   Status begin(const collectors::MetricPlan&) override {
     if (!cfg_.begin_status.is_ok()) return cfg_.begin_status;
     uint64_t none = 0;
-    if (!stats_.enabled_context.compare_exchange_strong(none, context_id_) && none != context_id_) {
+    if (!stats_.enabled_context[device_].compare_exchange_strong(none, context_id_) &&
+        none != context_id_) {
       return Status(StatusCode::kUnavailable, "cuptiRangeProfilerStart: CUPTI_ERROR_HARDWARE_BUSY (fake)");
     }
     if (in_flight_.exchange(true)) ++stats_.overlaps;
@@ -143,6 +146,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   std::atomic<bool>& in_flight_;
   std::function<std::string()> current_kernel_;
   uint64_t context_id_;
+  uint32_t device_;
   std::string kernel_;
 };
 
@@ -157,6 +161,7 @@ class FakePlatform final : public collectors::Platform {
     return Status::ok();
   }
   void unsubscribe() override { observer_ = nullptr; }
+  Result<uint32_t> device_count() override { return config.devices; }
   Result<collectors::DeviceInfo> device_info(uint32_t device) override {
     collectors::DeviceInfo d;
     d.device = device;
@@ -182,7 +187,7 @@ class FakePlatform final : public collectors::Platform {
     auto& flag = in_flight_[ctx.context_id];
     if (!flag) flag = std::make_unique<std::atomic<bool>>(false);
     return std::unique_ptr<collectors::RangeProfiler>(std::make_unique<FakeRangeProfiler>(
-        config, stats, *flag, [] { return current_kernel(); }, ctx.context_id));
+        config, stats, *flag, [] { return current_kernel(); }, ctx.context_id, ctx.device));
   }
 
   // Simulates one launch on the calling thread: enter callback, (the kernel), exit callback.

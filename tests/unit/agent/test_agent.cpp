@@ -484,3 +484,28 @@ TEST_CASE("agent: two contexts on one GPU take turns holding the counters", "[ag
   CHECK(contexts.size() == 2);
   CHECK(h.platform.stats.disables >= 2);
 }
+
+TEST_CASE("agent: two GPUs keep separate kernel state and device facts", "[agent]") {
+  Captured a = capture_of("vector_add");
+  Harness h({}, counters_for({&a}));
+  h.platform.config.devices = 2;
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 4; ++i) {
+    auto ev = make_launch(a.mangled, i, a.launch.grid, a.launch.block, /*context_id=*/1 + i % 2);
+    ev.device = static_cast<uint32_t>(i % 2);  // contexts 1 and 2 on devices 0 and 1
+    h.platform.launch(ev);
+  }
+  h.ag->finish();
+  auto ks = h.ag->kernels();
+  REQUIRE(ks.size() == 2);  // the same kernel on two devices: two kernels
+  std::set<uint32_t> devices;
+  for (const auto& k : ks) {
+    devices.insert(k.device);
+    CHECK(k.stats.launches == 2);
+    CHECK(k.diagnosis.has_value());
+  }
+  CHECK(devices == std::set<uint32_t>{0, 1});
+  tools::ReadResult r = h.read();
+  REQUIRE(r.file.records(0).has_session());
+  CHECK(r.file.records(0).session().gpus_size() == 2);
+}

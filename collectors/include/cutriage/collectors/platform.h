@@ -92,6 +92,8 @@ class Platform {
   virtual Status subscribe(LaunchObserver* observer) = 0;
   // Stops delivering callbacks (best effort; at process exit it may be skipped).
   virtual void unsubscribe() = 0;
+  // Number of CUDA devices visible to the process (for the session header's GPU list).
+  virtual Result<uint32_t> device_count() = 0;
   virtual Result<DeviceInfo> device_info(uint32_t device) = 0;
   virtual VersionInfo versions() = 0;
   // Fills registers per thread, static shared and local bytes of `event.function` into `config`.
