@@ -65,11 +65,23 @@ std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const
   MetricSet with_derived = have;
   add_derived_metrics(with_derived);
   std::set<std::string> wanted;
-  for (const DecisionVisit& visit : diagnosis.path) {
-    if (visit.decision == Decision::kD6SourceLines || visit.decision == Decision::kD2ADispatch) {
-      continue;
-    }
-    for (const Rule* rule : rules_for(visit.decision)) {
+  std::vector<Decision> decisions;
+  for (const DecisionVisit& visit : diagnosis.path) decisions.push_back(visit.decision);
+  // A route through Decision 3 continues into Decision 5 when the dominant stall is a memory wait
+  // (long_scoreboard, lg_throttle, membar, drain), which the stall counters being asked for now
+  // will decide. Asking for Decision 5's counters in the same launch costs a few passes; waiting
+  // for the stalls first would cost a third launch with passes of its own.
+  // Not for saturated or compute-bound kernels, which visit Decision 3 only on the side and do
+  // not take the follow-up.
+  if (diagnosis.classification != Classification::kSaturated &&
+      diagnosis.classification != Classification::kComputeBound &&
+      std::find(decisions.begin(), decisions.end(), Decision::kD3IssueStalls) != decisions.end() &&
+      std::find(decisions.begin(), decisions.end(), Decision::kD5MemoryMechanism) == decisions.end()) {
+    decisions.push_back(Decision::kD5MemoryMechanism);
+  }
+  for (Decision decision : decisions) {
+    if (decision == Decision::kD6SourceLines || decision == Decision::kD2ADispatch) continue;
+    for (const Rule* rule : rules_for(decision)) {
       for (const MetricNeed& need : rule->metrics) {
         // A need the engine can already read (measured or derived) needs no counter.
         if (with_derived.has(need.name)) continue;

@@ -32,6 +32,9 @@ const std::vector<Decision>& routing_decisions();
 // Counters the rules of the decisions this diagnosis visited read but `have` lacks (after the
 // engine's derivations), excluding names in `exclude` (already asked for: rejected by the chip or
 // collected before). Decision 6 (PC samples) and 2A (timeline) have no counters and are skipped.
+// A route through Decision 3 (unless the kernel is compute-bound or saturated) also asks for
+// Decision 5's counters, which its memory-wait follow-up reads, so that follow-up needs no launch
+// of its own.
 // Empty when nothing more can be learned from counters.
 std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const MetricSet& have,
                                                const std::vector<std::string>& exclude = {});
