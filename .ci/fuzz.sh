@@ -71,6 +71,7 @@ max_len() {
   case $1 in
     fuzz_ncu_csv) echo 16384 ;;
     fuzz_file_reader) echo 65536 ;;
+    fuzz_kernel_filter) echo 8192 ;;  # room for the longest regex the filter accepts (4096)
     *) echo 4096 ;;
   esac
 }

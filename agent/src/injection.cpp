@@ -125,7 +125,7 @@ bool start_agent() {
   g.agent = new Agent(std::move(config), *platform, make_file_sink(*path, log), log, std::move(process),
                       std::move(thresholds));
   if (!g.agent->start()) return false;
-  std::atexit(&at_exit);
+  if (std::atexit(&at_exit) != 0) log.warn("cannot register the exit handler: no summary at exit");
   return true;
 }
 

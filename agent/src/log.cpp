@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 namespace cutriage::agent {
 
@@ -18,7 +19,8 @@ std::string Logger::configure(LogLevel level, const std::string& file) {
   if (file.empty()) return {};
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return "CUTRIAGE_LOG_FILE=\"" + file + "\": cannot open (" + std::strerror(errno) +
+    // Not strerror: its buffer is shared by every thread of the application we run in.
+    return "CUTRIAGE_LOG_FILE=\"" + file + "\": cannot open (" + std::generic_category().message(errno) +
            "); logging to stderr";
   }
   if (owns_fd_) ::close(fd_);

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "log.h"
 
@@ -43,7 +44,9 @@ class FileSink final : public RecordSink {
   bool fail(const char* what) {
     int err = errno;
     failed_ = true;
-    log_.error(std::string(what) + " " + path_ + " (" + (err ? std::strerror(err) : "short write") +
+    // Not strerror: its buffer is shared by every thread of the application we run in.
+    log_.error(std::string(what) + " " + path_ + " (" +
+               (err ? std::generic_category().message(err) : std::string("short write")) +
                "); the application continues, profiling results are not saved");
     return false;
   }

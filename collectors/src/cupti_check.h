@@ -72,7 +72,10 @@ Status cupti_status(CUptiResult result, std::string_view call);
 // function. `lhs` may declare a variable: CUTRIAGE_ASSIGN_OR_RETURN(auto plan, host.plan(m)).
 #define CUTRIAGE_ASSIGN_OR_RETURN(lhs, expr) \
   CUTRIAGE_ASSIGN_OR_RETURN_IMPL_(CUTRIAGE_CHECK_CONCAT_(cutriage_result_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): lhs may be a declaration and tmp is a name; neither
+// can take parentheses. expr is parenthesized.
 #define CUTRIAGE_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                    \
   if (!tmp.is_ok()) return tmp.status();                \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

@@ -275,7 +275,7 @@ int run(bool probe_empty_range) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line reaches the log, even if CUPTI crashes
+  (void)std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line reaches the log, even if CUPTI crashes
   bool probe_empty_range = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--probe-empty-range") == 0) probe_empty_range = true;

@@ -221,6 +221,7 @@ inline collectors::LaunchEvent make_launch(const std::string& mangled, uint64_t 
                                            uint64_t context_id = 1) {
   collectors::LaunchEvent ev;
   ev.context_id = context_id;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): an opaque fake handle, never dereferenced.
   ev.context = reinterpret_cast<void*>(static_cast<uintptr_t>(0x1000 + context_id));
   ev.device = 0;
   ev.stream_id = 7;

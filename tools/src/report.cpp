@@ -19,9 +19,8 @@ std::string fmt(double v, int precision = 3) {
   if (std::isnan(v)) return "nan";
   char buf[64];
   double a = std::fabs(v);
-  if (a != 0 && (a >= 1e7 || a < 1e-3)) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-  } else if (a >= 100 || v == std::floor(v)) {
+  const bool extreme = a != 0 && (a >= 1e7 || a < 1e-3);
+  if (!extreme && (a >= 100 || v == std::floor(v))) {
     std::snprintf(buf, sizeof buf, "%.*f", std::fabs(v - std::round(v)) < 1e-9 ? 0 : 1, v);
   } else {
     std::snprintf(buf, sizeof buf, "%.*g", precision, v);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <system_error>
 
 #include "config.h"
 #include "file_reader.h"
@@ -185,17 +186,21 @@ int run_command(const std::vector<std::string>& args, const std::string& self_ex
   std::cerr.flush();
   pid_t child = ::fork();
   if (child < 0) {
-    std::cerr << "cutriage run: fork failed: " << std::strerror(errno) << "\n";
+    std::cerr << "cutriage run: fork failed: " << std::generic_category().message(errno) << "\n";
     return kCannotStart;
   }
   if (child == 0) {
+    // NOLINTBEGIN(concurrency-mt-unsafe): the forked child of a single-threaded tool, before exec.
     for (const auto& [k, v] : env_set) ::setenv(k.c_str(), v.c_str(), 1);
     ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+    // NOLINTEND(concurrency-mt-unsafe)
     std::vector<char*> argv;
+    argv.reserve(app.size() + 1);
     for (std::string& a : app) argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execvp(argv[0], argv.data());
-    std::string msg = "cutriage run: cannot start " + app[0] + ": " + std::strerror(errno) + "\n";
+    std::string msg =
+        "cutriage run: cannot start " + app[0] + ": " + std::generic_category().message(errno) + "\n";
     (void)!::write(2, msg.data(), msg.size());
     ::_exit(127 + 100);  // 227: exec failed (told apart from the app's own 127)
   }

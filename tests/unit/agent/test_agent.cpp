@@ -429,6 +429,7 @@ TEST_CASE("agent: several threads launching on two contexts at once", "[agent][c
   constexpr int kThreads = 8;
   constexpr int kLaunches = 200;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<uint64_t> corr{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {

@@ -668,6 +668,7 @@ TEST_CASE("path pattern: errors name the problem", "[config][path]") {
 }
 
 TEST_CASE("config: process_environment reads the real environment", "[config]") {
+  // NOLINTNEXTLINE(concurrency-mt-unsafe): no other thread runs during this test.
   REQUIRE(setenv("CUTRIAGE_TEST_CONFIG_PROBE", "a=b", 1) == 0);
   const auto env = cutriage::agent::process_environment();
   bool found = false;
@@ -678,5 +679,5 @@ TEST_CASE("config: process_environment reads the real environment", "[config]") 
     }
   }
   CHECK(found);
-  unsetenv("CUTRIAGE_TEST_CONFIG_PROBE");
+  unsetenv("CUTRIAGE_TEST_CONFIG_PROBE");  // NOLINT(concurrency-mt-unsafe): as above
 }

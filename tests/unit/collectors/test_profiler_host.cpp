@@ -300,11 +300,13 @@ TEST_CASE("plan and evaluate are safe from several threads", "[collectors][host]
       {kStallBarrier, kInstExecuted, "bogus__x.sum"},
   };
   std::vector<uint32_t> expected;
+  expected.reserve(requests.size());
   for (const auto& request : requests) expected.push_back(plan_ok(request).passes);
 
   constexpr int kThreads = 6;
   std::vector<int> failures(kThreads, 0);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 4; ++i) {

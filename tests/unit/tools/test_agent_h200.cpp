@@ -230,7 +230,7 @@ TEST_CASE("agent on the H200: graphs and captured launches are recorded, never p
 TEST_CASE("agent on the H200: several threads and two contexts", "[agent-h200]") {
   AgentFile mt = load("prog_multithread.pb");
   REQUIRE(mt.end != nullptr);
-  CHECK(mt.end->kernel_launches() == 8 * 100);
+  CHECK(mt.end->kernel_launches() == uint64_t{8} * 100);
   CHECK(mt.final_by_function.count("gt_scale") == 1);
   CHECK(mt.final_by_function.count("gt_offset") == 1);
   for (const auto& ks : mt.end->kernels()) CHECK(ks.profiled() <= 3);
