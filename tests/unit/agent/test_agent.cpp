@@ -115,6 +115,7 @@ testing::FakeCounters counters_for(std::initializer_list<const Captured*> kernel
   return c;
 }
 
+// Pointers into `r`, which must outlive them: a temporary ReadResult does not compile.
 std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult& r) {
   std::vector<const v1::KernelProfile*> out;
   for (const v1::Record& rec : r.file.records()) {
@@ -122,6 +123,7 @@ std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult& r)
   }
   return out;
 }
+std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult&& r) = delete;
 
 size_t count_lines_containing(const std::string& text, const std::string& needle) {
   size_t n = 0, pos = 0;
@@ -248,7 +250,8 @@ TEST_CASE("agent: filter, skip, count and the per-kernel limit", "[agent]") {
     for (uint64_t i = 1; i <= 6; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
     h.ag->finish();
     CHECK(h.platform.stats.begins == 1);
-    auto ks = kernel_records(h.read());
+    const tools::ReadResult r = h.read();
+    auto ks = kernel_records(r);
     REQUIRE(ks.size() == 1);
     CHECK(ks[0]->launch_index() == 3);  // the first two were skipped
   }
@@ -475,7 +478,8 @@ TEST_CASE("agent: two contexts on one GPU take turns holding the counters", "[ag
   h.platform.launch(make_launch(b.mangled, 2, b.launch.grid, b.launch.block, 2));
   h.platform.launch(make_launch(a.mangled, 3, a.launch.grid, a.launch.block, 1));
   h.ag->finish();
-  auto ks = kernel_records(h.read());
+  const tools::ReadResult r = h.read();
+  auto ks = kernel_records(r);
   std::set<uint64_t> contexts;
   for (const v1::KernelProfile* k : ks) {
     INFO(k->status_detail());
