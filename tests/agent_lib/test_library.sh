@@ -31,7 +31,11 @@ run() {  # run ENV... -> sets out, err, rc
   local tmp_out tmp_err
   tmp_out=$(mktemp)
   tmp_err=$(mktemp)
-  env -u CUDA_INJECTION64_PATH "$@" "$loader" "$lib" >"$tmp_out" 2>"$tmp_err"
+  # Only the variables under test: the caller's own CUTRIAGE_* (CI exports CUTRIAGE_CMAKE_ARGS for
+  # tests/run.sh) would add "unknown variable" warnings to the output checked below.
+  local clean=(-u CUDA_INJECTION64_PATH)
+  for v in $(compgen -e | grep '^CUTRIAGE_'); do clean+=(-u "$v"); done
+  env "${clean[@]}" "$@" "$loader" "$lib" >"$tmp_out" 2>"$tmp_err"
   rc=$?
   out=$(cat "$tmp_out")
   err=$(cat "$tmp_err")
