@@ -502,6 +502,20 @@ ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::str
   return result;
 }
 
+// True when a run of 10 or more digits follows '\\', '{' or ',': a back-reference or a repeat
+// count. libstdc++'s regex compiler (GCC 12) reads such a number into a long without an overflow
+// check (undefined behaviour past 19 digits, found by fuzz_kernel_filter) and then narrows it to
+// int; no kernel-name filter needs a count that large.
+bool has_oversized_regex_number(std::string_view re) {
+  for (std::size_t i = 0; i + 1 < re.size(); ++i) {
+    if (re[i] != '\\' && re[i] != '{' && re[i] != ',') continue;
+    std::size_t digits = 0;
+    while (i + 1 + digits < re.size() && re[i + 1 + digits] >= '0' && re[i + 1 + digits] <= '9') ++digits;
+    if (digits >= 10) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -539,6 +553,9 @@ std::string KernelFilter::set(std::string_view spec, NameBase base) {
       if (body.empty()) return "regex: needs a regular expression after the colon";
       if (body.size() > kMaxRegexLength) {
         return "regular expression longer than " + std::to_string(kMaxRegexLength) + " characters";
+      }
+      if (has_oversized_regex_number(body)) {
+        return "bad regular expression (a repeat count or back-reference of 10 or more digits)";
       }
       auto flags = std::regex::ECMAScript | std::regex::nosubs;
 #if defined(__GLIBCXX__)

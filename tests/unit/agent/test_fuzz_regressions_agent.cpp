@@ -71,3 +71,19 @@ TEST_CASE("kernel filter: a regex ending in an open parenthesis is refused clean
   CHECK_FALSE(error.empty());
   CHECK(filter.empty());
 }
+
+// Found by fuzz_kernel_filter: libstdc++'s regex compiler read the number of a back-reference or a
+// repeat count into a long without an overflow check (signed overflow past 19 digits). Such
+// numbers (10 digits or more) are now refused before compiling; ordinary counts still work.
+TEST_CASE("kernel filter: an oversized repeat count or back-reference is refused", "[fuzz][config]") {
+  cutriage::agent::KernelFilter filter;
+  using cutriage::agent::NameBase;
+  CHECK(filter.set("regex:gemm\\33333333000000114519", NameBase::kFunction).find("10 or more digits") !=
+        std::string::npos);
+  CHECK(filter.set("regex:a{1,99999999999999999999}", NameBase::kFunction).find("10 or more digits") !=
+        std::string::npos);
+  CHECK(filter.empty());
+  CHECK(filter.set("regex:^gemm_[0-9]{2,3}$", NameBase::kFunction).empty());
+  CHECK(filter.matches("_Z7gemm_64v", "gemm_64()", "gemm_64"));
+  CHECK_FALSE(filter.matches("_Z9gemm_1024v", "gemm_1024()", "gemm_1024"));
+}
