@@ -444,7 +444,15 @@ void Agent::launch_enter(const LaunchEvent& event) {
       }
     }
     for (const std::shared_ptr<ContextState>& other : others) {
-      if (other->busy.load()) {
+      bool other_busy = false;
+      {
+        // busy is re-read under the other context's lock: its owner sets busy before taking the
+        // lock to begin, so a profile that started meanwhile is seen here and never disabled.
+        std::lock_guard<std::mutex> lock(other->profiler_mutex);
+        other_busy = other->busy.load();
+        if (!other_busy && other->profiler) (void)other->profiler->disable();
+      }
+      if (other_busy) {
         ctx->busy.store(false);
         std::lock_guard<std::mutex> lock(mutex_);
         --kernel->profiles_started;
@@ -452,8 +460,6 @@ void Agent::launch_enter(const LaunchEvent& event) {
         ++kernel->stats.filtered;
         return;
       }
-      std::lock_guard<std::mutex> lock(other->profiler_mutex);
-      if (other->profiler) (void)other->profiler->disable();
     }
   }
 
