@@ -1,4 +1,5 @@
 #include "cutriage/wire/writer.h"
+#include "cutriage/wire/utf8.h"
 
 #include <protozero/pbf_writer.hpp>
 
@@ -18,8 +19,18 @@ constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kReco
 constexpr protozero::pbf_tag_type kInternedId = 1, kInternedValue = 2;
 }  // namespace f
 
+// Every string goes through here: a field that is not UTF-8 would make the whole record
+// unreadable (see utf8.h), so such bytes are replaced, never written.
+void put_text(protozero::pbf_writer& w, protozero::pbf_tag_type tag, std::string_view s) {
+  if (is_valid_utf8(s)) {
+    w.add_string(tag, s.data(), s.size());
+  } else {
+    std::string repaired = valid_utf8(s);
+    w.add_string(tag, repaired.data(), repaired.size());
+  }
+}
 void put_string(protozero::pbf_writer& w, protozero::pbf_tag_type tag, std::string_view s) {
-  if (!s.empty()) w.add_string(tag, s.data(), s.size());
+  if (!s.empty()) put_text(w, tag, s);
 }
 void put_u64(protozero::pbf_writer& w, protozero::pbf_tag_type tag, uint64_t v) {
   if (v != 0) w.add_uint64(tag, v);
@@ -114,7 +125,7 @@ void put_diagnosis(protozero::pbf_writer& w, protozero::pbf_tag_type tag,
   put_double(m, 6, d.estimated_speedup.value_or(0));
   put_double(m, 7, d.amdahl_ceiling.value_or(0));
   put_enum(m, 8, d.trust);
-  for (const std::string& note : d.trust_notes) m.add_string(9, note);
+  for (const std::string& note : d.trust_notes) put_text(m, 9, note);
   put_bool(m, 10, d.at_hardware_limit);
   put_string(m, 11, d.primary_rule);
 }
@@ -140,7 +151,7 @@ uint64_t RecordEncoder::intern(std::string_view value, std::string& out) {
     protozero::pbf_writer r(record);
     protozero::pbf_writer s(r, f::kRecordInterned);
     s.add_uint64(f::kInternedId, id);
-    s.add_string(f::kInternedValue, value.data(), value.size());
+    put_text(s, f::kInternedValue, value);
   }
   out += as_file_field(record);
   return id;
@@ -155,7 +166,7 @@ std::string RecordEncoder::session(const SessionInfo& s) {
     put_string(m, 2, s.agent_version);
     put_string(m, 3, s.host);
     put_u64(m, 4, s.pid);
-    for (const std::string& arg : s.command_line) m.add_string(5, arg);
+    for (const std::string& arg : s.command_line) put_text(m, 5, arg);
     put_u64(m, 6, s.start_time_unix_ns);
     for (const GpuInfo& g : s.gpus) {
       protozero::pbf_writer gpu(m, 7);
@@ -218,7 +229,7 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     put_u64(m, 5, k.context_id);
     put_u64(m, 6, k.stream_id);
     put_u64(m, 7, in.launch_index);
-    for (const std::string& range : k.nvtx_path) m.add_string(8, range);
+    for (const std::string& range : k.nvtx_path) put_text(m, 8, range);
     if (in.launch) {
       const triage::LaunchConfig& lc = *in.launch;
       protozero::pbf_writer l(m, 9);
@@ -261,7 +272,7 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     put_enum(m, 22, k.launch_api);
     put_u32(m, 23, k.profile_number);
     for (uint64_t li : k.combined_launch_indices) m.add_uint64(24, li);
-    for (const std::string& name : k.rejected_metrics) m.add_string(25, name);
+    for (const std::string& name : k.rejected_metrics) put_text(m, 25, name);
   }
   out += as_file_field(record);
   return out;

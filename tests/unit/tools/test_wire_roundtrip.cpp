@@ -283,3 +283,46 @@ TEST_CASE("enum values of the engine and the schema agree", "[wire]") {
     }
   }
 }
+
+TEST_CASE("wire: strings that are not UTF-8 are repaired, not written (the file stays readable)",
+          "[wire]") {
+  // A command line and a kernel name as the agent may meet them: Latin-1 bytes, a lone
+  // continuation byte, a truncated sequence. Written raw they would make libprotobuf reject the
+  // record and every record after it.
+  wire::RecordEncoder enc;
+  wire::SessionInfo s;
+  s.host = "h\xe9te";
+  s.command_line = {"./app", "--name=caf\xe9", "\x80tail"};
+  std::string bytes = enc.session(s);
+  wire::Notice n{wire::Severity::kWarning, "code", "broken \xe2\x82", 1};
+  bytes += enc.notice(n);
+  wire::KernelRecord k;
+  k.input.mangled_name = "_Z6kernel\xff";
+  k.input.function_name = "kernel\xff";
+  k.status = wire::ProfileStatus::kFailed;
+  k.status_detail = "detail \xc3";
+  bytes += enc.kernel(k);
+  wire::SessionEnd end;
+  end.kernels.push_back({"_Z6kernel\xff", 1, 0, 0, 0, 1, 0});
+  bytes += enc.session_end(end);
+
+  tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  REQUIRE(r.file.records_size() >= 4);
+  const v1::SessionHeader& hdr = r.file.records(0).session();
+  CHECK(hdr.host() == "h\xEF\xBF\xBDte");
+  REQUIRE(hdr.command_line_size() == 3);
+  CHECK(hdr.command_line(1) == "--name=caf\xEF\xBF\xBD");
+  CHECK(hdr.command_line(2) == "\xEF\xBF\xBDtail");
+  bool saw_kernel = false, saw_end = false;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_kernel()) {
+      saw_kernel = true;
+      CHECK(tools::lookup(r, rec.kernel().function_name_iid()) == "kernel\xEF\xBF\xBD");
+      CHECK(rec.kernel().status_detail() == "detail \xEF\xBF\xBD");
+    }
+    if (rec.has_session_end()) saw_end = true;
+  }
+  CHECK(saw_kernel);
+  CHECK(saw_end);
+}
