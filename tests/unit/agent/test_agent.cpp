@@ -14,6 +14,7 @@
 
 #include "agent.h"
 #include "stages.h"
+#include "capture_support.h"
 #include "catch.h"
 #include "fake_platform.h"
 #include "file_reader.h"
@@ -21,19 +22,13 @@
 #include "ncu_csv.h"
 
 using namespace cutriage;
+using cutriage::testing::slurp;
 using agent::Agent;
 using agent::AgentConfig;
 using testing::FakePlatform;
 using testing::make_launch;
 
 namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // One captured kernel: its mangled name, launch shape and measured values.
 struct Captured {

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "capture_support.h"
 #include "catch.h"
 #include "cutriage/collectors/range_profiler.h"
 #include "cutriage/triage/engine.h"
@@ -18,6 +19,7 @@
 #include "stages.h"
 
 using namespace cutriage;
+using cutriage::testing::slurp;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define CUTRIAGE_PASSES_BLOCKED 1
@@ -28,28 +30,6 @@ using namespace cutriage;
 #endif
 
 namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The capture's values for the counters collected so far (a ratio ncu measured directly counts
-// once its inputs are collected), plus what no counter backs.
-triage::MetricSet collected_view(const triage::MetricSet& full, const std::set<std::string>& names) {
-  triage::MetricSet out;
-  for (const auto& [name, v] : full.all()) {
-    if (v.source != triage::MetricSource::kMeasured) continue;
-    std::vector<std::string> inputs = triage::counter_inputs(name);
-    if (!std::all_of(inputs.begin(), inputs.end(), [&](const std::string& c) { return names.count(c) > 0; })) {
-      continue;
-    }
-    out.set(name, v.value, v.unit, v.source);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -83,7 +63,7 @@ TEST_CASE("adaptive collection: at most half of ncu's passes per zoo kernel on G
       std::set<std::string> collected(stage.begin(), stage.end());
       uint32_t total = passes(stage);
       triage::KernelInput in = k.input;
-      in.metrics = collected_view(k.input.metrics, collected);
+      in.metrics = testing::collected_view(k.input.metrics, collected);
       triage::Diagnosis d = triage::triage_kernel(in);
       int launches = 1;
       for (; launches < 3; ++launches) {  // the agent's default: at most 3 profiles per kernel
@@ -100,7 +80,7 @@ TEST_CASE("adaptive collection: at most half of ncu's passes per zoo kernel on G
           std::cout << "\n";
         }
         collected.insert(more.begin(), more.end());
-        in.metrics = collected_view(k.input.metrics, collected);
+        in.metrics = testing::collected_view(k.input.metrics, collected);
         d = triage::triage_kernel(in);
       }
       std::cout << k.input.function_name << ": " << total << " passes over " << launches << " launches\n";

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "capture_support.h"
 #include "catch.h"
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/plan.h"
@@ -18,15 +19,9 @@
 #include "ncu_csv.h"
 
 using namespace cutriage;
+using cutriage::testing::slurp;
 
 namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::vector<wire::KernelRecord> zoo_records() {
   const std::filesystem::path dir = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu";
@@ -45,22 +40,6 @@ std::vector<wire::KernelRecord> zoo_records() {
   std::vector<std::string> warnings;
   options.timings = tools::parse_timings(slurp(dir / "timings.csv"), warnings);
   return tools::triage_imports(std::move(imports), options).kernels;
-}
-
-// Keeps from `full` the measured values whose counters are all in `names` (a ratio ncu measured
-// directly counts as collected once its numerator and denominator are), plus anything no counter
-// backs (launch__*, device__*: the agent computes those itself).
-triage::MetricSet subset(const triage::MetricSet& full, const std::set<std::string>& names) {
-  triage::MetricSet out;
-  for (const auto& [name, v] : full.all()) {
-    if (v.source != triage::MetricSource::kMeasured) continue;
-    std::vector<std::string> inputs = triage::counter_inputs(name);
-    bool all_collected = std::all_of(inputs.begin(), inputs.end(),
-                                     [&](const std::string& c) { return names.count(c) > 0; });
-    if (!all_collected) continue;
-    out.set(name, v.value, v.unit, v.source);
-  }
-  return out;
 }
 
 }  // namespace
@@ -101,7 +80,7 @@ TEST_CASE("plan: staged collection on the H200 captures reaches the one-shot ver
     INFO(rec.input.function_name);
     triage::KernelInput staged = rec.input;
     std::set<std::string> collected(routing.begin(), routing.end());
-    staged.metrics = subset(rec.input.metrics, collected);
+    staged.metrics = testing::collected_view(rec.input.metrics, collected);
     triage::Diagnosis d = triage::triage_kernel(staged);
     // Up to two follow-up launches, as the agent's default of three profiles per kernel allows.
     for (int stage = 0; stage < 2; ++stage) {
@@ -110,7 +89,7 @@ TEST_CASE("plan: staged collection on the H200 captures reaches the one-shot ver
       if (more.empty()) break;
       if (stage == 0) ++needed_second_stage;
       collected.insert(more.begin(), more.end());
-      staged.metrics = subset(rec.input.metrics, collected);
+      staged.metrics = testing::collected_view(rec.input.metrics, collected);
       d = triage::triage_kernel(staged);
     }
     CHECK(to_string(d.classification) == to_string(rec.diagnosis.classification));

@@ -15,24 +15,19 @@
 #include <sstream>
 #include <string>
 
+#include "capture_support.h"
 #include "catch.h"
 #include "cutriage/triage/engine.h"
 #include "file_reader.h"
 #include "ncu_csv.h"
 
 using namespace cutriage;
+using cutriage::testing::slurp;
 
 namespace {
 
 std::filesystem::path data(const std::string& rel) {
   return std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / rel;
-}
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 struct AgentFile {

@@ -9,22 +9,17 @@
 #include <sstream>
 #include <string>
 
+#include "capture_support.h"
 #include "catch.h"
 #include "import.h"
 #include "ncu_csv.h"
 
 using namespace cutriage;
+using cutriage::testing::slurp;
 using triage::Classification;
 using triage::Limiter;
 
 namespace {
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Diagnoses of every captured launch, by function name (several launches of one kernel keep
 // their order in the vector).
