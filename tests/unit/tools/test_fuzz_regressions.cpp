@@ -13,37 +13,9 @@
 
 #include "catch.h"
 #include "fuzz_tools.h"
+#include "fuzz_replay.h"
 
-namespace {
-
-std::vector<std::filesystem::path> regression_inputs(std::string_view target) {
-  std::vector<std::filesystem::path> files;
-  const std::filesystem::path dir =
-      std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "fuzz-regressions" / std::string(target);
-  if (!std::filesystem::is_directory(dir)) return files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.is_regular_file()) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-std::string read_bytes(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-template <typename Exercise>
-void replay(std::string_view target, Exercise exercise) {
-  for (const auto& path : regression_inputs(target)) {
-    INFO(path.string());
-    CHECK(exercise(read_bytes(path)).empty());
-  }
-}
-
-}  // namespace
+using cutriage::testing::replay;
 
 TEST_CASE("fuzz regressions: ncu csv", "[fuzz]") {
   replay("ncu_csv", cutriage::fuzz::exercise_ncu_csv);
