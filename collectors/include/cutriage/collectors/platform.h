@@ -7,11 +7,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cutriage/collectors/range_profiler.h"
 #include "cutriage/collectors/status.h"
 #include "cutriage/triage/inputs.h"
+#include "cutriage/triage/timeline.h"
 
 namespace cutriage::collectors {
 
@@ -37,26 +39,47 @@ struct ModuleEvent {
   std::vector<uint8_t> cubin;  // copied during the callback (later issues correlate PCs with it)
 };
 
-// One launch as the callback saw it. Valid only during the callback that delivers it.
+// One launch as the callback saw it. Valid only during the callback that delivers it (the name
+// points into CUPTI's callback data).
+//
+// Built on every launch of the application, so it holds only what costs no driver call: the
+// stream's capture state and CUPTI stream id are filled by Platform::fill_launch_details, which the
+// agent calls for the few launches it considers profiling.
 struct LaunchEvent {
   uint64_t context_id = 0;
   void* context = nullptr;
   uint32_t device = 0;
-  uint64_t stream_id = 0;
+  void* stream = nullptr;  // CUstream as passed (null = the legacy or per-thread default stream)
   uint64_t correlation_id = 0;
   LaunchApi api = LaunchApi::kLaunchKernel;
   bool per_thread_stream = false;  // the _ptsz variant
-  // The stream is being captured into a graph: the launch records a node and runs nothing now.
-  bool stream_capturing = false;
   // cooperative launch, or cuLaunchKernelEx with the cooperative attribute: its blocks may wait
   // on each other, so it must never be replayed.
   bool cooperative = false;
-  std::string mangled_name;  // empty for graph launches
+  // Set by fill_launch_details: CUPTI's stream id, and whether the stream is being captured into
+  // a graph (the launch then records a node and runs nothing now).
+  bool details_filled = false;
+  uint64_t stream_id = 0;
+  bool stream_capturing = false;
+  std::string_view mangled_name;  // empty for graph launches
   // Grid, block, cluster and dynamic shared memory from the call's parameters; registers, static
   // shared and local memory are filled by Platform::complete_launch_config for selected launches
   // only (they cost driver calls).
   std::optional<triage::LaunchConfig> launch;
   void* function = nullptr;  // CUfunction, opaque; null for graph launches
+};
+
+// An NVTX call of the application, seen through CUPTI's NVTX callbacks. Strings are valid only
+// during the callback. Push/pop ranges nest per thread; start/end ranges may cross threads and are
+// matched by range_id.
+struct NvtxEvent {
+  enum class Kind : uint8_t { kPush, kPop, kStart, kEnd, kMark };
+  Kind kind = Kind::kPush;
+  uint64_t timestamp_ns = 0;  // the trace clock (Platform::timestamp_ns)
+  uint32_t thread_id = 0;     // OS thread id of the caller
+  uint64_t range_id = 0;      // kStart / kEnd only
+  std::string_view message;   // kPush / kStart / kMark; may be empty (unnamed range)
+  std::string_view domain;    // empty for the default domain
 };
 
 // Receives the callbacks. Implementations must not throw (the CUPTI side also catches) and must
@@ -68,8 +91,67 @@ class LaunchObserver {
   virtual void on_context_created(const ContextEvent& event) = 0;
   virtual void on_context_destroying(const ContextEvent& event) = 0;
   virtual void on_module_loaded(const ModuleEvent& event) = 0;
-  virtual void on_launch_enter(const LaunchEvent& event) = 0;
+  // Returns whether this launch's on_launch_exit is wanted; the platform skips building the exit
+  // event otherwise (the common case: a launch that is only traced).
+  virtual bool on_launch_enter(const LaunchEvent& event) = 0;
   virtual void on_launch_exit(const LaunchEvent& event) = 0;
+  virtual void on_nvtx(const NvtxEvent& /*event*/) {}
+};
+
+// One kernel execution from the Activity API, translated at the collector's edge. The name is
+// valid only during the delivery call (CUPTI owns it).
+struct KernelActivity {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;  // matches LaunchEvent::correlation_id of the launch
+  triage::Dim3 grid;
+  triage::Dim3 block;
+  triage::Dim3 cluster;
+  uint32_t registers_per_thread = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t local_bytes_per_thread = 0;
+  uint32_t graph_id = 0;         // 0 = not launched from a graph
+  uint64_t graph_node_id = 0;
+  bool device_launched = false;  // CUDA dynamic parallelism
+  std::string_view mangled_name;
+};
+
+struct CopyActivity {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t bytes = 0;
+  triage::CopyKind kind = triage::CopyKind::kUnspecified;
+  bool pageable = false;  // one side is pageable host memory
+  uint32_t graph_id = 0;
+};
+
+// What one delivered Activity API buffer held, in record order.
+struct ActivityBatch {
+  std::vector<KernelActivity> kernels;
+  std::vector<CopyActivity> copies;
+  uint64_t dropped_records = 0;  // CUPTI could not record these (buffers full); since last batch
+};
+
+// Receives activity batches on whatever thread CUPTI delivers buffers on (its own worker, or the
+// thread calling Platform::flush_trace). Must not throw and must not call back into CUDA.
+class ActivityObserver {
+ public:
+  virtual ~ActivityObserver() = default;
+  virtual void on_activity(const ActivityBatch& batch) = 0;
+};
+
+struct TraceOptions {
+  size_t buffer_bytes = size_t{4} << 20;  // one CUPTI activity buffer
+  size_t max_buffers = 16;  // buffers handed to CUPTI at once; beyond that CUPTI drops records
+  bool copies = true;       // memcpy and memset records too
 };
 
 struct DeviceInfo {
@@ -98,6 +180,17 @@ class Platform {
   virtual VersionInfo versions() = 0;
   // Fills registers per thread, static shared and local bytes of `event.function` into `config`.
   virtual Status complete_launch_config(const LaunchEvent& event, triage::LaunchConfig* config) = 0;
+  // Fills stream_id and stream_capturing (driver calls); call from the launch callback only. A
+  // capture query that fails reports "capturing": never risk replaying a captured launch.
+  virtual void fill_launch_details(LaunchEvent& event) = 0;
+  // Starts the Activity API trace of kernel executions (and copies). `observer` must outlive it.
+  virtual Status start_trace(ActivityObserver* observer, const TraceOptions& options) = 0;
+  // Delivers completed records to the observer (forced: also records of work not yet finished,
+  // for the end of the process). Never from a CUPTI callback.
+  virtual void flush_trace(bool forced) = 0;
+  virtual void stop_trace() = 0;
+  // The clock of activity records and NVTX events, in nanoseconds.
+  virtual uint64_t timestamp_ns() = 0;
   virtual Result<std::unique_ptr<ProfilerHost>> make_profiler_host(const std::string& chip) = 0;
   virtual Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context) = 0;
 };

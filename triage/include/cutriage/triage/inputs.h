@@ -18,6 +18,8 @@ struct Dim3 {
   uint32_t y = 1;
   uint32_t z = 1;
   [[nodiscard]] uint64_t count() const { return uint64_t{x} * y * z; }
+  friend bool operator==(const Dim3& a, const Dim3& b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
+  friend bool operator!=(const Dim3& a, const Dim3& b) { return !(a == b); }
 };
 
 struct LaunchConfig {

@@ -10,6 +10,7 @@
 
 #include "cutriage/triage/diagnosis.h"
 #include "cutriage/triage/inputs.h"
+#include "cutriage/triage/timeline.h"
 
 namespace cutriage::wire {
 
@@ -41,6 +42,7 @@ struct SessionInfo {
   std::string kernel_filter;
   SessionSource source = SessionSource::kUnspecified;
   std::string source_path;
+  uint64_t trace_clock_at_start_ns = 0;  // 0 = no trace
 };
 
 // Values match cutriage.v1's enums of the same names.
@@ -112,6 +114,100 @@ struct KernelRecord {
   std::vector<std::string> rejected_metrics;
   // Metric name -> launch index it was measured on, for values not from this record's launch.
   std::map<std::string, uint64_t, std::less<>> metric_launch;
+  uint64_t family_id = 0;  // 0 = no trace
+  uint32_t revision = 0;
+};
+
+// KernelFamily: defined once per file, before the first record that uses `id` (ids start at 1).
+struct FamilyDef {
+  uint64_t id = 0;
+  std::string mangled_name;
+  std::string display_name;
+  uint32_t device = 0;
+  triage::Dim3 block;
+};
+
+struct KernelExecution {
+  uint64_t family_id = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t stream_id = 0;
+  uint32_t context_id = 0;
+  uint64_t correlation_id = 0;
+  triage::Dim3 grid;
+  uint32_t graph_id = 0;
+  uint64_t graph_node_id = 0;
+  bool replayed = false;
+  std::string nvtx_path;  // "outer/inner"; empty = none (interned on the wire)
+};
+
+struct CopyExecution {
+  triage::CopyKind kind = triage::CopyKind::kUnspecified;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t bytes = 0;
+  uint32_t device = 0;
+  uint32_t stream_id = 0;
+  uint32_t context_id = 0;
+  uint64_t correlation_id = 0;
+  bool pageable = false;
+  uint32_t graph_id = 0;
+};
+
+struct NvtxRange {
+  std::string name;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t thread_id = 0;
+  uint32_t depth = 0;
+  std::string domain;
+};
+
+struct TraceChunk {
+  std::vector<KernelExecution> kernels;
+  std::vector<CopyExecution> copies;
+  std::vector<NvtxRange> nvtx_ranges;
+  uint64_t dropped_records = 0;
+};
+
+// Values match cutriage.v1's SelectionPolicy.Mode and FamilyStats.Selection.
+enum class SelectionMode : uint8_t { kUnspecified = 0, kTop = 1, kAll = 2, kShare = 3, kNone = 4 };
+enum class FamilySelection : uint8_t {
+  kUnspecified = 0,
+  kProfiled = 1,
+  kNotRanked = 2,
+  kFiltered = 3,
+  kTooFewLaunches = 4,
+  kGraphOnly = 5,
+  kNotReplayable = 6,
+  kFailed = 7,
+  kNotPermitted = 8,
+  kTraceOnly = 9,
+};
+
+struct SelectionPolicy {
+  SelectionMode mode = SelectionMode::kUnspecified;
+  uint32_t top_k = 0;
+  double min_share = 0;
+  std::string nvtx_include;
+  std::string nvtx_exclude;
+};
+
+// What the agent adds to the timeline's numbers for one family.
+struct FamilyOutcome {
+  FamilySelection selection = FamilySelection::kUnspecified;
+  std::string selection_detail;
+  uint64_t profiled_launch_index = 0;
+  std::vector<std::string> nvtx_paths;  // most launches first
+};
+
+struct TraceSummary {
+  triage::TimelineSummary timeline;  // families carry FamilyDef ids in `family`
+  std::map<uint64_t, FamilyOutcome> outcomes;  // by family id
+  std::vector<triage::CheckResult> findings;
+  uint64_t dropped_records = 0;
+  uint64_t timeline_kernel_events = 0;
+  SelectionPolicy selection;
 };
 
 }  // namespace cutriage::wire

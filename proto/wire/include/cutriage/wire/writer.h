@@ -22,6 +22,9 @@ class RecordEncoder {
   std::string kernel(const KernelRecord& kernel);
   std::string notice(const Notice& notice);
   std::string session_end(const SessionEnd& end);
+  std::string family(const FamilyDef& family);
+  std::string trace_chunk(const TraceChunk& chunk);
+  std::string trace_summary(const TraceSummary& summary);
 
  private:
   uint64_t intern(std::string_view value, std::string& out);
