@@ -16,20 +16,16 @@ struct DriverHandle {
   std::string error;  // why the driver could not be opened; empty when it was
 };
 
-// Opened once per process and never closed: unloading the driver under the application (or
-// under CUPTI) is never wanted, and the handle is only a reference when the driver is loaded.
 const DriverHandle& driver_handle() {
   static const DriverHandle handle = [] {
     DriverHandle h;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* why = dlerror();
-      h.error = why != nullptr ? why : "dlopen failed";
+    const CudaDriverLibrary& lib = cuda_driver_library();
+    if (lib.handle == nullptr) {
+      h.error = lib.error;
       return h;
     }
     // dlsym returns void*; POSIX guarantees the conversion to a function pointer works.
-    h.device_get_count = reinterpret_cast<DeviceGetCountFn>(dlsym(lib, "cuDeviceGetCount"));
+    h.device_get_count = reinterpret_cast<DeviceGetCountFn>(dlsym(lib.handle, "cuDeviceGetCount"));
     if (h.device_get_count == nullptr) h.error = "libcuda.so.1 has no cuDeviceGetCount";
     return h;
   }();
@@ -37,6 +33,20 @@ const DriverHandle& driver_handle() {
 }
 
 }  // namespace
+
+const CudaDriverLibrary& cuda_driver_library() {
+  static const CudaDriverLibrary library = [] {
+    CudaDriverLibrary l;
+    l.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (l.handle == nullptr) l.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (l.handle == nullptr) {
+      const char* why = dlerror();
+      l.error = why != nullptr ? why : "dlopen(libcuda.so.1) failed";
+    }
+    return l;
+  }();
+  return library;
+}
 
 Result<int> cuda_device_count() {
   const DriverHandle& driver = driver_handle();

@@ -8,9 +8,21 @@
 // driver, such as CI.
 #pragma once
 
+#include <string>
+
 #include "cutriage/collectors/status.h"
 
 namespace cutriage::collectors {
+
+// The process's libcuda.so.1, opened once (RTLD_NOLOAD first: in an injected process it is
+// loaded already) and never closed: unloading the driver under the application or CUPTI is never
+// wanted. `handle` is null when it cannot be loaded, and `error` then says why. Every part of the
+// collectors that calls the driver binds its entry points from this handle with dlsym.
+struct CudaDriverLibrary {
+  void* handle = nullptr;
+  std::string error;
+};
+const CudaDriverLibrary& cuda_driver_library();
 
 // The number of CUDA devices, or kUnavailable with the reason: libcuda.so.1 cannot be loaded,
 // the driver is not initialized yet (cuInit has not run), it reports no device or is too old.

@@ -1,5 +1,6 @@
-// The CUPTI-backed Platform: callback subscription (launches, contexts, modules), device and
-// function facts from the driver, and the range profiler and profiler host from range_profiler.cpp
+// The CUPTI-backed Platform: callback subscription (launches, contexts, modules, NVTX), device
+// and function facts from the driver, the Activity API trace (activity_trace.cpp), NVTX
+// translation (nvtx_trace.cpp), and the range profiler and profiler host from range_profiler.cpp
 // and profiler_host.cpp.
 //
 // Driver entry points are looked up with dlsym in the already-loaded libcuda.so.1 rather than
@@ -8,6 +9,12 @@
 //
 // Everything reachable from the CUPTI callback is noexcept in effect: the callback catches all
 // and the observer contract forbids throwing.
+//
+// The launch callback runs on every kernel launch of the application, so it makes no driver
+// call: it decodes the parameters CUPTI already holds, reads the context ids from a per-thread
+// cache, and leaves the stream queries to fill_launch_details (the agent calls it for the few
+// launches it considers profiling). The exit callback builds its event only when the enter's
+// observer asked for it.
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -17,8 +24,11 @@
 #include <mutex>
 #include <string>
 
+#include "activity_trace.h"
+#include "cuda_driver_probe.h"
 #include "cupti_check.h"
 #include "cutriage/collectors/platform.h"
+#include "nvtx_trace.h"
 
 namespace cutriage::collectors {
 
@@ -61,11 +71,9 @@ void bind(void* lib, const char* name, F& fn, std::string& error) {
 const Driver& driver() {
   static const Driver d = [] {
     Driver r;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* lib = cuda_driver_library().handle;
     if (lib == nullptr) {
-      const char* why = dlerror();
-      r.error = why != nullptr ? why : "cannot load libcuda.so.1";
+      r.error = cuda_driver_library().error;
       return r;
     }
     bind(lib, "cuDeviceGetCount", r.device_get_count, r.error);
@@ -91,6 +99,133 @@ Status driver_status(CUresult r, const char* call) {
 }
 
 triage::Dim3 dim(unsigned x, unsigned y, unsigned z) { return triage::Dim3{x, y, z}; }
+
+// Per-thread state of the launch callback, in one thread_local (one TLS lookup per callback).
+struct LaunchThreadState {
+  // The last context a launch on this thread used, with its CUPTI ids: repeated launches on one
+  // context cost a compare instead of two CUPTI calls. Valid only while context_generation
+  // equals g_context_generation (a new context may reuse a destroyed one's address).
+  CUcontext context = nullptr;
+  uint64_t context_generation = 0;
+  uint32_t context_id = 0;
+  uint32_t device = 0;
+  // Whether on_launch_enter asked for the exit of the launch with this correlation id. The exit
+  // callback comes on the same thread with nothing launched in between, so one slot suffices;
+  // the id guards against an exit whose enter never reached the observer.
+  bool exit_wanted = false;
+  uint32_t exit_correlation = 0;
+};
+thread_local LaunchThreadState t_launch;
+
+// Bumped on every context creation and destruction; invalidates every thread's cached ids.
+std::atomic<uint64_t> g_context_generation{1};
+
+// CUPTI's ids of a context; false when CUPTI does not know it.
+bool cupti_context_ids(CUcontext ctx, uint32_t* context_id, uint32_t* device) {
+  *context_id = 0;
+  *device = 0;
+  if (!CUTRIAGE_CUPTI_STATUS(cuptiGetContextId(ctx, context_id)).is_ok()) return false;
+  return CUTRIAGE_CUPTI_STATUS(cuptiGetDeviceId(ctx, device)).is_ok();
+}
+
+// cuLaunchKernel, cuLaunchCooperativeKernel and their _ptsz forms: four parameter structs with
+// the same grid, block, shared memory and stream fields.
+template <typename Params>
+void decode_grid_launch(const void* raw, LaunchEvent& ev, triage::LaunchConfig& lc) {
+  const auto* p = static_cast<const Params*>(raw);
+  ev.function = p->f;
+  ev.stream = p->hStream;
+  lc.grid = dim(p->gridDimX, p->gridDimY, p->gridDimZ);
+  lc.block = dim(p->blockDimX, p->blockDimY, p->blockDimZ);
+  lc.dynamic_shared_bytes = p->sharedMemBytes;
+}
+
+// cuLaunchKernelEx(_ptsz): the shape is in the CUlaunchConfig, cooperation and clusters in its
+// attributes. False when the call passed no config.
+template <typename Params>
+bool decode_launch_ex(const void* raw, LaunchEvent& ev, triage::LaunchConfig& lc) {
+  const auto* p = static_cast<const Params*>(raw);
+  ev.function = p->f;
+  if (p->config == nullptr) return false;
+  const CUlaunchConfig& c = *p->config;
+  ev.stream = c.hStream;
+  lc.grid = dim(c.gridDimX, c.gridDimY, c.gridDimZ);
+  lc.block = dim(c.blockDimX, c.blockDimY, c.blockDimZ);
+  lc.dynamic_shared_bytes = c.sharedMemBytes;
+  for (unsigned i = 0; c.attrs != nullptr && i < c.numAttrs; ++i) {
+    const CUlaunchAttribute& a = c.attrs[i];
+    if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0) ev.cooperative = true;
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      lc.cluster = dim(a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z);
+    }
+  }
+  return true;
+}
+
+// Fills api, per_thread_stream, cooperative, function, stream and launch from the call's
+// parameters (no driver call). False for callback ids that are not launches.
+bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchEvent& ev) {
+  triage::LaunchConfig lc;
+  bool have_config = true;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      ev.api = LaunchApi::kLaunchKernel;
+      decode_grid_launch<cuLaunchKernel_params>(params, ev, lc);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      ev.api = LaunchApi::kLaunchKernel;
+      ev.per_thread_stream = true;
+      decode_grid_launch<cuLaunchKernel_ptsz_params>(params, ev, lc);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      ev.api = LaunchApi::kLaunchCooperative;
+      ev.cooperative = true;
+      decode_grid_launch<cuLaunchCooperativeKernel_params>(params, ev, lc);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      ev.api = LaunchApi::kLaunchCooperative;
+      ev.cooperative = true;
+      ev.per_thread_stream = true;
+      decode_grid_launch<cuLaunchCooperativeKernel_ptsz_params>(params, ev, lc);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      ev.api = LaunchApi::kLaunchKernelEx;
+      have_config = decode_launch_ex<cuLaunchKernelEx_params>(params, ev, lc);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      ev.api = LaunchApi::kLaunchKernelEx;
+      ev.per_thread_stream = true;
+      have_config = decode_launch_ex<cuLaunchKernelEx_ptsz_params>(params, ev, lc);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync:
+      // Deprecated entry points: the block shape was set by cuFuncSetBlockShape, which the
+      // callback does not carry. All three structs start with the function.
+      ev.api = LaunchApi::kLaunchLegacy;
+      ev.function = static_cast<const cuLaunch_params*>(params)->f;
+      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync) {
+        ev.stream = static_cast<const cuLaunchGridAsync_params*>(params)->hStream;
+      }
+      have_config = false;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+      ev.api = LaunchApi::kGraphLaunch;
+      ev.stream = static_cast<const cuGraphLaunch_params*>(params)->hStream;
+      have_config = false;
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      ev.api = LaunchApi::kGraphLaunch;
+      ev.per_thread_stream = true;
+      ev.stream = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hStream;
+      have_config = false;
+      break;
+    default:
+      return false;
+  }
+  if (have_config) ev.launch = lc;
+  return true;
+}
 
 class CuptiPlatform final : public Platform {
  public:
@@ -125,6 +260,15 @@ class CuptiPlatform final : public Platform {
     };
     for (CUpti_CallbackId cbid : resources) {
       CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid));
+    }
+    // NVTX is annotation: best effort, its absence must not cost the launch callbacks. The
+    // callbacks only fire when the application's NVTX loaded CUPTI as its tool, which
+    // point_nvtx_at_cupti arranges for NVTX calls made from now on (nvtx_trace.cpp says when
+    // that is too late). Only after cuptiSubscribe succeeded: with another CUPTI client in the
+    // process, NVTX stays that client's business.
+    (void)point_nvtx_at_cupti();
+    for (uint32_t cbid : NvtxTranslator::callback_ids()) {
+      (void)CUTRIAGE_CUPTI_STATUS(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid));
     }
     return Status::ok();
   }
@@ -234,6 +378,45 @@ class CuptiPlatform final : public Platform {
     return Status::ok();
   }
 
+
+  void fill_launch_details(LaunchEvent& event) override {
+    event.details_filled = true;
+    // Pessimistic until the driver answers: never risk replaying a captured launch.
+    event.stream_capturing = true;
+    auto stream = static_cast<CUstream>(event.stream);
+    const Driver& d = driver();
+    if (d.ok()) {
+      // The null stream of a _ptsz call is this thread's per-thread default stream.
+      CUstream query = stream;
+      if (query == nullptr && event.per_thread_stream) query = CU_STREAM_PER_THREAD;
+      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+      const CUresult cr = d.stream_is_capturing(query, &capture);
+      // A legacy-stream query during a global-mode capture elsewhere reports an error: treat any
+      // answer but "not capturing" as capturing.
+      event.stream_capturing = cr != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    }
+    uint32_t sid = 0;
+    if (CUTRIAGE_CUPTI_STATUS(cuptiGetStreamIdEx(static_cast<CUcontext>(event.context), stream,
+                                                 event.per_thread_stream ? 1 : 0, &sid))
+            .is_ok()) {
+      event.stream_id = sid;
+    }
+  }
+
+  Status start_trace(ActivityObserver* observer, const TraceOptions& options) override {
+    return ActivityTrace::instance().start(observer, options);
+  }
+
+  void flush_trace(bool forced) override { ActivityTrace::instance().flush(forced); }
+
+  void stop_trace() override { ActivityTrace::instance().stop(); }
+
+  uint64_t timestamp_ns() override {
+    uint64_t now = 0;
+    if (!CUTRIAGE_CUPTI_STATUS(cuptiGetTimestamp(&now)).is_ok()) return 0;
+    return now;
+  }
+
   Result<std::unique_ptr<ProfilerHost>> make_profiler_host(const std::string& chip) override {
     return make_cupti_profiler_host(chip);
   }
@@ -259,12 +442,15 @@ class CuptiPlatform final : public Platform {
                                 const void* data) {
     try {
       auto* self = static_cast<CuptiPlatform*>(userdata);
-      LaunchObserver* observer = self->observer_.load();
+      LaunchObserver* observer = self->observer_.load(std::memory_order_acquire);
       if (observer == nullptr) return;
-      if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-        self->on_resource(*observer, cbid, static_cast<const CUpti_ResourceData*>(data));
-      } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+      if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
         self->on_launch(*observer, cbid, static_cast<const CUpti_CallbackData*>(data));
+      } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        self->on_resource(*observer, cbid, static_cast<const CUpti_ResourceData*>(data));
+      } else if (domain == CUPTI_CB_DOMAIN_NVTX) {
+        NvtxEvent event;
+        if (self->nvtx_.translate(cbid, data, &event)) observer->on_nvtx(event);
       }
     } catch (...) {
       // Nothing may reach the driver. The observer logs its own errors.
@@ -275,9 +461,10 @@ class CuptiPlatform final : public Platform {
     ContextEvent e;
     e.context = ctx;
     uint32_t id = 0;
-    if (cuptiGetContextId(ctx, &id) == CUPTI_SUCCESS) e.context_id = id;
     uint32_t dev = 0;
-    if (cuptiGetDeviceId(ctx, &dev) == CUPTI_SUCCESS) e.device = dev;
+    (void)cupti_context_ids(ctx, &id, &dev);
+    e.context_id = id;
+    e.device = dev;
     return e;
   }
 
@@ -285,9 +472,11 @@ class CuptiPlatform final : public Platform {
     if (r == nullptr) return;
     switch (cbid) {
       case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+        g_context_generation.fetch_add(1, std::memory_order_acq_rel);
         observer.on_context_created(context_event(r->context));
         break;
       case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+        g_context_generation.fetch_add(1, std::memory_order_acq_rel);
         observer.on_context_destroying(context_event(r->context));
         break;
       case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
@@ -309,117 +498,54 @@ class CuptiPlatform final : public Platform {
     }
   }
 
-  void on_launch(LaunchObserver& observer, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  // The hot path: runs on every launch of the application (enter), and on the exit of the few
+  // launches whose enter asked for it.
+  static void on_launch(LaunchObserver& observer, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
     if (cb == nullptr) return;
+    LaunchThreadState& t = t_launch;
+    const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+    if (!enter && (!t.exit_wanted || t.exit_correlation != cb->correlationId)) return;
+    t.exit_wanted = false;
+    if (cb->functionParams == nullptr) return;
     LaunchEvent ev;
-    ContextEvent ctx = context_event(cb->context);
-    ev.context = ctx.context;
-    ev.context_id = ctx.context_id;
-    ev.device = ctx.device;
+    if (!decode_launch(cbid, cb->functionParams, ev)) return;
     ev.correlation_id = cb->correlationId;
-    if (cb->symbolName != nullptr) ev.mangled_name = cb->symbolName;
-    CUstream stream = nullptr;
-    CUfunction function = nullptr;
-    triage::LaunchConfig lc;
-    bool have_config = true;
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-        // The _ptsz parameter struct has the same layout.
-        const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-        ev.api = LaunchApi::kLaunchKernel;
-        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz;
-        function = p->f;
-        stream = p->hStream;
-        lc.grid = dim(p->gridDimX, p->gridDimY, p->gridDimZ);
-        lc.block = dim(p->blockDimX, p->blockDimY, p->blockDimZ);
-        lc.dynamic_shared_bytes = p->sharedMemBytes;
-        break;
+
+    const uint64_t generation = g_context_generation.load(std::memory_order_acquire);
+    if (t.context != cb->context || t.context_generation != generation) {
+      uint32_t id = 0;
+      uint32_t dev = 0;
+      if (cupti_context_ids(cb->context, &id, &dev)) {
+        t.context = cb->context;
+        t.context_generation = generation;
+      } else {
+        t.context = nullptr;  // not cached: asked again on the next launch
       }
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-        const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-        ev.api = LaunchApi::kLaunchCooperative;
-        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
-        ev.cooperative = true;
-        function = p->f;
-        stream = p->hStream;
-        lc.grid = dim(p->gridDimX, p->gridDimY, p->gridDimZ);
-        lc.block = dim(p->blockDimX, p->blockDimY, p->blockDimZ);
-        lc.dynamic_shared_bytes = p->sharedMemBytes;
-        break;
-      }
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-        const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-        ev.api = LaunchApi::kLaunchKernelEx;
-        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
-        function = p->f;
-        if (p->config != nullptr) {
-          const CUlaunchConfig& c = *p->config;
-          stream = c.hStream;
-          lc.grid = dim(c.gridDimX, c.gridDimY, c.gridDimZ);
-          lc.block = dim(c.blockDimX, c.blockDimY, c.blockDimZ);
-          lc.dynamic_shared_bytes = c.sharedMemBytes;
-          for (unsigned i = 0; c.attrs != nullptr && i < c.numAttrs; ++i) {
-            const CUlaunchAttribute& a = c.attrs[i];
-            if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && a.value.cooperative != 0) ev.cooperative = true;
-            if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-              lc.cluster = dim(a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z);
-            }
-          }
-        } else {
-          have_config = false;
+      t.context_id = id;
+      t.device = dev;
+    }
+    ev.context = cb->context;
+    ev.context_id = t.context_id;
+    ev.device = t.device;
+
+    if (ev.api != LaunchApi::kGraphLaunch) {
+      if (cb->symbolName != nullptr) {
+        // Points into CUPTI's callback data: valid during this callback, as LaunchEvent says.
+        ev.mangled_name = cb->symbolName;
+      } else if (ev.function != nullptr && driver().func_get_name != nullptr) {
+        // The driver keeps the name for the function's lifetime.
+        const char* name = nullptr;
+        if (driver().func_get_name(&name, static_cast<CUfunction>(ev.function)) == CUDA_SUCCESS &&
+            name != nullptr) {
+          ev.mangled_name = name;
         }
-        break;
       }
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync: {
-        // Deprecated entry points: the block shape was set by cuFuncSetBlockShape, which the
-        // callback does not carry.
-        ev.api = LaunchApi::kLaunchLegacy;
-        function = static_cast<const cuLaunch_params*>(cb->functionParams)->f;
-        if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync) {
-          stream = static_cast<const cuLaunchGridAsync_params*>(cb->functionParams)->hStream;
-        }
-        have_config = false;
-        break;
-      }
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
-        ev.api = LaunchApi::kGraphLaunch;
-        ev.per_thread_stream = cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
-        stream = static_cast<const cuGraphLaunch_params*>(cb->functionParams)->hStream;
-        ev.mangled_name.clear();
-        have_config = false;
-        break;
-      }
-      default:
-        return;
     }
-    ev.function = function;
-    if (have_config) ev.launch = lc;
-    if (ev.mangled_name.empty() && function != nullptr && ev.api != LaunchApi::kGraphLaunch &&
-        driver().func_get_name != nullptr) {
-      const char* name = nullptr;
-      if (driver().func_get_name(&name, function) == CUDA_SUCCESS && name != nullptr) ev.mangled_name = name;
-    }
-    // The same flag must be computed on entry and exit: the capture state cannot change while
-    // this thread is inside the launch call.
-    CUstream query = stream;
-    if (query == nullptr && ev.per_thread_stream) query = CU_STREAM_PER_THREAD;
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult cr = driver().stream_is_capturing(query, &capture);
-    // A legacy-stream query during a global-mode capture elsewhere reports an error: treat any
-    // answer but "not capturing" as capturing, never risk profiling a captured launch.
-    ev.stream_capturing = cr != CUDA_SUCCESS || capture != CU_STREAM_CAPTURE_STATUS_NONE;
-    uint32_t sid = 0;
-    if (cuptiGetStreamIdEx(cb->context, stream, ev.per_thread_stream ? 1 : 0, &sid) == CUPTI_SUCCESS) {
-      ev.stream_id = sid;
-    }
-    if (cb->callbackSite == CUPTI_API_ENTER) {
-      observer.on_launch_enter(ev);
+
+    if (enter) {
+      const bool wants_exit = observer.on_launch_enter(ev);
+      t.exit_wanted = wants_exit;
+      t.exit_correlation = cb->correlationId;
     } else {
       observer.on_launch_exit(ev);
     }
@@ -428,6 +554,7 @@ class CuptiPlatform final : public Platform {
   std::atomic<LaunchObserver*> observer_{nullptr};
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool subscribed_ = false;
+  NvtxTranslator nvtx_;
 };
 
 }  // namespace
