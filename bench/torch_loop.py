@@ -1,6 +1,10 @@
 # A small PyTorch training loop (MLP, MSE, SGD) for the agent's GPU tests and benchmarks: prints
 # the final loss, which must be identical with and without the agent (TF32 off, fixed seed).
+#
+#   python3 torch_loop.py [STEPS]   also prints, on stderr, the steady-state rate of the steps
+#                                   after the first 10 ("steps_per_s=..."), for the benchmarks.
 import sys
+import time
 import torch
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
@@ -12,10 +16,17 @@ model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
 opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 x = torch.randn(2048, 1024, device="cuda")
 y = torch.randn(2048, 1024, device="cuda")
+warm = min(10, steps)
+t0 = None
 for step in range(steps):
+    if step == warm:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
     loss = torch.nn.functional.mse_loss(model(x), y)
     loss.backward()
     opt.step()
 torch.cuda.synchronize()
+if t0 is not None and steps > warm:
+    print("steps_per_s=%.3f" % ((steps - warm) / (time.perf_counter() - t0)), file=sys.stderr)
 print("final loss %.6f" % loss.item())

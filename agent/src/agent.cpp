@@ -1,6 +1,13 @@
 #include "agent.h"
 
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -23,11 +30,24 @@ struct Agent::NameInfo {
   bool no_replay = false;  // communication kernels: may wait on other kernels or other GPUs
 };
 
-// One kernel (mangled name on one device). Owned by kernels_; fields guarded by mutex_.
+// One kernel family: a mangled name on one device with one block shape. Owned by kernels_ and
+// never destroyed while the agent lives. The atomics are read on the launch fast path; fields
+// marked (trace) belong to trace_mutex_, (output) to output_mutex_, the rest to mutex_.
 struct Agent::KernelState {
+  uint64_t family_id = 0;
   std::string mangled;
   uint32_t device = 0;
+  triage::Dim3 block;
   std::shared_ptr<NameInfo> names;
+  std::atomic<uint64_t> launches{0};      // launch callbacks seen
+  std::atomic<uint64_t> not_replayable{0};  // cooperative or communication launches
+  std::atomic<bool> candidate{false};     // the next launch goes through select()
+  std::atomic<bool> traced{false};        // an execution has been traced (durations known)
+  bool ranked = false;
+  uint32_t rank = 0;                      // 1-based rank by traced GPU time; 0 = not ranked yet
+  std::map<uint32_t, uint64_t> nvtx_launches;  // (trace) NVTX path id -> executions
+  bool family_written = false;                 // (output) its KernelFamily record is in the file
+  std::optional<wire::KernelRecord> last_record;  // latest profiled record, rewritten at the end
   wire::KernelLaunchStats stats;
   uint32_t profiles_started = 0;
   bool complete = false;             // nothing more to collect for this kernel
@@ -52,6 +72,43 @@ struct Agent::ContextState {
   bool profiler_failed = false;
   std::atomic<bool> busy{false};  // a profiled launch is between entry and exit on this context
 };
+
+// NVTX ranges open on one application thread, as CUPTI's callbacks reported them.
+struct Agent::NvtxThread {
+  uint64_t agent = 0;  // instance_id_ of the agent this state belongs to
+  struct Open {
+    std::string name;
+    std::string domain;
+    uint64_t start_ns = 0;
+    uint32_t path = 0;      // path id including this range
+    std::string path_text;  // "outer/inner", this range last
+  };
+  std::vector<Open> stack;
+  std::shared_ptr<CorrelationBuffer> correlations;
+  uint32_t path() const { return stack.empty() ? 0 : stack.back().path; }
+};
+
+// Launches made inside NVTX ranges, from one thread, waiting to be matched with their executions.
+// The application thread appends under its own (uncontended) lock; the trace side drains it.
+struct Agent::CorrelationBuffer {
+  std::mutex mutex;
+  std::vector<std::pair<uint64_t, uint32_t>> items;  // correlation id, NVTX path id
+};
+
+struct Agent::ActivityKey {
+  const char* name = nullptr;  // CUPTI shares one name pointer among a kernel's records
+  uint32_t device = 0;
+  triage::Dim3 block;
+  bool operator==(const ActivityKey& o) const {
+    return name == o.name && device == o.device && block == o.block;
+  }
+};
+
+size_t Agent::ActivityKeyHash::operator()(const ActivityKey& k) const noexcept {
+  size_t h = std::hash<const void*>()(k.name);
+  h ^= (size_t{k.device} << 48) ^ (size_t{k.block.x} << 20) ^ (size_t{k.block.y} << 10) ^ k.block.z;
+  return h;
+}
 
 // The profiled launch in flight on this thread, from launch entry to launch exit.
 struct Agent::ActiveProfile {
@@ -131,24 +188,58 @@ std::unique_ptr<Agent::ActiveProfile>& Agent::active_slot() {
   return slot;
 }
 
+namespace {
+std::atomic<uint64_t> g_next_instance{1};
+
+// Closed NVTX ranges waiting for the next trace chunk, and open start/end ranges: bounded so an
+// application that opens ranges without closing them cannot grow the agent's memory.
+constexpr size_t kMaxPendingNvtx = 100000;
+
+uint32_t os_thread_id() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+}  // namespace
+
 Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr<RecordSink> sink,
              Logger& log, ProcessInfo process, triage::Thresholds thresholds)
     : config_(std::move(config)),
       platform_(platform),
       sink_(std::move(sink)),
       log_(log),
-      process_(std::move(process)) {
+      process_(std::move(process)),
+      instance_id_(g_next_instance.fetch_add(1)) {
   triage_options_.thresholds = std::move(thresholds);
   if (!process_.now_unix_ns) process_.now_unix_ns = [] { return uint64_t{0}; };
   start_time_ns_ = process_.now_unix_ns();
 }
 
-Agent::~Agent() = default;
+Agent::~Agent() { stop_flush_thread(); }
 
 bool Agent::start() {
   collectors::Status s = platform_.subscribe(this);
   if (s.is_ok()) {
     subscribed_ = true;
+    if (config_.trace) {
+      collectors::Status t = platform_.start_trace(this, collectors::TraceOptions{});
+      if (t.is_ok()) {
+        trace_clock_at_start_ns_ = platform_.timestamp_ns();
+        start_time_ns_ = process_.now_unix_ns();  // read together with the trace clock
+        trace_started_ = true;
+        if (config_.trace_flush_ms > 0) {
+          try {
+            flush_thread_ = std::thread([this] { flush_loop(); });
+          } catch (...) {
+            log_.warn("cannot start the trace flush thread; trace records are collected at exit only");
+          }
+        }
+      } else {
+        // Profiling still works by name; ranking needs the trace.
+        std::string what = "the kernel trace could not start (" + t.message() + ")";
+        if (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare) {
+          what += "; every kernel is profiled from its first launch instead of the top ones";
+        }
+        log_.warn(what);
+        write_notice(wire::Severity::kWarning, "trace_failed", what);
+      }
+    }
     log_.info("profiling; results go to " + output_path());
     return true;
   }
@@ -173,6 +264,44 @@ bool Agent::start() {
     state_detail_ = s.message();
   }
   return false;
+}
+
+// ---- the flush thread ----------------------------------------------------------------------
+
+void Agent::flush_loop() {
+  pthread_setname_np(pthread_self(), "cutriage-trace");
+  std::unique_lock<std::mutex> lock(flush_mutex_);
+  while (!flush_stop_) {
+    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms),
+                       [this] { return flush_stop_ || flush_requested_.load(); });
+    if (flush_stop_) break;
+    flush_requested_ = false;
+    lock.unlock();
+    try {
+      platform_.flush_trace(false);
+    } catch (...) {
+    }
+    lock.lock();
+  }
+}
+
+void Agent::request_flush() {
+  if (flush_requested_.exchange(true)) return;  // one wake-up until the thread has flushed
+  flush_cv_.notify_one();
+}
+
+void Agent::stop_flush_thread() {
+  {
+    std::lock_guard<std::mutex> lock(flush_mutex_);
+    flush_stop_ = true;
+  }
+  flush_cv_.notify_one();
+  if (flush_thread_.joinable()) {
+    try {
+      flush_thread_.join();
+    } catch (...) {
+    }
+  }
 }
 
 // ---- callbacks: every one catches everything ----------------------------------------------
@@ -222,9 +351,41 @@ void Agent::on_module_loaded(const collectors::ModuleEvent& event) {
   }
 }
 
-void Agent::on_launch_enter(const LaunchEvent& event) {
+bool Agent::on_launch_enter(const LaunchEvent& event) {
   try {
-    launch_enter(event);
+    if (finished_.load(std::memory_order_relaxed)) return false;
+    if (event.api == LaunchApi::kGraphLaunch) {
+      graph_launches_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    KernelState* kernel = kernel_for_launch(event);
+    if (kernel == nullptr) return false;
+    kernel->launches.fetch_add(1, std::memory_order_relaxed);
+    kernel_launches_.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t launch_index = launch_counter_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (kernel->names->matches_filter) matching_launches_.fetch_add(1, std::memory_order_relaxed);
+    if (event.cooperative || kernel->names->no_replay) {
+      kernel->not_replayable.fetch_add(1, std::memory_order_relaxed);
+      not_replayable_launches_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (trace_started_.load(std::memory_order_relaxed)) {
+      NvtxThread& nvtx = nvtx_thread();
+      if (nvtx.path() != 0 && nvtx.correlations) {
+        std::lock_guard<std::mutex> lock(nvtx.correlations->mutex);
+        nvtx.correlations->items.emplace_back(event.correlation_id, nvtx.path());
+      }
+      // Ranking needs a duration of this family: ask for the trace now rather than at the next
+      // period when it is launched again before any execution came back.
+      if (!kernel->traced.load(std::memory_order_relaxed) &&
+          (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare) &&
+          kernel->launches.load(std::memory_order_relaxed) >= 2) {
+        request_flush();
+      }
+    }
+    if (!kernel->candidate.load(std::memory_order_relaxed)) return false;
+    launch_enter(event, *kernel, launch_index);
+    const std::unique_ptr<ActiveProfile>& slot = active_slot();
+    return slot && slot->owner == this && slot->correlation_id == event.correlation_id;
   } catch (const std::exception& e) {
     log_.log_once(LogLevel::kError, "launch-enter", std::string("internal error at launch: ") + e.what());
     active_slot().reset();
@@ -232,6 +393,179 @@ void Agent::on_launch_enter(const LaunchEvent& event) {
     log_.log_once(LogLevel::kError, "launch-enter", "internal error at launch");
     active_slot().reset();
   }
+  return false;
+}
+
+Agent::KernelState* Agent::kernel_for_launch(const LaunchEvent& event) {
+  // A few recent families per thread: an application launches the same kernels over and over
+  // from one thread, so most launches are answered here without a lock.
+  struct Entry {
+    uint64_t agent = 0;
+    const char* name = nullptr;
+    uint32_t device = 0;
+    triage::Dim3 block;
+    KernelState* kernel = nullptr;
+  };
+  thread_local std::array<Entry, 8> cache{};
+  thread_local size_t next = 0;
+  const triage::Dim3 block = event.launch ? event.launch->block : triage::Dim3{0, 0, 0};
+  for (const Entry& e : cache) {
+    if (e.agent == instance_id_ && e.name == event.mangled_name.data() && e.device == event.device &&
+        e.block == block && e.kernel->mangled == event.mangled_name) {
+      return e.kernel;
+    }
+  }
+  KernelState* kernel = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kernel = kernel_for_locked(event.mangled_name, event.device, block);
+  }
+  cache[next] = Entry{instance_id_, event.mangled_name.data(), event.device, block, kernel};
+  next = (next + 1) % cache.size();
+  return kernel;
+}
+
+Agent::KernelState* Agent::kernel_for_locked(std::string_view mangled, uint32_t device,
+                                             const triage::Dim3& block) {
+  std::unique_ptr<KernelState>& ks =
+      kernels_[std::make_tuple(std::string(mangled), device, block.x, block.y, block.z)];
+  if (ks) return ks.get();
+  auto it = names_.find(mangled);
+  if (it == names_.end()) {
+    auto names = std::make_shared<NameInfo>();
+    names->demangled = tools::demangle(std::string(mangled));
+    names->function = tools::function_base_name(names->demangled);
+    names->matches_filter = config_.kernel_filter.matches(mangled, names->demangled, names->function);
+    names->no_replay = is_communication_kernel(names->function);
+    it = names_.emplace(std::string(mangled), std::move(names)).first;
+  }
+  ks = std::make_unique<KernelState>();
+  ks->mangled = std::string(mangled);
+  ks->device = device;
+  ks->block = block;
+  ks->names = it->second;
+  ks->stats.mangled_name = ks->mangled;
+  families_.push_back(ks.get());
+  ks->family_id = families_.size();
+  update_candidate_locked(*ks);
+  return ks.get();
+}
+
+void Agent::update_candidate_locked(KernelState& kernel) {
+  bool wanted = false;
+  switch (config_.select) {
+    case SelectMode::kAll: wanted = true; break;
+    case SelectMode::kNone: wanted = false; break;
+    case SelectMode::kTop:
+    case SelectMode::kShare:
+      // Without a running trace nothing is ranked: profile by name, as with "all".
+      wanted = trace_started_.load() ? kernel.ranked : true;
+      break;
+  }
+  if (kernel.complete || kernel.wrote_unprofiled ||
+      kernel.profiles_started >= config_.max_profiles_per_kernel || !kernel.names->matches_filter ||
+      state_.load() != wire::AgentState::kActive ||
+      (config_.launch_count != 0 && profiles_started_ >= config_.launch_count)) {
+    wanted = false;
+  }
+  kernel.candidate.store(wanted, std::memory_order_relaxed);
+}
+
+// ---- NVTX --------------------------------------------------------------------------------
+
+Agent::NvtxThread& Agent::nvtx_thread() {
+  thread_local NvtxThread state;
+  if (state.agent != instance_id_) {
+    state = NvtxThread{};
+    state.agent = instance_id_;
+    state.correlations = std::make_shared<CorrelationBuffer>();
+    std::lock_guard<std::mutex> lock(nvtx_mutex_);
+    correlation_buffers_.push_back(state.correlations);
+  }
+  return state;
+}
+
+void Agent::on_nvtx(const collectors::NvtxEvent& event) {
+  try {
+    if (finished_.load(std::memory_order_relaxed)) return;
+    using Kind = collectors::NvtxEvent::Kind;
+    NvtxThread& t = nvtx_thread();
+    switch (event.kind) {
+      case Kind::kPush: {
+        NvtxThread::Open open;
+        open.name = std::string(event.message);
+        open.domain = std::string(event.domain);
+        open.start_ns = event.timestamp_ns;
+        open.path_text = t.stack.empty() ? open.name : t.stack.back().path_text + "/" + open.name;
+        const std::string& path = open.path_text;
+        {
+          std::lock_guard<std::mutex> lock(nvtx_mutex_);
+          auto [it, added] = nvtx_path_ids_.emplace(path, static_cast<uint32_t>(nvtx_paths_.size()));
+          if (added) nvtx_paths_.push_back(path);
+          open.path = it->second;
+        }
+        // Bounded: a push without pops (an application bug) cannot grow this without end.
+        if (t.stack.size() < 256) t.stack.push_back(std::move(open));
+        break;
+      }
+      case Kind::kPop: {
+        if (t.stack.empty()) break;
+        NvtxThread::Open open = std::move(t.stack.back());
+        t.stack.pop_back();
+        wire::NvtxRange r;
+        r.name = std::move(open.name);
+        r.domain = std::move(open.domain);
+        r.start_ns = open.start_ns;
+        r.end_ns = event.timestamp_ns;
+        r.thread_id = event.thread_id != 0 ? event.thread_id : os_thread_id();
+        r.depth = static_cast<uint32_t>(t.stack.size());
+        std::lock_guard<std::mutex> lock(nvtx_mutex_);
+        if (pending_nvtx_.size() < kMaxPendingNvtx) pending_nvtx_.push_back(std::move(r));
+        break;
+      }
+      case Kind::kStart: {
+        std::lock_guard<std::mutex> lock(nvtx_mutex_);
+        if (open_ranges_.size() < kMaxPendingNvtx) {
+          open_ranges_[event.range_id] = OpenRange{std::string(event.message), std::string(event.domain),
+                                                   event.timestamp_ns, event.thread_id};
+        }
+        break;
+      }
+      case Kind::kEnd: {
+        std::lock_guard<std::mutex> lock(nvtx_mutex_);
+        auto it = open_ranges_.find(event.range_id);
+        if (it == open_ranges_.end()) break;
+        wire::NvtxRange r;
+        r.name = std::move(it->second.name);
+        r.domain = std::move(it->second.domain);
+        r.start_ns = it->second.start_ns;
+        r.end_ns = event.timestamp_ns;
+        r.thread_id = it->second.thread_id;
+        open_ranges_.erase(it);
+        if (pending_nvtx_.size() < kMaxPendingNvtx) pending_nvtx_.push_back(std::move(r));
+        break;
+      }
+      case Kind::kMark:
+        break;
+    }
+  } catch (...) {
+    log_.log_once(LogLevel::kError, "nvtx", "internal error in the NVTX callback");
+  }
+}
+
+bool Agent::nvtx_allows(const LaunchEvent& event) {
+  (void)event;
+  if (config_.nvtx_include.empty() && config_.nvtx_exclude.empty()) return true;
+  const NvtxThread& t = nvtx_thread();
+  auto any = [&](const KernelFilter& f) {
+    for (const NvtxThread::Open& o : t.stack) {
+      if (f.matches(o.name, o.name, o.name)) return true;
+    }
+    return false;
+  };
+  if (!config_.nvtx_include.empty() && !any(config_.nvtx_include)) return false;
+  if (!config_.nvtx_exclude.empty() && any(config_.nvtx_exclude)) return false;
+  return true;
 }
 
 void Agent::on_launch_exit(const LaunchEvent& event) {
@@ -252,65 +586,27 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
 // ---- selection ---------------------------------------------------------------------------
 
 std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, const std::string& chip,
-                                                      KernelState*& kernel, uint64_t& launch_index) {
+                                                      KernelState& k) {
   std::lock_guard<std::mutex> lock(mutex_);
-  launch_index = ++launch_counter_;
-  if (event.api == LaunchApi::kGraphLaunch) {
-    ++totals_.graph_launches;
-    return std::nullopt;
-  }
-  ++totals_.kernel_launches;
-
-  std::shared_ptr<NameInfo>& names = names_[event.mangled_name];
-  if (!names) {
-    names = std::make_shared<NameInfo>();
-    names->demangled = tools::demangle(event.mangled_name);
-    names->function = tools::function_base_name(names->demangled);
-    names->matches_filter = config_.kernel_filter.matches(event.mangled_name, names->demangled,
-                                                          names->function);
-    names->no_replay = is_communication_kernel(names->function);
-  }
-  std::unique_ptr<KernelState>& ks = kernels_[{event.mangled_name, event.device}];
-  if (!ks) {
-    ks = std::make_unique<KernelState>();
-    ks->mangled = event.mangled_name;
-    ks->device = event.device;
-    ks->names = names;
-    ks->stats.mangled_name = event.mangled_name;
-  }
-  kernel = ks.get();
-  ++kernel->stats.launches;
-
+  KernelState* kernel = &k;
   if (event.stream_capturing) {
     ++kernel->stats.captured;
     ++totals_.captured_launches;
     return std::nullopt;
   }
-  if (!names->matches_filter) {
-    ++kernel->stats.filtered;
-    return std::nullopt;
+  if (!kernel->candidate.load()) return std::nullopt;  // changed since the fast path looked
+  if (matching_launches_.load() <= config_.launch_skip) return std::nullopt;
+  if (event.cooperative || kernel->names->no_replay) {
+    return std::vector<std::string>{};  // empty: record why, once, without profiling (counted above)
   }
-  if (++matching_launches_ <= config_.launch_skip) {
-    ++kernel->stats.filtered;
-    return std::nullopt;
-  }
-  if (event.cooperative || names->no_replay) {
-    ++kernel->stats.not_replayable;
-    ++totals_.not_replayable_launches;
-    return std::vector<std::string>{};  // empty: record why, once, without profiling
-  }
-  if (state_.load() != wire::AgentState::kActive) {
-    ++kernel->stats.filtered;
-    return std::nullopt;
-  }
+  if (state_.load() != wire::AgentState::kActive) return std::nullopt;
   if ((config_.launch_count != 0 && profiles_started_ >= config_.launch_count) ||
       kernel->complete || kernel->profiles_started >= config_.max_profiles_per_kernel) {
-    ++kernel->stats.filtered;
+    update_candidate_locked(*kernel);
     return std::nullopt;
   }
   // Counters measured on different launches are combined, so only launches of the same shape.
   if (kernel->first_launch && event.launch && !same_shape(*kernel->first_launch, *event.launch)) {
-    ++kernel->stats.filtered;
     return std::nullopt;
   }
 
@@ -327,7 +623,7 @@ std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, 
                                                {kernel->attempted.begin(), kernel->attempted.end()});
         if (wanted.empty()) {
           kernel->complete = true;
-          ++kernel->stats.filtered;
+          update_candidate_locked(*kernel);
           return std::nullopt;
         }
       } else if (config_.max_profiles_per_kernel == 1) {
@@ -339,13 +635,14 @@ std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, 
   }
   if (wanted.empty()) {
     kernel->complete = true;
-    ++kernel->stats.filtered;
+    update_candidate_locked(*kernel);
     return std::nullopt;
   }
   ++kernel->profiles_started;
   ++profiles_started_;
   if (!kernel->first_launch && event.launch) kernel->first_launch = event.launch;
   kernel->attempted.insert(wanted.begin(), wanted.end());
+  update_candidate_locked(*kernel);
   return wanted;
 }
 
@@ -400,16 +697,18 @@ std::shared_ptr<collectors::ProfilerHost> Agent::host_for(const std::string& chi
   return host;
 }
 
-void Agent::launch_enter(const LaunchEvent& event) {
-  if (finished_.load()) return;
-  KernelState* kernel = nullptr;
-  uint64_t launch_index = 0;
+void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref, uint64_t launch_index) {
+  // The slow path: a launch the selection wants. Only now the driver is asked about the stream.
+  LaunchEvent event = fast_event;
+  platform_.fill_launch_details(event);
+  if (!nvtx_allows(event)) return;
+  KernelState* kernel = &kernel_ref;
   // The chip decides the first stage's counters; device facts are cached after the first call.
   std::string chip;
-  if (event.api != LaunchApi::kGraphLaunch && !event.stream_capturing) {
+  if (!event.stream_capturing) {
     if (std::optional<collectors::DeviceInfo> dev = device_info(event.device)) chip = dev->limits.chip;
   }
-  std::optional<std::vector<std::string>> wanted = select(event, chip, kernel, launch_index);
+  std::optional<std::vector<std::string>> wanted = select(event, chip, *kernel);
   if (!wanted) return;
   if (wanted->empty()) {  // never replayed
     std::string why = event.cooperative
@@ -418,16 +717,20 @@ void Agent::launch_enter(const LaunchEvent& event) {
     record_unprofiled(event, *kernel, wire::ProfileStatus::kNotProfiledNoReplay, why);
     return;
   }
+  // Undo the selection's bookkeeping when this launch ends up unprofiled after all.
+  auto unselect = [&] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --kernel->profiles_started;
+    --profiles_started_;
+    update_candidate_locked(*kernel);
+  };
 
   std::shared_ptr<ContextState> ctx = context_for(event);
   bool expected = false;
   if (!ctx->busy.compare_exchange_strong(expected, true)) {
     // Another thread is profiling on this context right now: let this launch run unprofiled
     // rather than wait (the range profiler serves one launch per context at a time).
-    std::lock_guard<std::mutex> lock(mutex_);
-    --kernel->profiles_started;
-    --profiles_started_;
-    ++kernel->stats.filtered;
+    unselect();
     return;
   }
 
@@ -454,10 +757,7 @@ void Agent::launch_enter(const LaunchEvent& event) {
       }
       if (other_busy) {
         ctx->busy.store(false);
-        std::lock_guard<std::mutex> lock(mutex_);
-        --kernel->profiles_started;
-        --profiles_started_;
-        ++kernel->stats.filtered;
+        unselect();
         return;
       }
     }
@@ -470,6 +770,7 @@ void Agent::launch_enter(const LaunchEvent& event) {
   active->launch_index = launch_index;
   active->correlation_id = event.correlation_id;
   active->event = event;
+  active->event.mangled_name = kernel->mangled;  // the callback's string is gone by the exit
 
   auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
     ctx->busy.store(false);
@@ -541,6 +842,11 @@ void Agent::launch_enter(const LaunchEvent& event) {
       }
       return;
     }
+  }
+  if (trace_started_.load()) {
+    // Its execution(s) in the trace are replays: counted, kept out of the duration statistics.
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    replayed_correlations_.insert(event.correlation_id);
   }
   active_slot() = std::move(active);
 }
@@ -619,6 +925,13 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
   record.launch_api = to_wire(active.event.api);
   record.status = wire::ProfileStatus::kProfiled;
   if (auto d = record.input.metrics.get("gpu__time_duration.sum")) record.duration_ns = *d;
+  if (trace_started_.load()) {
+    record.family_id = kernel.family_id;
+    // Decision 0 compares this replayed duration with the family's unprofiled ones traced so
+    // far; the end of the session rewrites the record with everything traced by then.
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    fill_trace_inputs_locked(kernel, record.input);
+  }
 
   record.diagnosis = triage::triage_kernel(record.input, triage_options_);
 
@@ -634,8 +947,21 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
           record.diagnosis, kernel.measured, {kernel.attempted.begin(), kernel.attempted.end()});
       if (kernel.uncollected.empty()) kernel.complete = true;
     }
+    update_candidate_locked(kernel);
+    kernel.last_record = record;
   }
   write_kernel(record);
+}
+
+void Agent::fill_trace_inputs_locked(const KernelState& kernel, triage::KernelInput& input) {
+  const triage::FamilyTimeStats* family = timeline_.family(kernel.family_id);
+  if (family == nullptr) return;
+  std::optional<triage::Dim3> grid;
+  if (input.launch) grid = input.launch->grid;
+  input.unprofiled_durations_ns = family->recent_durations(grid);
+  const double total = timeline_.total_kernel_ns();
+  if (total > 0) input.time_share = family->total_ns / total;
+  input.ran_concurrently = family->concurrent_launches > 0;
 }
 
 void Agent::record_failure(ActiveProfile& active, const std::string& what) {
@@ -653,7 +979,7 @@ void Agent::record_unprofiled(const LaunchEvent& event, KernelState& kernel,
   uint64_t launch_index = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    launch_index = launch_counter_;
+    launch_index = launch_counter_.load();
     kernel.last_status = status;
     kernel.last_detail = detail;
     if (status == wire::ProfileStatus::kFailed && kernel.stats.failed == 0) {
@@ -664,6 +990,7 @@ void Agent::record_unprofiled(const LaunchEvent& event, KernelState& kernel,
     if (status != wire::ProfileStatus::kFailed) {
       if (kernel.wrote_unprofiled) return;
       kernel.wrote_unprofiled = true;
+      update_candidate_locked(kernel);
     }
   }
   if (status == wire::ProfileStatus::kFailed) {
@@ -675,10 +1002,358 @@ void Agent::record_unprofiled(const LaunchEvent& event, KernelState& kernel,
   record.stream_id = event.stream_id;
   record.correlation_id = event.correlation_id;
   record.launch_api = to_wire(event.api);
+  record.family_id = trace_started_.load() ? kernel.family_id : 0;
   record.status = status;
   record.status_detail = detail;
   record.diagnosis.headline = "not profiled: " + detail;
   write_kernel(record);
+}
+
+// ---- the trace ---------------------------------------------------------------------------
+
+void Agent::on_activity(const collectors::ActivityBatch& batch) {
+  try {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    drain_correlations_locked();
+    wire::TraceChunk chunk;
+    std::vector<KernelState*> new_families;
+    for (const collectors::KernelActivity& a : batch.kernels) {
+      if (a.end_ns < a.start_ns) continue;  // a record CUPTI could not complete
+      const ActivityKey key{a.mangled_name.data(), a.device, a.block};
+      KernelState* kernel = nullptr;
+      if (auto it = activity_families_.find(key);
+          it != activity_families_.end() && it->second->mangled == a.mangled_name) {
+        kernel = it->second;
+      } else {
+        // Kernels launched from graphs (or by other kernels) were never seen by a launch
+        // callback: their family starts here.
+        std::lock_guard<std::mutex> klock(mutex_);
+        kernel = kernel_for_locked(a.mangled_name, a.device, a.block);
+        if (activity_families_.size() > 100000) activity_families_.clear();  // bound; rebuilt on demand
+        activity_families_[key] = kernel;
+      }
+      const bool replayed = replayed_correlations_.count(a.correlation_id) > 0;
+      uint32_t nvtx_path = 0;
+      if (auto it = correlation_nvtx_.find(a.correlation_id); it != correlation_nvtx_.end()) {
+        nvtx_path = it->second;
+        if (!replayed) correlation_nvtx_.erase(it);
+        ++kernel->nvtx_launches[nvtx_path];
+      }
+      triage::KernelSpan span;
+      span.family = kernel->family_id;
+      span.device = a.device;
+      span.stream = a.stream_id;
+      span.start_ns = a.start_ns;
+      span.end_ns = a.end_ns;
+      span.grid = a.grid;
+      span.replayed = replayed;
+      span.from_graph = a.graph_id != 0;
+      timeline_.add_kernel(span);
+      if (!replayed) kernel->traced.store(true, std::memory_order_relaxed);
+      if (timeline_events_ < config_.trace_max_events) {
+        ++timeline_events_;
+        wire::KernelExecution e;
+        e.family_id = kernel->family_id;
+        e.start_ns = a.start_ns;
+        e.end_ns = a.end_ns;
+        e.stream_id = a.stream_id;
+        e.context_id = a.context_id;
+        e.correlation_id = a.correlation_id;
+        e.grid = a.grid;
+        e.graph_id = a.graph_id;
+        e.graph_node_id = a.graph_node_id;
+        e.replayed = replayed;
+        if (nvtx_path != 0) {
+          std::lock_guard<std::mutex> nlock(nvtx_mutex_);
+          if (nvtx_path < nvtx_paths_.size()) e.nvtx_path = nvtx_paths_[nvtx_path];
+        }
+        chunk.kernels.push_back(std::move(e));
+      }
+    }
+    for (const collectors::CopyActivity& c : batch.copies) {
+      if (c.end_ns < c.start_ns) continue;
+      triage::CopySpan span;
+      span.device = c.device;
+      span.stream = c.stream_id;
+      span.start_ns = c.start_ns;
+      span.end_ns = c.end_ns;
+      span.bytes = c.bytes;
+      span.kind = c.kind;
+      span.pageable = c.pageable;
+      timeline_.add_copy(span);
+      if (timeline_events_ < config_.trace_max_events) {
+        ++timeline_events_;
+        wire::CopyExecution e;
+        e.kind = c.kind;
+        e.start_ns = c.start_ns;
+        e.end_ns = c.end_ns;
+        e.bytes = c.bytes;
+        e.device = c.device;
+        e.stream_id = c.stream_id;
+        e.context_id = c.context_id;
+        e.correlation_id = c.correlation_id;
+        e.pageable = c.pageable;
+        e.graph_id = c.graph_id;
+        chunk.copies.push_back(std::move(e));
+      }
+    }
+    dropped_records_ += batch.dropped_records;
+    chunk.dropped_records = batch.dropped_records;
+    if (batch.dropped_records > 0) {
+      log_.log_once(LogLevel::kWarn, "trace-dropped",
+                    "CUPTI dropped kernel trace records (buffers full); the statistics undercount "
+                    "and the report says by how much");
+    }
+    write_chunk_locked(chunk);
+    update_selection_locked();
+  } catch (...) {
+    log_.log_once(LogLevel::kError, "activity", "internal error while reading the kernel trace");
+  }
+}
+
+void Agent::drain_correlations_locked() {
+  std::vector<std::shared_ptr<CorrelationBuffer>> buffers;
+  {
+    std::lock_guard<std::mutex> lock(nvtx_mutex_);
+    buffers = correlation_buffers_;
+  }
+  for (const std::shared_ptr<CorrelationBuffer>& b : buffers) {
+    std::vector<std::pair<uint64_t, uint32_t>> items;
+    {
+      std::lock_guard<std::mutex> lock(b->mutex);
+      items.swap(b->items);
+    }
+    for (const auto& [correlation, path] : items) correlation_nvtx_[correlation] = path;
+  }
+  // Launches that never execute (captured into a graph) are never matched: bound the map.
+  if (correlation_nvtx_.size() > 1000000) correlation_nvtx_.clear();
+}
+
+void Agent::write_chunk_locked(wire::TraceChunk& chunk) {
+  {
+    std::lock_guard<std::mutex> lock(nvtx_mutex_);
+    if (timeline_events_ < config_.trace_max_events && !pending_nvtx_.empty()) {
+      const size_t room = static_cast<size_t>(
+          std::min<uint64_t>(config_.trace_max_events - timeline_events_, pending_nvtx_.size()));
+      chunk.nvtx_ranges.assign(std::make_move_iterator(pending_nvtx_.begin()),
+                               std::make_move_iterator(pending_nvtx_.begin() + static_cast<std::ptrdiff_t>(room)));
+      timeline_events_ += room;
+    }
+    pending_nvtx_.clear();
+  }
+  if (chunk.kernels.empty() && chunk.copies.empty() && chunk.nvtx_ranges.empty() &&
+      chunk.dropped_records == 0) {
+    return;
+  }
+  std::vector<KernelState*> used;
+  {
+    std::lock_guard<std::mutex> klock(mutex_);  // families_ may grow on another thread
+    for (const wire::KernelExecution& e : chunk.kernels) used.push_back(families_.at(e.family_id - 1));
+  }
+  std::lock_guard<std::mutex> lock(output_mutex_);
+  ensure_header_locked();
+  for (KernelState* kernel : used) {
+    if (!kernel->family_written) write_family_locked(*kernel);
+  }
+  if (sink_) sink_->append(encoder_.trace_chunk(chunk));
+}
+
+void Agent::write_family_locked(KernelState& kernel) {
+  kernel.family_written = true;
+  wire::FamilyDef f;
+  f.id = kernel.family_id;
+  f.mangled_name = kernel.mangled;
+  f.display_name = kernel.names->function;
+  f.device = kernel.device;
+  f.block = kernel.block;
+  if (sink_) sink_->append(encoder_.family(f));
+}
+
+void Agent::update_selection_locked() {
+  if (config_.select != SelectMode::kTop && config_.select != SelectMode::kShare) return;
+  const std::vector<uint64_t> ranking = timeline_.ranking();
+  const double total = timeline_.total_kernel_ns();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < ranking.size(); ++i) {
+    if (ranking[i] == 0 || ranking[i] > families_.size()) continue;
+    KernelState& kernel = *families_[ranking[i] - 1];
+    const triage::FamilyTimeStats* stats = timeline_.family(ranking[i]);
+    const double share = stats != nullptr && total > 0 ? stats->total_ns / total : 0.0;
+    kernel.rank = static_cast<uint32_t>(i + 1);
+    kernel.ranked = config_.select == SelectMode::kTop ? i < config_.select_top
+                                                       : share >= config_.select_min_share;
+    update_candidate_locked(kernel);
+  }
+}
+
+void Agent::finish_trace() {
+  if (!trace_started_.load()) return;
+  stop_flush_thread();
+  try {
+    platform_.flush_trace(true);  // delivers through on_activity, on this thread
+  } catch (...) {
+  }
+  std::lock_guard<std::mutex> lock(trace_mutex_);
+  wire::TraceChunk rest;  // NVTX ranges closed after the last delivered batch
+  write_chunk_locked(rest);
+  const triage::TimelineSummary timeline = timeline_.summary();
+  // Profiled records again, with every unprofiled duration and the session's timeline numbers.
+  std::vector<wire::KernelRecord> rewrites;
+  {
+    std::lock_guard<std::mutex> klock(mutex_);
+    for (KernelState* kernel : families_) {
+      if (!kernel->last_record) continue;
+      wire::KernelRecord record = *kernel->last_record;
+      fill_trace_inputs_locked(*kernel, record.input);
+      triage::fill_timeline_inputs(timeline, kernel->family_id, record.input);
+      record.diagnosis = triage::triage_kernel(record.input, triage_options_);
+      record.revision = kernel->last_record->revision + 1;
+      kernel->diagnosis = record.diagnosis;
+      kernel->last_record = record;
+      rewrites.push_back(std::move(record));
+    }
+  }
+  for (const wire::KernelRecord& r : rewrites) write_kernel(r);
+  wire::TraceSummary summary = trace_summary_locked(timeline);
+  std::lock_guard<std::mutex> olock(output_mutex_);
+  write_bytes_locked(encoder_.trace_summary(summary));
+}
+
+wire::TraceSummary Agent::trace_summary() const {
+  if (!trace_started_.load()) return {};
+  std::lock_guard<std::mutex> lock(trace_mutex_);
+  return trace_summary_locked(timeline_.summary());
+}
+
+wire::TraceSummary Agent::trace_summary_locked(const triage::TimelineSummary& timeline) const {
+  wire::TraceSummary out;
+  out.timeline = timeline;
+  out.findings = triage::triage_timeline(timeline);
+  out.dropped_records = dropped_records_;
+  out.timeline_kernel_events = timeline_events_;
+  switch (config_.select) {
+    case SelectMode::kTop: out.selection.mode = wire::SelectionMode::kTop; break;
+    case SelectMode::kAll: out.selection.mode = wire::SelectionMode::kAll; break;
+    case SelectMode::kShare: out.selection.mode = wire::SelectionMode::kShare; break;
+    case SelectMode::kNone: out.selection.mode = wire::SelectionMode::kNone; break;
+  }
+  out.selection.top_k = config_.select == SelectMode::kTop ? config_.select_top : 0;
+  out.selection.min_share = config_.select == SelectMode::kShare ? config_.select_min_share : 0;
+  out.selection.nvtx_include = config_.nvtx_include.spec();
+  out.selection.nvtx_exclude = config_.nvtx_exclude.spec();
+  std::vector<std::string> paths;
+  {
+    std::lock_guard<std::mutex> lock(nvtx_mutex_);
+    paths = nvtx_paths_;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const triage::FamilyTimeStats& f : timeline.families) {
+    if (f.family == 0 || f.family > families_.size()) continue;
+    const KernelState& k = *families_[f.family - 1];
+    wire::FamilyOutcome o;
+    using S = wire::FamilySelection;
+    if (k.stats.profiled > 0) {
+      o.selection = S::kProfiled;
+      if (k.last_record) o.profiled_launch_index = k.last_record->input.launch_index;
+    } else if (k.not_replayable.load() > 0) {
+      o.selection = S::kNotReplayable;
+      o.selection_detail = k.last_detail;
+    } else if (k.last_status == wire::ProfileStatus::kFailed) {
+      o.selection = S::kFailed;
+      o.selection_detail = k.last_detail;
+    } else if (k.last_status == wire::ProfileStatus::kNotProfiledPermission ||
+               state_.load() == wire::AgentState::kPermissionDenied) {
+      o.selection = S::kNotPermitted;
+    } else if (config_.select == SelectMode::kNone) {
+      o.selection = S::kTraceOnly;
+    } else if (!k.names->matches_filter) {
+      o.selection = S::kFiltered;
+      o.selection_detail = "the kernel-name filter " + config_.kernel_filter.spec() + " excludes it";
+    } else if (f.graph_launches == f.launches && k.launches.load() == 0) {
+      o.selection = S::kGraphOnly;
+      o.selection_detail =
+          "launched only from CUDA graphs: the range profiler cannot replay a kernel inside a graph "
+          "launch (on CUDA 13.0 auto-range replay of cuGraphLaunch gave no ranges and lost the "
+          "graph's results), so graph kernels are traced and ranked but not profiled";
+    } else if (k.ranked || config_.select == SelectMode::kAll) {
+      o.selection = S::kTooFewLaunches;
+      o.selection_detail = "ranked #" + std::to_string(k.rank) +
+                           " but not launched again after its rank was known (or its launches were "
+                           "captured, skipped or limited); CUTRIAGE_SELECT=all profiles from the first launch";
+      if (!config_.nvtx_include.empty() || !config_.nvtx_exclude.empty()) {
+        o.selection_detail += "; the NVTX filter may have excluded its launches";
+      }
+    } else {
+      o.selection = S::kNotRanked;
+      o.selection_detail = config_.select == SelectMode::kTop
+                               ? "outside the top " + std::to_string(config_.select_top) + " (rank #" +
+                                     std::to_string(k.rank) + ")"
+                               : "below the " + select_spec(config_).substr(6) + " share cut";
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> by_count;
+    for (const auto& [path, n] : k.nvtx_launches) by_count.emplace_back(n, path);
+    std::sort(by_count.begin(), by_count.end(), std::greater<>());
+    for (const auto& [n, path] : by_count) {
+      if (path < paths.size() && o.nvtx_paths.size() < 8) o.nvtx_paths.push_back(paths[path]);
+    }
+    out.outcomes[f.family] = std::move(o);
+  }
+  return out;
+}
+
+std::vector<std::string> Agent::summary_lines(const wire::TraceSummary& trace) const {
+  std::vector<std::string> lines;
+  auto ms = [](double ns) {
+    char buf[32];
+    if (ns >= 1e9) {
+      std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+    } else if (ns >= 1e6) {
+      std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+    }
+    return std::string(buf);
+  };
+  for (const triage::DeviceTimeStats& d : trace.timeline.devices) {
+    char buf[160];
+    const double span = d.span_ns();
+    std::snprintf(buf, sizeof buf, "GPU %u: busy %.1f%% of %s (%llu kernels, %llu copies)", d.device,
+                  span > 0 ? 100.0 * d.busy_ns / span : 0.0, ms(span).c_str(),
+                  static_cast<unsigned long long>(d.kernels), static_cast<unsigned long long>(d.copies));
+    lines.emplace_back(buf);
+  }
+  const size_t shown = std::min<size_t>(trace.timeline.families.size(), 10);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < shown; ++i) {
+    const triage::FamilyTimeStats& f = trace.timeline.families[i];
+    if (f.family == 0 || f.family > families_.size()) continue;
+    const KernelState& k = *families_[f.family - 1];
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "#%zu %5.1f%%  %s  x%llu, mean %s", i + 1,
+                  100.0 * trace.timeline.time_share(f), k.names->function.c_str(),
+                  static_cast<unsigned long long>(f.launches), ms(f.mean_ns()).c_str());
+    lines.emplace_back(buf);
+    if (k.diagnosis) {
+      lines.push_back("     " + k.diagnosis->headline);
+      if (!k.diagnosis->next_action.empty()) lines.push_back("     next: " + k.diagnosis->next_action);
+      if (!k.uncollected.empty()) {
+        lines.push_back("     partial: " + std::to_string(k.uncollected.size()) +
+                        " counters the route wanted were not collected (not launched again); "
+                        "CUTRIAGE_METRICS=full collects everything in one launch");
+      }
+    } else if (auto it = trace.outcomes.find(f.family); it != trace.outcomes.end() &&
+                                                       !it->second.selection_detail.empty()) {
+      lines.push_back("     not profiled: " + it->second.selection_detail);
+    }
+  }
+  if (trace.timeline.families.size() > shown) {
+    lines.push_back("... and " + std::to_string(trace.timeline.families.size() - shown) +
+                    " more families (cutriage report)");
+  }
+  for (const triage::CheckResult& c : trace.findings) {
+    if (c.outcome == triage::Outcome::kFired && c.finding) lines.push_back("session: " + c.finding->summary);
+  }
+  return lines;
 }
 
 // ---- output ------------------------------------------------------------------------------
@@ -712,6 +1387,7 @@ void Agent::ensure_header_locked() {
   s.metric_set = metric_mode_name(config_.metric_mode);
   s.kernel_filter = config_.kernel_filter.spec();
   s.source = wire::SessionSource::kAgent;
+  s.trace_clock_at_start_ns = trace_started_.load() ? trace_clock_at_start_ns_ : 0;
   if (sink_) sink_->append(encoder_.session(s));
 }
 
@@ -753,19 +1429,39 @@ wire::SessionEnd Agent::session_end() const {
   wire::SessionEnd e = totals_;
   e.state = state_.load();
   e.state_detail = state_detail_;
-  for (const auto& [key, k] : kernels_) e.kernels.push_back(k->stats);
+  e.kernel_launches = kernel_launches_.load();
+  e.graph_launches = graph_launches_.load();
+  e.not_replayable_launches = not_replayable_launches_.load();
+  // Families with the same kernel (block shapes) are one entry here, as before the trace.
+  std::map<std::pair<std::string, uint32_t>, wire::KernelLaunchStats> by_kernel;
+  for (const KernelState* k : families_) {
+    const uint64_t launches = k->launches.load();
+    if (launches == 0) continue;  // only seen in the trace (graph kernels)
+    wire::KernelLaunchStats& s = by_kernel[{k->mangled, k->device}];
+    s.mangled_name = k->mangled;
+    s.launches += launches;
+    s.profiled += k->stats.profiled;
+    s.captured += k->stats.captured;
+    s.not_replayable += k->not_replayable.load();
+    s.failed += k->stats.failed;
+    const uint64_t accounted = k->stats.profiled + k->stats.captured + k->not_replayable.load() + k->stats.failed;
+    s.filtered += launches > accounted ? launches - accounted : 0;
+  }
+  for (auto& [key, s] : by_kernel) e.kernels.push_back(std::move(s));
   return e;
 }
 
 std::vector<KernelSummary> Agent::kernels() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<KernelSummary> out;
-  for (const auto& [key, k] : kernels_) {
+  for (const KernelState* k : families_) {
     KernelSummary s;
     s.function_name = k->names->function;
     s.mangled_name = k->mangled;
     s.device = k->device;
     s.stats = k->stats;
+    s.stats.launches = k->launches.load();
+    s.stats.not_replayable = k->not_replayable.load();
     s.diagnosis = k->diagnosis;
     s.last_status = k->last_status;
     s.last_status_detail = k->last_detail;
@@ -778,19 +1474,21 @@ std::vector<KernelSummary> Agent::kernels() const {
 void Agent::finish() {
   if (finished_.exchange(true)) return;
   try {
-    wire::SessionEnd end = session_end();
-    end.end_time_unix_ns = process_.now_unix_ns();
     bool saw_gpu_work = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      saw_gpu_work = contexts_seen_ > 0 || end.kernel_launches > 0 || end.graph_launches > 0;
+      saw_gpu_work = contexts_seen_ > 0 || kernel_launches_.load() > 0 || graph_launches_.load() > 0;
     }
     if (!saw_gpu_work && subscribed_.load()) {
       // CUDA was initialized but never used a GPU (none visible, or the process only probed):
       // one line, no file.
+      stop_flush_thread();
       log_.warn("no CUDA context was created in this process (no usable GPU?); nothing was profiled");
       return;
     }
+    finish_trace();
+    wire::SessionEnd end = session_end();
+    end.end_time_unix_ns = process_.now_unix_ns();
     {
       std::lock_guard<std::mutex> lock(output_mutex_);
       if (state_.load() != wire::AgentState::kNoGpu &&
@@ -799,6 +1497,32 @@ void Agent::finish() {
       }
     }
     if (!config_.summary || !subscribed_.load()) return;
+    auto tail = [&] {
+      if (end.graph_launches > 0) {
+        log_.summary("  " + std::to_string(end.graph_launches) +
+                     " CUDA graph launches: their kernels are traced and ranked, not profiled");
+      }
+      if (end.captured_launches > 0) {
+        log_.summary("  " + std::to_string(end.captured_launches) +
+                     " launches into streams under capture: recorded into graphs, not profiled");
+      }
+      if (state_.load() == wire::AgentState::kPermissionDenied) {
+        log_.summary("  nothing profiled: counters not permitted (see the message above for the fix)");
+      }
+    };
+    if (trace_started_.load()) {
+      const wire::TraceSummary trace = trace_summary();
+      if (!trace.timeline.families.empty()) {
+        std::string head = std::to_string(trace.timeline.families.size()) + " kernel families traced (" +
+                           std::to_string(trace.timeline.kernel_executions) + " executions), " +
+                           std::to_string(end.profiled_launches) + " launches profiled";
+        if (sink_ && !sink_->failed()) head += "; details: cutriage report " + sink_->describe();
+        log_.summary(head);
+        for (const std::string& line : summary_lines(trace)) log_.summary("  " + line);
+        tail();
+        return;
+      }
+    }
     std::vector<KernelSummary> ks = kernels();
     size_t profiled = 0;
     for (const KernelSummary& k : ks) profiled += k.diagnosis ? 1 : 0;
@@ -821,17 +1545,7 @@ void Agent::finish() {
         log_.summary("  " + k.function_name + ": not profiled: " + k.last_status_detail);
       }
     }
-    if (end.graph_launches > 0) {
-      log_.summary("  " + std::to_string(end.graph_launches) +
-                   " CUDA graph launches: kernels inside graphs are not profiled in this version");
-    }
-    if (end.captured_launches > 0) {
-      log_.summary("  " + std::to_string(end.captured_launches) +
-                   " launches into streams under capture: recorded into graphs, not profiled");
-    }
-    if (state_.load() == wire::AgentState::kPermissionDenied) {
-      log_.summary("  nothing profiled: counters not permitted (see the message above for the fix)");
-    }
+    tail();
   } catch (...) {
     log_.log_once(LogLevel::kError, "finish", "internal error while finishing");
   }

@@ -2,8 +2,15 @@
 // selects launches to profile, wraps them in the range profiler, triages each kernel when its data
 // is complete, appends the records, and prints the summary at exit.
 //
-// Threading: callbacks arrive on the application's threads, several at once. Shared state sits
-// behind `mutex_`; it is never held while a kernel runs. A profiled launch holds its context's
+// Trace first: with the trace on, every kernel execution arrives through the Activity API (on
+// CUPTI's or the flush thread, never the application's), is folded into the timeline statistics
+// and appended to the file's timeline; after each batch the families are ranked by GPU time and
+// the selection policy marks the few worth profiling. A launch of an unmarked family costs the
+// application thread a cache lookup and a few relaxed atomics (on_launch_enter's fast path).
+//
+// Threading: callbacks arrive on the application's threads, several at once. Lock order:
+// trace_mutex_ -> mutex_ -> output_mutex_; nvtx_mutex_ is a leaf. Shared state sits behind
+// `mutex_`; it is never held while a kernel runs. A profiled launch holds its context's
 // `busy` flag from launch entry to launch exit (same thread); a second selected launch on that
 // context meanwhile is left unprofiled rather than waited for, so the agent never blocks one
 // application thread on another.
@@ -14,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,11 +30,15 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "config.h"
 #include "cutriage/collectors/platform.h"
 #include "cutriage/triage/engine.h"
+#include "cutriage/triage/timeline.h"
 #include "cutriage/wire/records.h"
 #include "cutriage/wire/writer.h"
 #include "log.h"
@@ -56,7 +68,7 @@ struct KernelSummary {
   std::vector<std::string> uncollected;  // counters the route still wanted when profiling stopped
 };
 
-class Agent final : public collectors::LaunchObserver {
+class Agent final : public collectors::LaunchObserver, public collectors::ActivityObserver {
  public:
   // `platform` and `log` must outlive the agent. `sink` receives the file's bytes.
   Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr<RecordSink> sink,
@@ -65,36 +77,66 @@ class Agent final : public collectors::LaunchObserver {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // Subscribes to the callbacks. False when the agent stays off (the reason was logged once).
+  // Subscribes to the callbacks and starts the trace. False when the agent stays off (the reason
+  // was logged once).
   bool start();
-  // Writes the session end and prints the summary. Idempotent; safe after the contexts are gone.
+  // Collects the last trace records, writes the application view and the session end, prints the
+  // summary. Idempotent; safe after the contexts are gone.
   void finish();
 
   void on_context_created(const collectors::ContextEvent& event) override;
   void on_context_destroying(const collectors::ContextEvent& event) override;
   void on_module_loaded(const collectors::ModuleEvent& event) override;
-  void on_launch_enter(const collectors::LaunchEvent& event) override;
+  bool on_launch_enter(const collectors::LaunchEvent& event) override;
   void on_launch_exit(const collectors::LaunchEvent& event) override;
+  void on_nvtx(const collectors::NvtxEvent& event) override;
+  void on_activity(const collectors::ActivityBatch& batch) override;
 
   [[nodiscard]] wire::AgentState state() const { return state_.load(); }
   [[nodiscard]] std::vector<KernelSummary> kernels() const;
   [[nodiscard]] wire::SessionEnd session_end() const;
   [[nodiscard]] std::string output_path() const { return sink_ ? sink_->describe() : ""; }
+  // The application view so far (families, devices, session findings). Empty without the trace.
+  [[nodiscard]] wire::TraceSummary trace_summary() const;
 
  private:
   struct ContextState;
   struct KernelState;
   struct ActiveProfile;
   struct NameInfo;
+  struct NvtxThread;
+  struct CorrelationBuffer;
+  struct ActivityKey;
+  struct ActivityKeyHash {
+    size_t operator()(const ActivityKey& k) const noexcept;
+  };
 
   // The profiled launch in flight on the calling thread (entry to exit); null when none.
   static std::unique_ptr<ActiveProfile>& active_slot();
-  void launch_enter(const collectors::LaunchEvent& event);
+  void launch_enter(const collectors::LaunchEvent& event, KernelState& kernel, uint64_t launch_index);
   void launch_exit(const collectors::LaunchEvent& event);
+  // The family of a launch: a thread-local cache in front of kernel_for_locked.
+  KernelState* kernel_for_launch(const collectors::LaunchEvent& event);
+  // Finds or creates the family (mutex_ held).
+  KernelState* kernel_for_locked(std::string_view mangled, uint32_t device, const triage::Dim3& block);
   // Decides under mutex_ whether this launch is profiled and with which counters.
   std::optional<std::vector<std::string>> select(const collectors::LaunchEvent& event,
-                                                 const std::string& chip, KernelState*& kernel,
-                                                 uint64_t& launch_index);
+                                                 const std::string& chip, KernelState& kernel);
+  // Whether the family's next launch goes to select() (mutex_ held).
+  void update_candidate_locked(KernelState& kernel);
+  bool nvtx_allows(const collectors::LaunchEvent& event);
+  NvtxThread& nvtx_thread();
+  void request_flush();
+  void flush_loop();
+  void stop_flush_thread();
+  // Ranks the families after a trace batch and marks the ones to profile (trace_mutex_ held).
+  void update_selection_locked();
+  void write_chunk_locked(wire::TraceChunk& chunk);  // trace_mutex_ held
+  void drain_correlations_locked();                   // trace_mutex_ held
+  void fill_trace_inputs_locked(const KernelState& kernel, triage::KernelInput& input);  // trace_mutex_
+  wire::TraceSummary trace_summary_locked(const triage::TimelineSummary& timeline) const;  // trace_mutex_
+  void finish_trace();
+  std::vector<std::string> summary_lines(const wire::TraceSummary& trace) const;
   std::shared_ptr<ContextState> context_for(const collectors::LaunchEvent& event);
   std::shared_ptr<collectors::ProfilerHost> host_for(const std::string& chip, std::string* error);
   std::optional<collectors::DeviceInfo> device_info(uint32_t device);
@@ -109,6 +151,7 @@ class Agent final : public collectors::LaunchObserver {
   void set_inactive(wire::AgentState state, const std::string& detail);
   void fill_kernel_input(const collectors::LaunchEvent& event, const KernelState& kernel,
                          uint64_t launch_index, triage::KernelInput& input);
+  void write_family_locked(KernelState& kernel);  // output_mutex_ held
 
   AgentConfig config_;
   collectors::Platform& platform_;
@@ -118,9 +161,49 @@ class Agent final : public collectors::LaunchObserver {
   triage::TriageOptions triage_options_;
   uint64_t start_time_ns_ = 0;
 
+  const uint64_t instance_id_;  // tells thread-local caches of different agents apart
   std::atomic<wire::AgentState> state_{wire::AgentState::kActive};
   std::atomic<bool> finished_{false};
   std::atomic<bool> subscribed_{false};
+  std::atomic<bool> trace_started_{false};
+
+  // Counted on the fast path, without mutex_.
+  std::atomic<uint64_t> launch_counter_{0};
+  std::atomic<uint64_t> kernel_launches_{0};
+  std::atomic<uint64_t> graph_launches_{0};
+  std::atomic<uint64_t> not_replayable_launches_{0};
+  std::atomic<uint64_t> matching_launches_{0};
+  std::atomic<uint64_t> generation_{1};  // bumped when a family is created; invalidates caches
+
+  // The flush thread: delivers trace records every trace_flush_ms, and early when a family's
+  // first duration is needed for ranking.
+  std::thread flush_thread_;
+  std::mutex flush_mutex_;
+  std::condition_variable flush_cv_;
+  bool flush_stop_ = false;
+  std::atomic<bool> flush_requested_{false};
+
+  mutable std::mutex trace_mutex_;  // the timeline and everything the activity side owns
+  triage::TimelineAccumulator timeline_;
+  std::unordered_map<ActivityKey, KernelState*, ActivityKeyHash> activity_families_;
+  std::set<uint64_t> replayed_correlations_;  // profiled launches: their executions are perturbed
+  std::unordered_map<uint64_t, uint32_t> correlation_nvtx_;  // correlation id -> NVTX path id
+  uint64_t timeline_events_ = 0;
+  uint64_t dropped_records_ = 0;
+  uint64_t trace_clock_at_start_ns_ = 0;
+
+  mutable std::mutex nvtx_mutex_;  // leaf lock
+  std::vector<std::string> nvtx_paths_{""};  // path id -> "outer/inner"; 0 = none
+  std::unordered_map<std::string, uint32_t> nvtx_path_ids_;
+  std::vector<std::shared_ptr<CorrelationBuffer>> correlation_buffers_;
+  struct OpenRange {
+    std::string name;
+    std::string domain;
+    uint64_t start_ns = 0;
+    uint32_t thread_id = 0;
+  };
+  std::unordered_map<uint64_t, OpenRange> open_ranges_;  // start/end ranges by id
+  std::vector<wire::NvtxRange> pending_nvtx_;            // closed, not yet written
 
   mutable std::mutex mutex_;  // everything below until output_mutex_
   std::string state_detail_;
@@ -129,16 +212,19 @@ class Agent final : public collectors::LaunchObserver {
   std::set<uint32_t> devices_failed_;
   std::map<std::string, std::shared_ptr<collectors::ProfilerHost>> hosts_;  // by chip
   std::set<std::string> hosts_failed_;
-  std::map<std::string, std::shared_ptr<NameInfo>> names_;  // by mangled name
-  std::map<std::pair<std::string, uint32_t>, std::unique_ptr<KernelState>> kernels_;
-  uint64_t launch_counter_ = 0;
-  uint64_t matching_launches_ = 0;
+  std::map<std::string, std::shared_ptr<NameInfo>, std::less<>> names_;  // by mangled name
+  // Families by (mangled name, device, block shape); never erased while the agent lives, so
+  // KernelState pointers stay valid for the caches.
+  std::map<std::tuple<std::string, uint32_t, uint32_t, uint32_t, uint32_t>, std::unique_ptr<KernelState>,
+           std::less<>>
+      kernels_;
+  std::vector<KernelState*> families_;  // by family id - 1
   uint64_t profiles_started_ = 0;
   wire::SessionEnd totals_;
   uint64_t modules_loaded_ = 0;
   uint64_t contexts_seen_ = 0;
 
-  std::mutex output_mutex_;  // the encoder (interning) and the sink
+  mutable std::mutex output_mutex_;  // the encoder (interning) and the sink
   wire::RecordEncoder encoder_;
   bool header_written_ = false;
 };

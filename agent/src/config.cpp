@@ -322,8 +322,51 @@ Problem apply_kernel_name(std::string_view value, AgentConfig& config) {
 
 constexpr std::string_view kBoolAccepts = "1, 0, on, off, true, false, yes or no";
 
+Problem apply_select(std::string_view value, AgentConfig& config) {
+  const std::string_view v = trim(value);
+  if (iequals(v, "all")) {
+    config.select = SelectMode::kAll;
+    return ok();
+  }
+  if (iequals(v, "none")) {
+    config.select = SelectMode::kNone;
+    return ok();
+  }
+  if (istarts_with(v, "top:")) {
+    const std::optional<uint64_t> k = parse_unsigned(v.substr(4), 1000000);
+    if (!k || *k == 0) return bad("top: needs a count from 1 to 1000000");
+    config.select = SelectMode::kTop;
+    config.select_top = static_cast<uint32_t>(*k);
+    return ok();
+  }
+  if (istarts_with(v, "share:")) {
+    std::string_view n = trim(v.substr(6));
+    if (!n.empty() && n.back() == '%') n.remove_suffix(1);
+    // Percent with at most one decimal: "5", "0.5", "12.5".
+    const size_t dot = n.find('.');
+    const std::optional<uint64_t> whole = parse_unsigned(n.substr(0, dot), 100);
+    std::optional<uint64_t> tenth = uint64_t{0};
+    if (dot != std::string_view::npos) tenth = n.size() == dot + 2 ? parse_unsigned(n.substr(dot + 1), 9) : std::nullopt;
+    if (!whole || !tenth) return bad("share: needs a percentage such as 5 or 0.5");
+    const double pct = double(*whole) + double(*tenth) / 10.0;
+    if (pct <= 0 || pct > 100) return bad("share: needs a percentage above 0 and at most 100");
+    config.select = SelectMode::kShare;
+    config.select_min_share = pct / 100.0;
+    return ok();
+  }
+  return bad();
+}
+
+Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
+  std::string_view spec = value;
+  if (spec.substr(0, kRegexPrefix.size()) != kRegexPrefix) spec = trim(spec);
+  if (spec.empty()) return bad();
+  std::string error = filter.set(spec, NameBase::kFunction);
+  return error.empty() ? ok() : bad(std::move(error));
+}
+
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 12> kOptions = {{
+const std::array<Option, 18> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -395,6 +438,41 @@ const std::array<Option, 12> kOptions = {{
       "override thresholds: lines rule_id.threshold = value (names from `cutriage rules`)"},
      "a file path",
      [](std::string_view v, AgentConfig& c) { return apply_path(v, c.thresholds_file); }},
+    {{"CUTRIAGE_SELECT", "--select", "top:K|share:P|all|none", "top:5",
+      "which kernel families are profiled: the K largest by GPU time traced so far, those with at "
+      "least P percent of it, every kernel from its first launch, or none (trace only)"},
+     "top:<K>, share:<percent>, all or none", apply_select},
+    {{"CUTRIAGE_TRACE", "--trace", "1|0", "1",
+      "trace every kernel execution with the CUPTI Activity API (needed by top: and share: "
+      "selection, the application view and `cutriage trace`)"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.trace = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_TRACE_MAX_EVENTS", "--trace-max-events", "N", "1000000",
+      "kernel executions kept in the file's timeline (the statistics cover all of them); 0 keeps "
+      "statistics only"},
+     "a non-negative integer",
+     [](std::string_view v, AgentConfig& c) {
+       return apply_unsigned(v, c.trace_max_events, 0, UINT64_MAX);
+     }},
+    {{"CUTRIAGE_TRACE_FLUSH_MS", "--trace-flush-ms", "MS", "100",
+      "how often trace records are collected from CUPTI, in milliseconds (0: only at exit)"},
+     "an integer from 0 to 60000",
+     [](std::string_view v, AgentConfig& c) {
+       return apply_unsigned(v, c.trace_flush_ms, 0, 60000);
+     }},
+    {{"CUTRIAGE_NVTX_INCLUDE", "--nvtx-include", "NAME|regex:RE", "(no filter)",
+      "profile only launches made inside an NVTX range named NAME (or matching RE)"},
+     "an NVTX range name or regex:<ECMAScript regular expression>",
+     [](std::string_view v, AgentConfig& c) { return apply_nvtx(v, c.nvtx_include); }},
+    {{"CUTRIAGE_NVTX_EXCLUDE", "--nvtx-exclude", "NAME|regex:RE", "(no filter)",
+      "never profile launches made inside an NVTX range named NAME (or matching RE)"},
+     "an NVTX range name or regex:<ECMAScript regular expression>",
+     [](std::string_view v, AgentConfig& c) { return apply_nvtx(v, c.nvtx_exclude); }},
 }};
 
 const Option* find_option(std::string_view name) {
@@ -498,6 +576,13 @@ ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::str
     message += option->accepts;
     result.issues.push_back({ConfigIssue::Severity::kError, std::string(option->spec.env), std::move(message)});
   }
+  if (!result.config.trace &&
+      (result.config.select == SelectMode::kTop || result.config.select == SelectMode::kShare)) {
+    result.issues.push_back({ConfigIssue::Severity::kError, "CUTRIAGE_SELECT",
+                             "CUTRIAGE_SELECT=" + select_spec(result.config) +
+                                 " ranks kernels by traced GPU time, but CUTRIAGE_TRACE=0 turns the "
+                                 "trace off; expected CUTRIAGE_SELECT=all or none with CUTRIAGE_TRACE=0"});
+  }
   if (!result.ok()) result.config.enabled = false;
   return result;
 }
@@ -517,6 +602,22 @@ bool has_oversized_regex_number(std::string_view re) {
 }
 
 }  // namespace
+
+std::string select_spec(const AgentConfig& config) {
+  switch (config.select) {
+    case SelectMode::kAll: return "all";
+    case SelectMode::kNone: return "none";
+    case SelectMode::kTop: return "top:" + std::to_string(config.select_top);
+    case SelectMode::kShare: {
+      const double pct = config.select_min_share * 100.0;
+      const auto tenths = static_cast<uint64_t>(pct * 10.0 + 0.5);
+      std::string s = "share:" + std::to_string(tenths / 10);
+      if (tenths % 10 != 0) s += "." + std::to_string(tenths % 10);
+      return s + "%";
+    }
+  }
+  return "";
+}
 
 // ---------------------------------------------------------------------------------------------
 // KernelFilter

@@ -76,6 +76,14 @@ class KernelFilter {
   std::unique_ptr<Impl> impl_;
 };
 
+// Which kernel families are profiled (the trace ranks them by GPU time first).
+enum class SelectMode : uint8_t {
+  kTop,    // the top_k families by GPU time traced so far
+  kAll,    // every kernel from its first launch (no ranking; works without the trace)
+  kShare,  // families with at least min_share of the GPU time traced so far
+  kNone,   // trace only: nothing is replayed
+};
+
 struct AgentConfig {
   bool enabled = true;
   std::string output_pattern = "cutriage-%h-%p.pb";
@@ -89,7 +97,20 @@ struct AgentConfig {
   std::string log_file;                  // empty: stderr
   bool summary = true;                   // the per-kernel summary on stderr at exit
   std::string thresholds_file;           // empty: the guide's thresholds
+  SelectMode select = SelectMode::kTop;
+  uint32_t select_top = 5;               // kTop
+  double select_min_share = 0.05;        // kShare, in (0, 1]
+  bool trace = true;                     // the Activity API kernel trace
+  uint64_t trace_max_events = 1000000;   // kernel executions written to the timeline (0 = none)
+  uint32_t trace_flush_ms = 100;         // how often the trace is delivered (0: only at exit)
+  // NVTX range filters for profiling, matched against every range open on the launching thread
+  // (NameBase is ignored: range names are plain strings).
+  KernelFilter nvtx_include;
+  KernelFilter nvtx_exclude;
 };
+
+// "top:5", "all", "share:5%", "none"
+std::string select_spec(const AgentConfig& config);
 
 struct ConfigIssue {
   enum class Severity : uint8_t { kWarning, kError };

@@ -9,7 +9,10 @@
 #    that stdout and the exit status are identical; keeps the agent's files (zoo_<program>.pb);
 # 3. runs the multithreaded, two-context and CUDA-graph programs under the agent (same checks);
 # 4. `cutriage run` on one program; the agent with no visible GPU;
-# 5. a PyTorch program under the agent (results compared with a plain run).
+# 5. a PyTorch program under the agent (results compared with a plain run);
+# 6. the trace: the timeline program (NVTX, streams, copies, a tiny-kernel burst) and the graph
+#    program in trace-only and profiling runs, `cutriage trace` exported and parsed as JSON;
+# 7. bench/trace_overhead.sh (BENCH=0 skips it): plain vs trace-only vs default, medians.
 # The .pb files go to tests/data/agent/ (committed) so CI replays them: see that README.
 set -u -o pipefail
 out="${OUT:-$PWD/gpu-out}"
@@ -71,7 +74,7 @@ for p in vector_add small_grid odd_block strided_load transpose register_spill w
   compare "zoo_$p" "$out/agent/zoo_$p.pb" 'regex:^(zoo_|nvjet)' "$zoo/zoo_$p"
   "$cli" report "$out/agent/zoo_$p.pb" >"$out/logs/zoo_$p.report.txt" 2>&1
 done
-for p in multithread two_contexts graphs; do
+for p in multithread two_contexts graphs timeline; do
   compare "prog_$p" "$out/agent/prog_$p.pb" '' "$PWD/$build/tests/gpu/gpu_$p"
   "$cli" report "$out/agent/prog_$p.pb" >"$out/logs/prog_$p.report.txt" 2>&1
 done
@@ -89,7 +92,30 @@ note "no visible GPU: exit $? (zoo's skip code is 77); stderr: $(tr '\n' '|' <"$
 compare torch_loop "$out/agent/torch_loop.pb" '' python3 "$PWD/bench/torch_loop.py"
 "$cli" report "$out/agent/torch_loop.pb" >"$out/logs/torch_loop.report.txt" 2>&1
 
+# The trace: every kernel of the timeline program in the top 3, and a trace-only run of the
+# PyTorch loop; each exported to Chrome JSON and parsed.
+CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/agent/trace_timeline.pb" CUTRIAGE_SELECT=top:3 \
+  "$PWD/$build/tests/gpu/gpu_timeline" >"$out/logs/trace_timeline.out" 2>"$out/logs/trace_timeline.err"
+note "trace timeline (top:3): exit $?"
+CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/agent/trace_torch.pb" CUTRIAGE_SELECT=none \
+  python3 "$PWD/bench/torch_loop.py" 40 >"$out/logs/trace_torch.out" 2>"$out/logs/trace_torch.err"
+note "trace torch (select none): exit $?"
+CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/agent/trace_graphs.pb" CUTRIAGE_SELECT=all \
+  "$PWD/$build/tests/gpu/gpu_graphs" >"$out/logs/trace_graphs.out" 2>"$out/logs/trace_graphs.err"
+note "trace graphs (select all): exit $?"
+for f in trace_timeline trace_torch trace_graphs prog_timeline torch_loop zoo_tiny_kernels; do
+  "$cli" report "$out/agent/$f.pb" >"$out/logs/$f.report.txt" 2>&1
+  "$cli" trace "$out/agent/$f.pb" -o "$out/logs/$f.json" >"$out/logs/$f.trace.log" 2>&1
+  n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['traceEvents']))" "$out/logs/$f.json" 2>&1)
+  note "cutriage trace $f: $n events"
+  rm -f "$out/logs/$f.json"
+done
+
 note "result: $([ $fail = 0 ] && echo PASS || echo FAIL)"
-tar -C "$out" -czf "$out/logs.tgz" logs env.txt && rm -rf "$out/logs"
+if [ "${BENCH:-1}" = 1 ]; then
+  OUT="$out" RUNS="${RUNS:-5}" bash bench/trace_overhead.sh "$build" >"$out/logs/overhead.txt" 2>&1
+  note "overhead: see overhead/overhead.md"
+fi
+tar -C "$out" -czf "$out/logs.tgz" logs env.txt $( [ -d "$out/overhead" ] && echo overhead ) && rm -rf "$out/logs" "$out/overhead"
 tar -C "$out" -czf "$out/agent.tgz" agent && rm -rf "$out/agent"
 exit $fail

@@ -44,6 +44,13 @@ struct FakeStats {
 
 struct FakeConfig {
   Status subscribe_status;
+  Status trace_status;               // returned by start_trace
+  // Durations the fake "GPU" gives each kernel's executions (ns), by mangled name; 10 us otherwise.
+  std::map<std::string, uint64_t> durations_ns;
+  uint64_t gap_ns = 2000;            // idle time between consecutive executions
+  // Deliver each launch's execution record right after the launch (CUPTI with an instant flush);
+  // otherwise records wait for flush_trace().
+  bool deliver_each_launch = true;
   Status range_profiler_status;      // returned by make_range_profiler
   Status begin_status;               // returned by every begin()
   int fail_end_on_call = 0;          // 1-based end() call that fails; 0 = none
@@ -175,6 +182,72 @@ class FakePlatform final : public collectors::Platform {
     c->registers_per_thread = 32;
     return Status::ok();
   }
+  // The tests set stream_id / stream_capturing on the event itself.
+  void fill_launch_details(collectors::LaunchEvent& ev) override {
+    ev.details_filled = true;
+    ++details_calls;
+  }
+  Status start_trace(collectors::ActivityObserver* observer, const collectors::TraceOptions&) override {
+    if (!config.trace_status.is_ok()) return config.trace_status;
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    activity_ = observer;
+    return Status::ok();
+  }
+  void flush_trace(bool forced) override {
+    (void)forced;
+    ++flushes;
+    deliver();
+  }
+  void stop_trace() override {
+    deliver();
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    activity_ = nullptr;
+  }
+  uint64_t timestamp_ns() override { return clock_ns_.load(); }
+
+  // Queues one execution record as the Activity API would report it (graph kernels, copies).
+  void queue_kernel(const std::string& mangled, uint64_t duration_ns, triage::Dim3 grid,
+                    triage::Dim3 block, uint32_t graph_id = 0, uint32_t stream = 7,
+                    uint64_t correlation = 0) {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    Pending p;
+    p.name = mangled;
+    p.a.start_ns = clock_ns_.load() + config.gap_ns;
+    p.a.end_ns = p.a.start_ns + duration_ns;
+    clock_ns_ = p.a.end_ns;
+    p.a.grid = grid;
+    p.a.block = block;
+    p.a.stream_id = stream;
+    p.a.context_id = 1;
+    p.a.correlation_id = static_cast<uint32_t>(correlation);
+    p.a.graph_id = graph_id;
+    pending_.push_back(std::move(p));
+  }
+  void queue_copy(const collectors::CopyActivity& c) {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    pending_copies_.push_back(c);
+  }
+  void advance_clock(uint64_t ns) { clock_ns_ += ns; }
+  // Hands every queued record to the trace observer, as one batch.
+  void deliver() {
+    collectors::ActivityObserver* observer = nullptr;
+    std::vector<Pending> pending;
+    collectors::ActivityBatch batch;
+    {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      observer = activity_;
+      pending.swap(pending_);
+      batch.copies.swap(pending_copies_);
+    }
+    if (observer == nullptr || (pending.empty() && batch.copies.empty())) return;
+    for (Pending& p : pending) {
+      p.a.mangled_name = p.name;  // stays valid: `pending` outlives the call below
+      batch.kernels.push_back(p.a);
+    }
+    observer->on_activity(batch);
+  }
+  std::atomic<int> details_calls{0};
+  std::atomic<int> flushes{0};
   Result<std::unique_ptr<collectors::ProfilerHost>> make_profiler_host(const std::string&) override {
     auto h = std::make_unique<FakeHost>(config, stats);
     h->counters_ = counters_;
@@ -190,12 +263,43 @@ class FakePlatform final : public collectors::Platform {
         config, stats, *flag, [] { return current_kernel(); }, ctx.context_id, ctx.device));
   }
 
-  // Simulates one launch on the calling thread: enter callback, (the kernel), exit callback.
+  // Simulates one launch on the calling thread: enter callback, (the kernel), exit callback, and
+  // the kernel's execution record for the trace (none for a captured launch: nothing runs).
   void launch(const collectors::LaunchEvent& ev) {
-    current_kernel() = ev.mangled_name;
+    current_kernel() = std::string(ev.mangled_name);
     if (observer_ == nullptr) return;
-    observer_->on_launch_enter(ev);
-    observer_->on_launch_exit(ev);
+    if (observer_->on_launch_enter(ev)) {
+      ++exits_wanted;
+      observer_->on_launch_exit(ev);
+    }
+    if (ev.stream_capturing || ev.api == collectors::LaunchApi::kGraphLaunch) return;
+    bool tracing = false;
+    {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      tracing = activity_ != nullptr;
+    }
+    if (!tracing) return;
+    auto it = config.durations_ns.find(std::string(ev.mangled_name));
+    const uint64_t duration = it != config.durations_ns.end() ? it->second : captured_duration(ev.mangled_name);
+    const triage::LaunchConfig lc = ev.launch.value_or(triage::LaunchConfig{});
+    queue_kernel(std::string(ev.mangled_name), duration, lc.grid, lc.block, 0,
+                 static_cast<uint32_t>(ev.stream_id), ev.correlation_id);
+    if (config.deliver_each_launch) deliver();
+  }
+  std::atomic<int> exits_wanted{0};
+
+  // Without a configured duration, a kernel runs as long as its capture says (the replayed
+  // duration then agrees with the traced ones); 10 us for a kernel without a capture.
+  uint64_t captured_duration(std::string_view mangled) const {
+    auto it = counters_->by_kernel.find(std::string(mangled));
+    if (it == counters_->by_kernel.end()) return 10000;
+    const triage::MetricValue* v = it->second.find("gpu__time_duration.sum");
+    if (v == nullptr) return 10000;
+    double scale = 1;
+    if (v->unit == "usecond" || v->unit == "us") scale = 1e3;
+    if (v->unit == "msecond" || v->unit == "ms") scale = 1e6;
+    if (v->unit == "second" || v->unit == "s") scale = 1e9;
+    return static_cast<uint64_t>(v->value * scale);
   }
   collectors::LaunchObserver* observer() { return observer_; }
 
@@ -208,11 +312,28 @@ class FakePlatform final : public collectors::Platform {
   FakeStats stats;
 
  private:
+  struct Pending {
+    std::string name;
+    collectors::KernelActivity a;
+  };
   std::shared_ptr<const FakeCounters> counters_;
   collectors::LaunchObserver* observer_ = nullptr;
+  std::mutex trace_mutex_;
+  collectors::ActivityObserver* activity_ = nullptr;
+  std::vector<Pending> pending_;
+  std::vector<collectors::CopyActivity> pending_copies_;
+  std::atomic<uint64_t> clock_ns_{1'000'000'000};
   std::mutex mutex_;
   std::map<uint64_t, std::unique_ptr<std::atomic<bool>>> in_flight_;
 };
+
+// A stable copy of `name` for LaunchEvent::mangled_name (a view, like CUPTI's symbolName).
+inline std::string_view fake_symbol(const std::string& name) {
+  static std::mutex mutex;
+  static std::set<std::string> names;
+  std::lock_guard<std::mutex> lock(mutex);
+  return *names.insert(name).first;
+}
 
 // A launch of `mangled` with the given shape.
 inline collectors::LaunchEvent make_launch(const std::string& mangled, uint64_t correlation,
@@ -227,7 +348,7 @@ inline collectors::LaunchEvent make_launch(const std::string& mangled, uint64_t 
   ev.stream_id = 7;
   ev.correlation_id = correlation;
   ev.api = collectors::LaunchApi::kLaunchKernel;
-  ev.mangled_name = mangled;
+  ev.mangled_name = fake_symbol(mangled);
   triage::LaunchConfig lc;
   lc.grid = grid;
   lc.block = block;

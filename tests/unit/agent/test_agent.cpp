@@ -17,6 +17,7 @@
 #include "capture_support.h"
 #include "catch.h"
 #include "fake_platform.h"
+#include "agent_harness.h"
 #include "file_reader.h"
 #include "import.h"
 #include "ncu_csv.h"
@@ -27,115 +28,20 @@ using agent::Agent;
 using agent::AgentConfig;
 using testing::FakePlatform;
 using testing::make_launch;
+using testing::Harness;
+using testing::Captured;
+using testing::capture_of;
+using testing::counters_for;
+using testing::select_all;
+using testing::kernel_records;
+using testing::count_lines_containing;
 
-namespace {
-
-// One captured kernel: its mangled name, launch shape and measured values.
-struct Captured {
-  std::string mangled;
-  triage::LaunchConfig launch;
-  triage::MetricSet metrics;
-  triage::Diagnosis reference;  // the engine's verdict on the whole capture, as the agent would see it
-};
-
-Captured capture_of(const char* program) {
-  auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu" / "zoo" / (std::string(program) + ".csv");
-  tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(path));
-  REQUIRE(r.import);
-  REQUIRE(!r.import->kernels.empty());
-  const wire::KernelRecord& k = r.import->kernels.front();
-  Captured c;
-  // ncu CSVs carry the demangled name; the agent sees the mangled one (both work as names here).
-  c.mangled = k.input.mangled_name.empty() ? k.input.demangled_name : k.input.mangled_name;
-  REQUIRE(k.input.launch);
-  c.launch = *k.input.launch;
-  c.metrics = k.input.metrics;
-  // What the agent's input looks like: no ncu launch__/device__ values, device limits from the
-  // driver, kernel replay with the clocks as found.
-  triage::KernelInput in;
-  in.mangled_name = k.input.mangled_name;
-  in.launch = k.input.launch;
-  in.device_limits = *triage::known_device_limits("GH100");
-  in.launch->registers_per_thread = 32;
-  for (const auto& [name, v] : k.input.metrics.all()) {
-    if (!triage::counter_inputs(name).empty() && v.source == triage::MetricSource::kMeasured) {
-      in.metrics.set(name, v.value, v.unit);
-    }
-  }
-  in.collection.replay_mode = triage::ReplayMode::kKernel;
-  in.collection.clock_control = triage::ClockControl::kNone;
-  c.reference = triage::triage_kernel(in);
-  return c;
-}
-
-class MemorySink final : public agent::RecordSink {
- public:
-  explicit MemorySink(std::string* out) : out_(out) {}
-  bool append(std::string_view bytes) override {
-    out_->append(bytes);
-    return true;
-  }
-  [[nodiscard]] std::string describe() const override { return "memory"; }
-  [[nodiscard]] bool failed() const override { return false; }
-
- private:
-  std::string* out_;
-};
-
-struct Harness {
-  explicit Harness(AgentConfig cfg = {}, testing::FakeCounters counters = {})
-      : platform(std::move(counters)) {
-    log_path = std::filesystem::temp_directory_path() /
-               ("cutriage-agent-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".log");
-    std::filesystem::remove(log_path);
-    (void)log.configure(agent::LogLevel::kInfo, log_path.string());
-    agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }};
-    ag = std::make_unique<Agent>(std::move(cfg), platform, std::make_unique<MemorySink>(&bytes), log, p);
-  }
-  ~Harness() { std::filesystem::remove(log_path); }
-  std::string log_text() const { return slurp(log_path); }
-  tools::ReadResult read() const { return tools::read_cutriage_bytes(bytes); }
-
-  static inline int serial = 0;
-  FakePlatform platform;
-  agent::Logger log;
-  std::filesystem::path log_path;
-  std::string bytes;
-  std::unique_ptr<Agent> ag;
-};
-
-testing::FakeCounters counters_for(std::initializer_list<const Captured*> kernels) {
-  testing::FakeCounters c;
-  for (const Captured* k : kernels) c.by_kernel[k->mangled] = k->metrics;
-  return c;
-}
-
-// Pointers into `r`, which must outlive them: a temporary ReadResult does not compile.
-std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult& r) {
-  std::vector<const v1::KernelProfile*> out;
-  for (const v1::Record& rec : r.file.records()) {
-    if (rec.has_kernel()) out.push_back(&rec.kernel());
-  }
-  return out;
-}
-std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult&& r) = delete;
-
-size_t count_lines_containing(const std::string& text, const std::string& needle) {
-  size_t n = 0, pos = 0;
-  while ((pos = text.find(needle, pos)) != std::string::npos) {
-    ++n;
-    pos += needle.size();
-  }
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("agent: adaptive collection reaches the capture's verdict over two launches", "[agent]") {
   for (const char* program : {"vector_add", "register_spill", "strided_load", "fma_chain"}) {
     INFO(program);
     Captured k = capture_of(program);
-    Harness h({}, counters_for({&k}));
+    Harness h(select_all(), counters_for({&k}));
     REQUIRE(h.ag->start());
     for (uint64_t i = 1; i <= 5; ++i) h.platform.launch(make_launch(k.mangled, i, k.launch.grid, k.launch.block));
     h.ag->finish();
@@ -159,7 +65,7 @@ TEST_CASE("agent: adaptive collection reaches the capture's verdict over two lau
 
 TEST_CASE("agent: vector_add comes out DRAM-bound from the agent's own collection", "[agent]") {
   Captured k = capture_of("vector_add");
-  Harness h({}, counters_for({&k}));
+  Harness h(select_all(), counters_for({&k}));
   REQUIRE(h.ag->start());
   for (uint64_t i = 1; i <= 3; ++i) h.platform.launch(make_launch(k.mangled, i, k.launch.grid, k.launch.block));
   h.ag->finish();
@@ -172,7 +78,7 @@ TEST_CASE("agent: vector_add comes out DRAM-bound from the agent's own collectio
 
 TEST_CASE("agent: the file holds the header first, each profile, and the session end", "[agent]") {
   Captured k = capture_of("register_spill");
-  Harness h({}, counters_for({&k}));
+  Harness h(select_all(), counters_for({&k}));
   REQUIRE(h.ag->start());
   for (uint64_t i = 1; i <= 4; ++i) h.platform.launch(make_launch(k.mangled, i, k.launch.grid, k.launch.block));
   h.ag->finish();
@@ -224,7 +130,7 @@ TEST_CASE("agent: filter, skip, count and the per-kernel limit", "[agent]") {
   Captured a = capture_of("vector_add");
   Captured b = capture_of("fma_chain");
   SECTION("kernel filter on the function name") {
-    AgentConfig cfg;
+    AgentConfig cfg = select_all();
     REQUIRE(cfg.kernel_filter.set("regex:fma", agent::NameBase::kFunction).empty());
     Harness h(std::move(cfg), counters_for({&a, &b}));
     REQUIRE(h.ag->start());
@@ -237,7 +143,7 @@ TEST_CASE("agent: filter, skip, count and the per-kernel limit", "[agent]") {
     }
   }
   SECTION("launch skip and count") {
-    AgentConfig cfg;
+    AgentConfig cfg = select_all();
     cfg.launch_skip = 2;
     cfg.launch_count = 1;
     Harness h(std::move(cfg), counters_for({&a}));
@@ -251,7 +157,7 @@ TEST_CASE("agent: filter, skip, count and the per-kernel limit", "[agent]") {
     CHECK(ks[0]->launch_index() == 3);  // the first two were skipped
   }
   SECTION("at most N profiles per kernel") {
-    AgentConfig cfg;
+    AgentConfig cfg = select_all();
     cfg.max_profiles_per_kernel = 1;
     Harness h(std::move(cfg), counters_for({&a}));
     REQUIRE(h.ag->start());
@@ -267,18 +173,30 @@ TEST_CASE("agent: filter, skip, count and the per-kernel limit", "[agent]") {
     CHECK(h.platform.stats.planned[0].size() == all.size());
   }
   SECTION("a launch of another shape is not combined with the first") {
-    Harness h({}, counters_for({&a}));
+    Harness h(select_all(), counters_for({&a}));
+    REQUIRE(h.ag->start());
+    h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+    h.platform.launch(make_launch(a.mangled, 2, {1, 1, 1}, a.launch.block));
+    h.ag->finish();
+    CHECK(h.platform.stats.begins == 1);
+  }
+  SECTION("another block shape is another family, profiled on its own") {
+    Harness h(select_all(), counters_for({&a}));
     REQUIRE(h.ag->start());
     h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
     h.platform.launch(make_launch(a.mangled, 2, {1, 1, 1}, {32, 1, 1}));
     h.ag->finish();
-    CHECK(h.platform.stats.begins == 1);
+    CHECK(h.platform.stats.begins == 2);
+    tools::ReadResult r = h.read();
+    std::set<uint64_t> families;
+    for (const v1::KernelProfile* k : kernel_records(r)) families.insert(k->family_id());
+    CHECK(families.size() == 2);
   }
 }
 
 TEST_CASE("agent: graph launches, captured launches and communication kernels are never replayed", "[agent]") {
   Captured a = capture_of("vector_add");
-  Harness h({}, counters_for({&a}));
+  Harness h(select_all(), counters_for({&a}));
   REQUIRE(h.ag->start());
   auto graph = make_launch("", 1);
   graph.api = collectors::LaunchApi::kGraphLaunch;
@@ -314,7 +232,7 @@ TEST_CASE("agent: graph launches, captured launches and communication kernels ar
 
 TEST_CASE("agent: counters not permitted: one message with the fix, the file says why", "[agent][failure]") {
   Captured a = capture_of("vector_add");
-  Harness h({}, counters_for({&a}));
+  Harness h(select_all(), counters_for({&a}));
   h.platform.config.range_profiler_status = collectors::Status(
       collectors::StatusCode::kPermissionDenied,
       "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: run as root, grant CAP_PERFMON or CAP_SYS_ADMIN, or set "
@@ -363,7 +281,7 @@ TEST_CASE("agent: no GPU or driver: one line, nothing written", "[agent][failure
 TEST_CASE("agent: a CUPTI call failing mid-run fails that record, the rest go on", "[agent][failure]") {
   Captured a = capture_of("vector_add");
   Captured b = capture_of("fma_chain");
-  Harness h({}, counters_for({&a, &b}));
+  Harness h(select_all(), counters_for({&a, &b}));
   h.platform.config.fail_end_on_call = 1;
   REQUIRE(h.ag->start());
   h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
@@ -385,7 +303,7 @@ TEST_CASE("agent: an unwritable output path: one error, profiling goes on", "[ag
   auto log_path = std::filesystem::temp_directory_path() / ("cutriage-unwritable-" + std::to_string(::getpid()) + ".log");
   std::filesystem::remove(log_path);
   (void)log.configure(agent::LogLevel::kWarn, log_path.string());
-  Agent ag({}, platform, agent::make_file_sink("/nonexistent-dir/cutriage.pb", log), log,
+  Agent ag(select_all(), platform, agent::make_file_sink("/nonexistent-dir/cutriage.pb", log), log,
            agent::ProcessInfo{1, "h", {}, {}});
   REQUIRE(ag.start());
   for (uint64_t i = 1; i <= 3; ++i) platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
@@ -404,7 +322,7 @@ TEST_CASE("agent: the file sink writes records readable after every append", "[a
   agent::Logger log;
   (void)log.configure(agent::LogLevel::kOff, "");
   auto path = std::filesystem::temp_directory_path() / ("cutriage-sink-" + std::to_string(::getpid()) + ".pb");
-  Agent ag({}, platform, agent::make_file_sink(path.string(), log), log, agent::ProcessInfo{1, "h", {}, {}});
+  Agent ag(select_all(), platform, agent::make_file_sink(path.string(), log), log, agent::ProcessInfo{1, "h", {}, {}});
   REQUIRE(ag.start());
   platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
   // Before finish(): the process could be killed here; what is on disk must already be readable.
@@ -420,7 +338,7 @@ TEST_CASE("agent: the file sink writes records readable after every append", "[a
 TEST_CASE("agent: several threads launching on two contexts at once", "[agent][concurrency]") {
   Captured a = capture_of("vector_add");
   Captured b = capture_of("fma_chain");
-  AgentConfig cfg;
+  AgentConfig cfg = select_all();
   cfg.max_profiles_per_kernel = 3;
   Harness h(std::move(cfg), counters_for({&a, &b}));
   REQUIRE(h.ag->start());
@@ -465,7 +383,7 @@ TEST_CASE("agent: CUDA initialized but no GPU used: one line, no file", "[agent]
 TEST_CASE("agent: two contexts on one GPU take turns holding the counters", "[agent][concurrency]") {
   Captured a = capture_of("vector_add");
   Captured b = capture_of("fma_chain");
-  Harness h({}, counters_for({&a, &b}));
+  Harness h(select_all(), counters_for({&a, &b}));
   REQUIRE(h.ag->start());
   // Context 1 profiles a kernel and stays enabled; context 2 then profiles another kernel, which
   // the hardware refuses unless context 1's profiler is disabled first.
@@ -487,7 +405,7 @@ TEST_CASE("agent: two contexts on one GPU take turns holding the counters", "[ag
 
 TEST_CASE("agent: two GPUs keep separate kernel state and device facts", "[agent]") {
   Captured a = capture_of("vector_add");
-  Harness h({}, counters_for({&a}));
+  Harness h(select_all(), counters_for({&a}));
   h.platform.config.devices = 2;
   REQUIRE(h.ag->start());
   for (uint64_t i = 1; i <= 4; ++i) {

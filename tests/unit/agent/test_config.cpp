@@ -55,6 +55,12 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_LOG_FILE") return "/tmp/agent.log";
   if (env == "CUTRIAGE_SUMMARY") return "0";
   if (env == "CUTRIAGE_THRESHOLDS") return "thresholds.txt";
+  if (env == "CUTRIAGE_SELECT") return "top:3";
+  if (env == "CUTRIAGE_TRACE") return "0";
+  if (env == "CUTRIAGE_TRACE_MAX_EVENTS") return "10";
+  if (env == "CUTRIAGE_TRACE_FLUSH_MS") return "20";
+  if (env == "CUTRIAGE_NVTX_INCLUDE") return "train_step";
+  if (env == "CUTRIAGE_NVTX_EXCLUDE") return "regex:^warmup";
   return {};
 }
 
@@ -378,7 +384,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 12);
+  REQUIRE(options.size() == 18);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -399,7 +405,10 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
 
     const std::string value = sample_value(env);
     REQUIRE_FALSE(value.empty());  // a new option needs a sample here
-    const ConfigResult r = parse_config({{env, value}});
+    // The trace can only be turned off together with a selection that needs no ranking.
+    std::vector<std::pair<std::string, std::string>> vars = {{env, value}};
+    if (env == "CUTRIAGE_TRACE") vars.emplace_back("CUTRIAGE_SELECT", "all");
+    const ConfigResult r = parse_config(vars);
     CHECK(r.ok());
     CHECK(r.issues.empty());  // known: no unknown-variable warning
     // And it was really read: the configuration differs from the default one.
@@ -412,14 +421,22 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.max_profiles_per_kernel != d.max_profiles_per_kernel ||
                          c.metric_mode != d.metric_mode || c.log_level != d.log_level ||
                          c.log_file != d.log_file || c.summary != d.summary ||
-                         c.thresholds_file != d.thresholds_file;
+                         c.thresholds_file != d.thresholds_file || c.select != d.select ||
+                         c.select_top != d.select_top || c.trace != d.trace ||
+                         c.trace_max_events != d.trace_max_events ||
+                         c.trace_flush_ms != d.trace_flush_ms ||
+                         c.nvtx_include.spec() != d.nvtx_include.spec() ||
+                         c.nvtx_exclude.spec() != d.nvtx_exclude.spec();
     CHECK(changed);
   }
   CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_KERNEL_NAME",
                                        "CUTRIAGE_KERNEL_NAME_BASE", "CUTRIAGE_LAUNCH_SKIP",
                                        "CUTRIAGE_LAUNCH_COUNT", "CUTRIAGE_MAX_PROFILES_PER_KERNEL",
                                        "CUTRIAGE_METRICS", "CUTRIAGE_LOG_LEVEL", "CUTRIAGE_LOG_FILE",
-                                       "CUTRIAGE_SUMMARY", "CUTRIAGE_THRESHOLDS"});
+                                       "CUTRIAGE_SUMMARY", "CUTRIAGE_THRESHOLDS", "CUTRIAGE_SELECT",
+                                       "CUTRIAGE_TRACE", "CUTRIAGE_TRACE_MAX_EVENTS",
+                                       "CUTRIAGE_TRACE_FLUSH_MS", "CUTRIAGE_NVTX_INCLUDE",
+                                       "CUTRIAGE_NVTX_EXCLUDE"});
   for (const auto& option : options) {
     if (option.env == "CUTRIAGE_OUTPUT") CHECK(option.flag == "-o, --output");
   }
@@ -680,4 +697,56 @@ TEST_CASE("config: process_environment reads the real environment", "[config]") 
   }
   CHECK(found);
   unsetenv("CUTRIAGE_TEST_CONFIG_PROBE");  // NOLINT(concurrency-mt-unsafe): as above
+}
+
+TEST_CASE("config: selection policies parse, and bad ones name the variable and the choices", "[config]") {
+  using cutriage::agent::SelectMode;
+  using cutriage::agent::select_spec;
+  {
+    const ConfigResult r = parse_config({});
+    CHECK(r.config.select == SelectMode::kTop);
+    CHECK(r.config.select_top == 5);
+    CHECK(r.config.trace);
+    CHECK(select_spec(r.config) == "top:5");
+  }
+  const std::vector<std::pair<std::string, std::string>> good = {
+      {"top:1", "top:1"}, {" TOP:12 ", "top:12"}, {"all", "all"}, {"None", "none"},
+      {"share:5", "share:5%"}, {"share:2.5%", "share:2.5%"}, {"share:100", "share:100%"}};
+  for (const auto& [value, spec] : good) {
+    INFO(value);
+    const ConfigResult r = parse_config({{"CUTRIAGE_SELECT", value}});
+    REQUIRE(r.ok());
+    CHECK(select_spec(r.config) == spec);
+  }
+  for (const std::string bad : {"top", "top:0", "top:-1", "top:x", "share:0", "share:101", "share:",
+                                "share:1.25", "best", "top:5,share:2"}) {
+    INFO(bad);
+    const ConfigResult r = parse_config({{"CUTRIAGE_SELECT", bad}});
+    CHECK_FALSE(r.ok());
+    CHECK_FALSE(r.config.enabled);
+    REQUIRE(errors(r).size() == 1);
+    CHECK(errors(r)[0].variable == "CUTRIAGE_SELECT");
+    CHECK(errors(r)[0].message.find("top:<K>, share:<percent>, all or none") != std::string::npos);
+  }
+}
+
+TEST_CASE("config: ranking needs the trace", "[config]") {
+  const ConfigResult off = parse_config({{"CUTRIAGE_TRACE", "0"}});
+  REQUIRE(errors(off).size() == 1);
+  CHECK(errors(off)[0].variable == "CUTRIAGE_SELECT");
+  CHECK(errors(off)[0].message.find("CUTRIAGE_TRACE=0") != std::string::npos);
+  CHECK(parse_config({{"CUTRIAGE_TRACE", "0"}, {"CUTRIAGE_SELECT", "all"}}).ok());
+  CHECK(parse_config({{"CUTRIAGE_TRACE", "0"}, {"CUTRIAGE_SELECT", "none"}}).ok());
+  CHECK_FALSE(parse_config({{"CUTRIAGE_TRACE", "0"}, {"CUTRIAGE_SELECT", "share:3"}}).ok());
+}
+
+TEST_CASE("config: NVTX filters take a name or a regex; the flush period is bounded", "[config]") {
+  const ConfigResult r = parse_config({{"CUTRIAGE_NVTX_INCLUDE", " step "}, {"CUTRIAGE_NVTX_EXCLUDE", "regex:^warm"}});
+  REQUIRE(r.ok());
+  CHECK(r.config.nvtx_include.matches("step", "step", "step"));
+  CHECK_FALSE(r.config.nvtx_include.matches("steps", "steps", "steps"));
+  CHECK(r.config.nvtx_exclude.matches("warmup", "warmup", "warmup"));
+  CHECK_FALSE(parse_config({{"CUTRIAGE_NVTX_INCLUDE", "regex:("}}).ok());
+  CHECK_FALSE(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "60001"}}).ok());
+  CHECK(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "0"}}).ok());
 }

@@ -1,0 +1,146 @@
+// The agent core on the fake platform, for the agent tests: real H200 counter values (ncu captures
+// of the zoo), an in-memory sink read back with the libprotobuf reader, a log file per harness.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent.h"
+#include "capture_support.h"
+#include "catch.h"
+#include "fake_platform.h"
+#include "file_reader.h"
+#include "import.h"
+#include "ncu_csv.h"
+
+namespace cutriage::testing {
+
+using agent::Agent;
+using agent::AgentConfig;
+
+
+// One captured kernel: its mangled name, launch shape and measured values.
+struct Captured {
+  std::string mangled;
+  triage::LaunchConfig launch;
+  triage::MetricSet metrics;
+  triage::Diagnosis reference;  // the engine's verdict on the whole capture, as the agent would see it
+};
+
+inline Captured capture_of(const char* program) {
+  auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu" / "zoo" / (std::string(program) + ".csv");
+  tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(path));
+  REQUIRE(r.import);
+  REQUIRE(!r.import->kernels.empty());
+  const wire::KernelRecord& k = r.import->kernels.front();
+  Captured c;
+  // ncu CSVs carry the demangled name; the agent sees the mangled one (both work as names here).
+  c.mangled = k.input.mangled_name.empty() ? k.input.demangled_name : k.input.mangled_name;
+  REQUIRE(k.input.launch);
+  c.launch = *k.input.launch;
+  c.metrics = k.input.metrics;
+  // What the agent's input looks like: no ncu launch__/device__ values, device limits from the
+  // driver, kernel replay with the clocks as found.
+  triage::KernelInput in;
+  in.mangled_name = k.input.mangled_name;
+  in.launch = k.input.launch;
+  in.device_limits = *triage::known_device_limits("GH100");
+  in.launch->registers_per_thread = 32;
+  for (const auto& [name, v] : k.input.metrics.all()) {
+    if (!triage::counter_inputs(name).empty() && v.source == triage::MetricSource::kMeasured) {
+      in.metrics.set(name, v.value, v.unit);
+    }
+  }
+  in.collection.replay_mode = triage::ReplayMode::kKernel;
+  in.collection.clock_control = triage::ClockControl::kNone;
+  c.reference = triage::triage_kernel(in);
+  return c;
+}
+
+class MemorySink final : public agent::RecordSink {
+ public:
+  explicit MemorySink(std::string* out) : out_(out) {}
+  bool append(std::string_view bytes) override {
+    out_->append(bytes);
+    return true;
+  }
+  [[nodiscard]] std::string describe() const override { return "memory"; }
+  [[nodiscard]] bool failed() const override { return false; }
+
+ private:
+  std::string* out_;
+};
+
+// The tests written before trace-first selection profile every kernel from its first launch
+// (CUTRIAGE_SELECT=all); the trace still runs. The trace tests below pick their own policy.
+inline AgentConfig select_all() {
+  AgentConfig c;
+  c.select = agent::SelectMode::kAll;
+  return c;
+}
+
+struct Harness {
+  explicit Harness(AgentConfig cfg = select_all(), FakeCounters counters = {})
+      : platform(std::move(counters)) {
+    log_path = std::filesystem::temp_directory_path() /
+               ("cutriage-agent-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".log");
+    std::filesystem::remove(log_path);
+    (void)log.configure(agent::LogLevel::kInfo, log_path.string());
+    agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }};
+    ag = std::make_unique<Agent>(std::move(cfg), platform, std::make_unique<MemorySink>(&bytes), log, p);
+  }
+  ~Harness() { std::filesystem::remove(log_path); }
+  std::string log_text() const { return slurp(log_path); }
+  tools::ReadResult read() const { return tools::read_cutriage_bytes(bytes); }
+
+  static inline int serial = 0;
+  FakePlatform platform;
+  agent::Logger log;
+  std::filesystem::path log_path;
+  std::string bytes;
+  std::unique_ptr<Agent> ag;
+};
+
+inline FakeCounters counters_for(std::initializer_list<const Captured*> kernels) {
+  FakeCounters c;
+  for (const Captured* k : kernels) c.by_kernel[k->mangled] = k->metrics;
+  return c;
+}
+
+// Pointers into `r`, which must outlive them: a temporary ReadResult does not compile.
+// Kernel records as a reader keeps them: a record written again at the end of the session
+// (higher revision, same launch index) replaces the earlier one in its place.
+inline std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult& r) {
+  std::vector<const v1::KernelProfile*> out;
+  std::map<uint64_t, size_t> at;  // launch index -> position in out
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_kernel()) continue;
+    const v1::KernelProfile& k = rec.kernel();
+    auto it = at.find(k.launch_index());
+    if (it != at.end() && k.revision() > out[it->second]->revision()) {
+      out[it->second] = &k;
+    } else if (it == at.end()) {
+      at[k.launch_index()] = out.size();
+      out.push_back(&k);
+    }
+  }
+  return out;
+}
+std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult&& r) = delete;
+
+inline size_t count_lines_containing(const std::string& text, const std::string& needle) {
+  size_t n = 0, pos = 0;
+  while ((pos = text.find(needle, pos)) != std::string::npos) {
+    ++n;
+    pos += needle.size();
+  }
+  return n;
+}
+
+
+}  // namespace cutriage::testing

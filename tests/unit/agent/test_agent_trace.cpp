@@ -1,0 +1,335 @@
+// Trace first, rank by impact (issue 4), driven through the fake platform: the fake "GPU" reports
+// an execution record for every launch (durations set per kernel below, in nanoseconds, synthetic
+// timings); counter values are the real H200 captures the other agent tests use.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent_harness.h"
+
+using namespace cutriage;
+using agent::AgentConfig;
+using agent::SelectMode;
+using testing::Captured;
+using testing::capture_of;
+using testing::counters_for;
+using testing::Harness;
+using testing::kernel_records;
+using testing::make_launch;
+
+namespace {
+
+AgentConfig top(uint32_t k) {
+  AgentConfig c;
+  c.select = SelectMode::kTop;
+  c.select_top = k;
+  c.trace_flush_ms = 0;  // the fake delivers each launch's record itself
+  return c;
+}
+
+struct TraceView {
+  std::map<uint64_t, const v1::KernelFamily*> families;
+  std::vector<const v1::KernelExecution*> kernels;
+  std::vector<const v1::NvtxRange*> nvtx;
+  const v1::TraceSummary* summary = nullptr;
+  const v1::SessionEnd* end = nullptr;
+  std::vector<const v1::KernelProfile*> profiles;
+};
+
+TraceView view(const tools::ReadResult& r) {
+  TraceView v;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_family()) v.families[rec.family().id()] = &rec.family();
+    if (rec.has_trace()) {
+      for (const v1::KernelExecution& e : rec.trace().kernels()) v.kernels.push_back(&e);
+      for (const v1::NvtxRange& n : rec.trace().nvtx_ranges()) v.nvtx.push_back(&n);
+    }
+    if (rec.has_trace_summary()) v.summary = &rec.trace_summary();
+    if (rec.has_session_end()) v.end = &rec.session_end();
+    if (rec.has_kernel()) v.profiles.push_back(&rec.kernel());
+  }
+  return v;
+}
+TraceView view(const tools::ReadResult&& r) = delete;
+
+std::string name_of(const tools::ReadResult& r, const TraceView& v, uint64_t family) {
+  auto it = v.families.find(family);
+  REQUIRE(it != v.families.end());
+  return std::string(tools::lookup(r, it->second->mangled_name_iid()));
+}
+
+const v1::FamilyStats* stats_of(const tools::ReadResult& r, const TraceView& v, const std::string& mangled) {
+  REQUIRE(v.summary != nullptr);
+  for (const v1::FamilyStats& f : v.summary->families()) {
+    if (name_of(r, v, f.family_id()) == mangled) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("trace: top-1 selection profiles the family with the most GPU time, after ranking", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  Harness h(top(1), counters_for({&a, &b}));
+  // b launches less often but each launch is much longer: 3 x 900 us > 6 x 100 us.
+  h.platform.config.durations_ns[a.mangled] = 100000;
+  h.platform.config.durations_ns[b.mangled] = 900000;
+  REQUIRE(h.ag->start());
+  uint64_t corr = 0;
+  for (int i = 0; i < 6; ++i) {
+    h.platform.launch(make_launch(a.mangled, ++corr, a.launch.grid, a.launch.block));
+    if (i % 2 == 0) h.platform.launch(make_launch(b.mangled, ++corr, b.launch.grid, b.launch.block));
+  }
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+
+  // Only b was profiled, and not on its first launch (no duration was known then).
+  std::set<std::string> profiled;
+  for (const v1::KernelProfile* p : v.profiles) {
+    if (p->status() == v1::PROFILE_STATUS_PROFILED) profiled.insert(std::string(tools::lookup(r, p->mangled_name_iid())));
+    CHECK(p->correlation_id() != 2);  // b's first launch
+  }
+  CHECK(profiled == std::set<std::string>{b.mangled});
+
+  // The ranking agrees with the sum of the unreplayed durations in the timeline.
+  REQUIRE(v.summary != nullptr);
+  std::map<uint64_t, double> sums;
+  for (const v1::KernelExecution* e : v.kernels) {
+    if (!e->replayed()) sums[e->family_id()] += double(e->end_ns() - e->start_ns());
+  }
+  REQUIRE(v.summary->families_size() == 2);
+  double previous = 1e300;
+  for (const v1::FamilyStats& f : v.summary->families()) {
+    CHECK(f.total_ns() == Approx(sums[f.family_id()]));
+    CHECK(f.total_ns() <= previous);
+    previous = f.total_ns();
+  }
+  CHECK(name_of(r, v, v.summary->families(0).family_id()) == b.mangled);
+  const v1::FamilyStats* fa = stats_of(r, v, a.mangled);
+  REQUIRE(fa != nullptr);
+  CHECK(fa->selection() == v1::FamilyStats::SELECTION_NOT_RANKED);
+  CHECK(fa->selection_detail().find("top 1") != std::string::npos);
+  CHECK(fa->launches() == 6);
+  CHECK(fa->mean_ns() == Approx(100000));
+  const v1::FamilyStats* fb = stats_of(r, v, b.mangled);
+  REQUIRE(fb != nullptr);
+  CHECK(fb->selection() == v1::FamilyStats::SELECTION_PROFILED);
+  CHECK(fb->time_share() == Approx(fb->total_ns() / (fa->total_ns() + fb->total_ns())));
+  CHECK(fb->amdahl_ceiling() == Approx(1.0 / (1.0 - fb->time_share())));
+}
+
+TEST_CASE("trace: profiled launches are marked replayed and kept out of the statistics", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  Harness h(top(5), counters_for({&a}));
+  h.platform.config.durations_ns[a.mangled] = 50000;
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 6; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  std::set<uint64_t> profiled_corr;
+  for (const v1::KernelProfile* p : v.profiles) {
+    if (p->status() == v1::PROFILE_STATUS_PROFILED) profiled_corr.insert(p->correlation_id());
+  }
+  REQUIRE(!profiled_corr.empty());
+  size_t replayed = 0;
+  for (const v1::KernelExecution* e : v.kernels) {
+    CHECK(e->replayed() == (profiled_corr.count(e->correlation_id()) > 0));
+    replayed += e->replayed() ? 1 : 0;
+  }
+  CHECK(replayed == profiled_corr.size());
+  const v1::FamilyStats* f = stats_of(r, v, a.mangled);
+  REQUIRE(f != nullptr);
+  CHECK(f->launches() == 6);
+  CHECK(f->replayed_launches() == replayed);
+  CHECK(f->total_ns() == Approx(50000.0 * double(6 - replayed)));
+}
+
+TEST_CASE("trace: Decision 0 compares the replayed duration with the traced ones", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  const double profiled_ns = *a.metrics.get("gpu__time_duration.sum");
+  for (double factor : {1.0, 4.0}) {
+    INFO("unprofiled = profiled / " << factor);
+    Harness h(top(5), counters_for({&a}));
+    h.platform.config.durations_ns[a.mangled] = static_cast<uint64_t>(profiled_ns / factor);
+    REQUIRE(h.ag->start());
+    for (uint64_t i = 1; i <= 6; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+    h.ag->finish();
+    tools::ReadResult r = h.read();
+    TraceView v = view(r);
+    // The record written at the end (highest revision) holds every unprofiled duration.
+    const v1::KernelProfile* last = nullptr;
+    for (const v1::KernelProfile* p : v.profiles) {
+      if (p->status() == v1::PROFILE_STATUS_PROFILED && (!last || p->revision() >= last->revision())) last = p;
+    }
+    REQUIRE(last != nullptr);
+    CHECK(last->revision() >= 1);
+    CHECK(last->family_id() != 0);
+    bool evaluated = false;
+    for (const v1::DecisionVisit& d : last->diagnosis().path()) {
+      for (const v1::Check& c : d.checks()) {
+        if (c.rule_id() != "d0.duration_divergence") continue;
+        evaluated = true;
+        CHECK(c.outcome() == (factor > 2 ? v1::OUTCOME_FIRED : v1::OUTCOME_NOT_FIRED));
+      }
+    }
+    CHECK(evaluated);
+    if (factor > 2) CHECK(last->diagnosis().trust() == v1::TRUST_UNTRUSTED);
+  }
+}
+
+TEST_CASE("trace: a launch the selection does not want costs no driver call and no exit callback", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  AgentConfig cfg = top(1);
+  cfg.select = SelectMode::kNone;
+  Harness h(std::move(cfg), counters_for({&a}));
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 20; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+  CHECK(h.platform.details_calls.load() == 0);
+  CHECK(h.platform.exits_wanted.load() == 0);
+  CHECK(h.platform.stats.begins.load() == 0);
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  CHECK(v.kernels.size() == 20);
+  const v1::FamilyStats* f = stats_of(r, v, a.mangled);
+  REQUIRE(f != nullptr);
+  CHECK(f->selection() == v1::FamilyStats::SELECTION_TRACE_ONLY);
+  REQUIRE(v.end != nullptr);
+  CHECK(v.end->kernel_launches() == 20);
+}
+
+TEST_CASE("trace: kernels launched only from graphs are ranked, and say why they are not profiled", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  Harness h(top(5), counters_for({&a}));
+  REQUIRE(h.ag->start());
+  collectors::LaunchEvent g = make_launch("", 1);
+  g.api = collectors::LaunchApi::kGraphLaunch;
+  g.mangled_name = {};
+  g.launch.reset();
+  h.platform.launch(g);
+  h.platform.queue_kernel("_Z10graph_nodePf", 300000, {64, 1, 1}, {128, 1, 1}, /*graph_id=*/3);
+  h.platform.queue_kernel("_Z10graph_nodePf", 300000, {64, 1, 1}, {128, 1, 1}, /*graph_id=*/3);
+  h.platform.deliver();
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  const v1::FamilyStats* f = stats_of(r, v, "_Z10graph_nodePf");
+  REQUIRE(f != nullptr);
+  CHECK(f->launches() == 2);
+  CHECK(f->graph_launches() == 2);
+  CHECK(f->selection() == v1::FamilyStats::SELECTION_GRAPH_ONLY);
+  CHECK(f->selection_detail().find("graph") != std::string::npos);
+  for (const v1::KernelExecution* e : v.kernels) CHECK(e->graph_id() == 3);
+  REQUIRE(v.end != nullptr);
+  CHECK(v.end->graph_launches() == 1);
+}
+
+TEST_CASE("trace: NVTX ranges name the launches inside them and filter what is profiled", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  AgentConfig cfg = top(5);
+  REQUIRE(cfg.nvtx_include.set("train_step", agent::NameBase::kFunction).empty());
+  Harness h(std::move(cfg), counters_for({&a, &b}));
+  REQUIRE(h.ag->start());
+  auto nvtx = [&](collectors::NvtxEvent::Kind kind, const char* name) {
+    collectors::NvtxEvent e;
+    e.kind = kind;
+    e.message = name;
+    e.timestamp_ns = h.platform.timestamp_ns();
+    e.thread_id = 42;
+    h.ag->on_nvtx(e);
+  };
+  uint64_t corr = 0;
+  for (int step = 0; step < 4; ++step) {
+    nvtx(collectors::NvtxEvent::Kind::kPush, "train_step");
+    nvtx(collectors::NvtxEvent::Kind::kPush, "forward");
+    h.platform.launch(make_launch(a.mangled, ++corr, a.launch.grid, a.launch.block));
+    nvtx(collectors::NvtxEvent::Kind::kPop, "");
+    nvtx(collectors::NvtxEvent::Kind::kPop, "");
+    h.platform.launch(make_launch(b.mangled, ++corr, b.launch.grid, b.launch.block));  // outside
+  }
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  std::set<std::string> profiled;
+  for (const v1::KernelProfile* p : v.profiles) {
+    if (p->status() == v1::PROFILE_STATUS_PROFILED) profiled.insert(std::string(tools::lookup(r, p->mangled_name_iid())));
+  }
+  CHECK(profiled == std::set<std::string>{a.mangled});
+  for (const v1::KernelExecution* e : v.kernels) {
+    const std::string name = name_of(r, v, e->family_id());
+    const std::string path = e->nvtx_path_iid() ? std::string(tools::lookup(r, e->nvtx_path_iid())) : "";
+    CHECK(path == (name == a.mangled ? "train_step/forward" : ""));
+  }
+  const v1::FamilyStats* fa = stats_of(r, v, a.mangled);
+  REQUIRE(fa != nullptr);
+  REQUIRE(fa->nvtx_path_iids_size() == 1);
+  CHECK(tools::lookup(r, fa->nvtx_path_iids(0)) == "train_step/forward");
+  // 8 closed ranges, inner ones at depth 1 inside their outer one.
+  REQUIRE(v.nvtx.size() == 8);
+  for (const v1::NvtxRange* n : v.nvtx) {
+    CHECK(n->end_ns() >= n->start_ns());
+    CHECK(n->thread_id() == 42);
+    CHECK(n->depth() == (tools::lookup(r, n->name_iid()) == "forward" ? 1U : 0U));
+  }
+}
+
+TEST_CASE("trace: a trace that cannot start leaves profiling by name, with one notice", "[agent][trace][failure]") {
+  Captured a = capture_of("vector_add");
+  Harness h(top(1), counters_for({&a}));
+  h.platform.config.trace_status = collectors::Status(collectors::StatusCode::kInternal, "cuptiActivityEnable: injected");
+  REQUIRE(h.ag->start());
+  h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  CHECK(v.summary == nullptr);
+  CHECK(v.kernels.empty());
+  size_t profiled = 0;
+  for (const v1::KernelProfile* p : v.profiles) profiled += p->status() == v1::PROFILE_STATUS_PROFILED;
+  CHECK(profiled == 1);  // first launch: nothing to rank on, every kernel is a candidate
+  size_t notices = 0;
+  for (const v1::Record& rec : r.file.records()) notices += rec.has_notice() && rec.notice().code() == "trace_failed";
+  CHECK(notices == 1);
+  CHECK(testing::count_lines_containing(h.log_text(), "kernel trace could not start") == 1);
+}
+
+TEST_CASE("trace: the timeline cap keeps statistics for every execution", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  AgentConfig cfg = top(1);
+  cfg.select = SelectMode::kNone;
+  cfg.trace_max_events = 5;
+  Harness h(std::move(cfg), counters_for({&a}));
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 12; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  CHECK(v.kernels.size() == 5);
+  REQUIRE(v.summary != nullptr);
+  CHECK(v.summary->kernel_executions() == 12);
+  CHECK(v.summary->timeline_kernel_events() == 5);
+}
+
+TEST_CASE("trace: the exit summary opens with the application view", "[agent][trace]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  Harness h(top(1), counters_for({&a, &b}));
+  h.platform.config.durations_ns[a.mangled] = 100000;
+  h.platform.config.durations_ns[b.mangled] = 10000;
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 8; i += 2) {
+    h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+    h.platform.launch(make_launch(b.mangled, i + 1, b.launch.grid, b.launch.block));
+  }
+  h.ag->finish();
+  const std::string log = h.log_text();
+  CHECK(log.find("2 kernel families traced") != std::string::npos);
+  CHECK(log.find("GPU 0: busy") != std::string::npos);
+  CHECK(log.find("#1") != std::string::npos);
+  CHECK(log.find("not profiled: outside the top 1") != std::string::npos);
+}
