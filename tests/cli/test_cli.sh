@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end checks of the cutriage command: the documented exit codes and one-line errors, and
 # the triage -> report -> json path on a real H200 capture.
-# usage: test_cli.sh CUTRIAGE_BINARY TEST_DATA_DIR
+# usage: test_cli.sh CUTRIAGE_BINARY TEST_DATA_DIR [MAKE_TRACE_FILE]
+#   MAKE_TRACE_FILE: tests/cli/make_trace_file, for the checks of `trace` and of the report's
+#   application view on a file with a (synthetic) trace
 set -u
 bin=$1
 data=$2
+make_trace=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -57,6 +60,26 @@ size=$(stat -c %s "$tmp/s.pb")
 head -c $((size - 5)) "$tmp/s.pb" >"$tmp/torn.pb"
 expect "report truncated" 4 "truncated: read [0-9]+ complete records, skipped the last [0-9]+ bytes" -- "$bin" report "$tmp/torn.pb"
 expect "json truncated" 4 "truncated" -- "$bin" json "$tmp/torn.pb"
+
+# cutriage trace: errors (the export itself is checked by test_trace_export.py).
+expect "trace help" 0 "usage: cutriage trace" -- "$bin" trace --help
+expect "trace without file" 1 "which file" -- "$bin" trace
+expect "trace unknown option" 1 "unknown option '--frobnicate'" -- "$bin" trace --frobnicate "$tmp/s.pb"
+expect "trace missing file" 2 "cannot open" -- "$bin" trace "$tmp/none.pb" -o "$tmp/t.json"
+expect "trace not cutriage" 3 "not a cutriage file" -- "$bin" trace "$csv" -o "$tmp/t.json"
+expect "trace of a file without trace" 10 "the run was made without tracing" -- "$bin" trace "$tmp/s.pb" -o "$tmp/t.json"
+if [[ -e "$tmp/t.json" ]]; then
+  echo "FAIL trace of a file without trace: left $tmp/t.json behind"; failed=$((failed + 1))
+fi
+if [[ -n "$make_trace" ]]; then
+  "$make_trace" "$tmp/trace.pb"
+  expect "trace" 0 "10 kernels, 2 copies, 5 NVTX ranges -> $tmp/t.json" -- "$bin" trace "$tmp/trace.pb" -o "$tmp/t.json"
+  expect "trace default output" 0 "-> $tmp/trace.pb.trace.json" -- "$bin" trace "$tmp/trace.pb"
+  expect "trace to stdout" 0 '^\{"traceEvents":\[' -- "$bin" trace "$tmp/trace.pb" -o -
+  expect "trace unwritable output" 6 "cannot write '$tmp/no/dir/t.json'" -- "$bin" trace "$tmp/trace.pb" -o "$tmp/no/dir/t.json"
+  expect "report opens with the application view" 0 "^kernel families by GPU time" -- "$bin" report "$tmp/trace.pb"
+  expect "report application view verdict" 0 "MEMORY BOUND - DRAM at 91% of peak \(revised\) \(see \[1\]\)" -- "$bin" report "$tmp/trace.pb"
+fi
 
 # cutriage run: the app's own exit status, one-line errors, the report of an agent file.
 expect "run help lists every option" 0 "CUTRIAGE_MAX_PROFILES_PER_KERNEL" -- "$bin" run --help

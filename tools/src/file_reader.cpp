@@ -2,14 +2,54 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <google/protobuf/io/coded_stream.h>
 
 namespace cutriage::tools {
 
+namespace v1 = cutriage::v1;
+
 namespace {
 
 constexpr uint32_t kRecordTag = (1u << 3) | 2u;  // File.records, length-delimited
+
+// Fills the indexes of ReadResult from its records.
+void index_records(ReadResult& r) {
+  // One launch's records: launch_index alone is unique per process, the mangled name keeps two
+  // imported captures whose IDs coincide apart.
+  using LaunchKey = std::pair<uint64_t, uint64_t>;  // (launch_index, mangled_name_iid)
+  std::map<LaunchKey, uint32_t> highest;
+  const auto& records = r.file.records();
+  for (int i = 0; i < records.size(); ++i) {
+    const v1::Record& rec = records.Get(i);
+    switch (rec.payload_case()) {
+      case v1::Record::kFamily:
+        r.family_records[rec.family().id()] = i;
+        break;
+      case v1::Record::kTrace:
+        r.trace_records.push_back(i);
+        break;
+      case v1::Record::kTraceSummary:
+        r.trace_summary_record = i;
+        break;
+      case v1::Record::kKernel: {
+        const v1::KernelProfile& k = rec.kernel();
+        auto [it, added] = highest.try_emplace({k.launch_index(), k.mangled_name_iid()}, k.revision());
+        if (!added && k.revision() > it->second) it->second = k.revision();
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  for (int i = 0; i < records.size(); ++i) {
+    const v1::Record& rec = records.Get(i);
+    if (!rec.has_kernel()) continue;
+    const v1::KernelProfile& k = rec.kernel();
+    if (k.revision() == highest[{k.launch_index(), k.mangled_name_iid()}]) r.kernel_records.push_back(i);
+  }
+}
 
 }  // namespace
 
@@ -52,6 +92,7 @@ ReadResult read_cutriage_bytes(std::string_view bytes) {
     in.Skip(static_cast<int>(length));
     good_end = pos + length;
   }
+  index_records(r);
   r.bytes_skipped = bytes.size() - good_end;
   if (r.bytes_skipped > 0) {
     r.status = ReadStatus::kTruncated;
@@ -84,6 +125,32 @@ ReadResult read_cutriage_file(const std::string& path) {
 std::string_view lookup(const ReadResult& r, uint64_t iid) {
   auto it = r.interned.find(iid);
   return it == r.interned.end() ? std::string_view{} : std::string_view{it->second};
+}
+
+const v1::KernelFamily* find_family(const ReadResult& r, uint64_t id) {
+  auto it = r.family_records.find(id);
+  if (it == r.family_records.end()) return nullptr;
+  return &r.file.records(it->second).family();
+}
+
+std::string family_name(const ReadResult& r, uint64_t id) {
+  if (const v1::KernelFamily* f = find_family(r, id)) {
+    if (auto display = lookup(r, f->display_name_iid()); !display.empty()) return std::string(display);
+    if (auto mangled = lookup(r, f->mangled_name_iid()); !mangled.empty()) return std::string(mangled);
+  }
+  return "family " + std::to_string(id);
+}
+
+const v1::TraceSummary* trace_summary(const ReadResult& r) {
+  if (r.trace_summary_record < 0) return nullptr;
+  return &r.file.records(r.trace_summary_record).trace_summary();
+}
+
+std::vector<const v1::KernelProfile*> current_kernels(const ReadResult& r) {
+  std::vector<const v1::KernelProfile*> out;
+  out.reserve(r.kernel_records.size());
+  for (int i : r.kernel_records) out.push_back(&r.file.records(i).kernel());
+  return out;
 }
 
 }  // namespace cutriage::tools

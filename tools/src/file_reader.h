@@ -1,5 +1,7 @@
 // Reads a cutriage file (a cutriage.v1.File written record by record) with the libprotobuf
-// classes, salvaging every complete record of a file whose writer died mid-record.
+// classes, salvaging every complete record of a file whose writer died mid-record, and indexes
+// what the views need: interned strings, kernel families by id, the trace chunks, the trace
+// summary, and the current record of each profiled launch (the highest revision wins).
 #pragma once
 
 #include <cstdint>
@@ -19,13 +21,23 @@ enum class ReadStatus : uint8_t {
   kUnreadable,     // missing file or I/O error
 };
 
+// The indexes below hold positions in `file.records()`, not pointers, so a ReadResult stays
+// self-consistent when it is copied or moved.
 struct ReadResult {
   ReadStatus status = ReadStatus::kOk;
   std::string message;          // one line for the user when status != kOk
-  cutriage::v1::File file;      // the complete records, in order
+  cutriage::v1::File file;      // the complete records, in order, every revision included
   uint64_t bytes_total = 0;
   uint64_t bytes_skipped = 0;   // the torn tail
   std::map<uint64_t, std::string> interned;  // resolved InternedString records
+  std::map<uint64_t, int> family_records;    // KernelFamily.id -> record (the last definition)
+  std::vector<int> trace_records;            // TraceChunk records, in file order
+  int trace_summary_record = -1;             // the last TraceSummary record; -1: none
+  // KernelProfile records that are current, in file order: of the records of one launch (same
+  // launch_index and kernel), those with the highest revision. A revision is the agent's rewrite
+  // of a record at the end of the session; equal revisions of one launch (two ncu captures
+  // imported together whose IDs coincide) are all kept, as before revisions existed.
+  std::vector<int> kernel_records;
 };
 
 ReadResult read_cutriage_bytes(std::string_view bytes);
@@ -33,5 +45,18 @@ ReadResult read_cutriage_file(const std::string& path);
 
 // Resolves an interned id; "" for 0 or an id never defined.
 std::string_view lookup(const ReadResult& r, uint64_t iid);
+
+// The family with this id; null for 0 or an id never defined.
+const cutriage::v1::KernelFamily* find_family(const ReadResult& r, uint64_t id);
+// A family's name for people: its display name, else its mangled name, else "family N".
+std::string family_name(const ReadResult& r, uint64_t id);
+// The trace summary; null when the file has none (a run without tracing, or one that was killed).
+const cutriage::v1::TraceSummary* trace_summary(const ReadResult& r);
+// The current KernelProfile records (see ReadResult::kernel_records), in file order.
+std::vector<const cutriage::v1::KernelProfile*> current_kernels(const ReadResult& r);
+// Pointer-returning accessors must not outlive `r`: a temporary ReadResult does not compile.
+const cutriage::v1::KernelFamily* find_family(const ReadResult&& r, uint64_t id) = delete;
+const cutriage::v1::TraceSummary* trace_summary(const ReadResult&& r) = delete;
+std::vector<const cutriage::v1::KernelProfile*> current_kernels(const ReadResult&& r) = delete;
 
 }  // namespace cutriage::tools

@@ -3,10 +3,11 @@
 // Exit codes (stable, scripts rely on them):
 //   0 ok; 1 usage error; 2 input missing or unreadable; 3 not a cutriage file;
 //   4 truncated cutriage file (complete records were used); 5 CSV not usable;
-//   6 cannot write the output; 7 bad thresholds file.
+//   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "ncu_csv.h"
 #include "report.h"
 #include "run.h"
+#include "trace_export.h"
 
 namespace {
 
@@ -31,6 +33,8 @@ enum Exit : int {
   kBadCsv = 5,
   kWriteFailed = 6,
   kBadThresholds = 7,
+  // 8 and 9 are `run`'s (agent library not found, application not started).
+  kNoTrace = 10,
 };
 
 constexpr const char* kMainHelp =
@@ -41,12 +45,14 @@ constexpr const char* kMainHelp =
     "  triage --ncu-csv FILE... -o OUT.pb  diagnose Nsight Compute raw CSV captures\n"
     "  report FILE.pb                    human summary, kernels sorted by time\n"
     "  json FILE.pb                      the file's records in the proto3 JSON mapping\n"
+    "  trace FILE.pb [-o OUT.json]       the GPU timeline as Chrome trace JSON (Perfetto)\n"
     "  rules                             list the triage rules and their thresholds\n"
     "  metrics [--ncu]                   list the metrics the rules read\n"
     "\n"
     "`cutriage <command> --help` describes each command.\n"
     "exit codes: 0 ok, 1 usage, 2 unreadable input, 3 not a cutriage file, 4 truncated file,\n"
-    "            5 unusable CSV, 6 cannot write output, 7 bad thresholds file;\n"
+    "            5 unusable CSV, 6 cannot write output, 7 bad thresholds file,\n"
+    "            10 no trace in the file (`trace`);\n"
     "            `run` returns the application's own status (8 agent library not found,\n"
     "            9 application could not be started)\n";
 
@@ -77,6 +83,18 @@ constexpr const char* kJsonHelp =
     "\n"
     "Prints the file's records (session header, interned strings, kernels with diagnoses) in the\n"
     "proto3 JSON mapping of cutriage.v1, for scripts.\n";
+
+constexpr const char* kTraceHelp =
+    "usage: cutriage trace FILE.pb [-o OUT.json]\n"
+    "\n"
+    "Writes the kernels, copies and NVTX ranges the agent traced as Chrome trace event JSON, which\n"
+    "the Perfetto UI (ui.perfetto.dev), its trace processor and chrome://tracing open: one process\n"
+    "per GPU with one thread per stream, profiled launches in category \"profiled\", and a \"CPU\"\n"
+    "process with one thread per OS thread holding its NVTX ranges. Times are microseconds from\n"
+    "the first event.\n"
+    "  -o, --output OUT.json   where to write it (default: FILE.pb with .trace.json appended;\n"
+    "                          - for stdout)\n"
+    "exit code 10 when the file has no trace (the run was made without tracing).\n";
 
 bool wants_help(const std::vector<std::string>& args) {
   for (const std::string& a : args) {
@@ -278,6 +296,68 @@ int cmd_json(const std::vector<std::string>& args) {
   return exit_for(r.status);
 }
 
+int cmd_trace(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kTraceHelp;
+    return kOk;
+  }
+  std::string path, out_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" || a == "--output") {
+      if (i + 1 >= args.size()) return usage_error(a + " needs a file", kTraceHelp);
+      out_path = args[++i];
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'", kTraceHelp);
+    } else if (path.empty()) {
+      path = a;
+    } else {
+      return usage_error("one file at a time", kTraceHelp);
+    }
+  }
+  if (path.empty()) return usage_error("which file?", kTraceHelp);
+  if (out_path.empty()) out_path = path + ".trace.json";
+  tools::ReadResult r;
+  if (!load(path, r)) return exit_for(r.status);
+  if (r.trace_records.empty()) {
+    // Checked before the output is opened, so no empty file is left behind.
+    std::cerr << "cutriage: " << path
+              << ": the file has no trace: the run was made without tracing, so there is no "
+                 "timeline to export\n";
+    return kNoTrace;
+  }
+  std::optional<tools::TraceExportError> error;
+  tools::TraceExportStats stats;
+  if (out_path == "-") {
+    error = tools::export_chrome_trace(r, std::cout, &stats);
+  } else {
+    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      std::cerr << "cutriage: cannot write '" << out_path << "'\n";
+      return kWriteFailed;
+    }
+    error = tools::export_chrome_trace(r, out, &stats);
+    out.close();
+    if (!error && !out) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, ""};
+  }
+  if (error) {
+    if (error->kind == tools::TraceExportError::Kind::kNoTrace) {
+      std::cerr << "cutriage: " << path << ": " << error->message << "\n";
+      return kNoTrace;
+    }
+    std::cerr << "cutriage: cannot write '" << out_path << "'" << (error->message.empty() ? "" : ": ")
+              << error->message << "\n";
+    // Best effort: a partial JSON file would only mislead; the error above is what matters.
+    if (out_path != "-") (void)std::remove(out_path.c_str());
+    return kWriteFailed;
+  }
+  if (out_path != "-") {
+    std::cerr << "cutriage: " << stats.kernels << " kernels, " << stats.copies << " copies, "
+              << stats.nvtx_ranges << " NVTX ranges -> " << out_path << "\n";
+  }
+  return exit_for(r.status);
+}
+
 int cmd_rules() {
   for (const triage::Rule& rule : triage::all_rules()) {
     std::cout << rule.id << "  [" << triage::to_string(rule.decision) << "] " << rule.title << "\n";
@@ -335,6 +415,7 @@ int main(int argc, char** argv) {
     if (cmd == "triage") return cmd_triage(args);
     if (cmd == "report") return cmd_report(args);
     if (cmd == "json") return cmd_json(args);
+    if (cmd == "trace") return cmd_trace(args);
     if (cmd == "rules") return cmd_rules();
     if (cmd == "metrics") return cmd_metrics(args);
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -76,6 +77,131 @@ const v1::Check* find_primary(const v1::Diagnosis& d) {
   return nullptr;
 }
 
+// Compact durations for tables, three significant digits, at most 9 characters: "1.23 s",
+// "512 ms", "42.1 us". "-" for a value that is not a duration (unknown, no sample).
+std::string short_duration(double ns) {
+  char buf[64];
+  if (!std::isfinite(ns) || ns < 0) return "-";
+  if (ns == 0) return "0";
+  const char* unit = "ns";
+  double v = ns;
+  if (ns >= 1e9) {
+    v = ns / 1e9;
+    unit = "s";
+  } else if (ns >= 1e6) {
+    v = ns / 1e6;
+    unit = "ms";
+  } else if (ns >= 1e3) {
+    v = ns / 1e3;
+    unit = "us";
+  }
+  const int decimals = v >= 100 || unit[0] == 'n' ? 0 : v >= 10 ? 1 : 2;
+  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
+  return buf;
+}
+
+// A statistic of the families table: "-" when there is none (every launch was profiled).
+std::string stat_duration(double ns) { return ns > 0 ? short_duration(ns) : "-"; }
+
+std::string percent(double part, double whole) {
+  if (!(whole > 0) || !std::isfinite(part)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * part / whole);
+  return buf;
+}
+
+// Columns of text are counted in code points, not bytes: names are UTF-8 (the encoder repairs them),
+// and a cut inside a multi-byte sequence would leave invalid text on the terminal.
+size_t text_width(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+// `s` cut to `width` columns, the cut marked with an ellipsis, then padded to `width`.
+std::string fit(std::string_view s, size_t width) {
+  std::string out;
+  if (text_width(s) <= width) {
+    out = s;
+  } else {
+    size_t kept = 0, i = 0;
+    for (; i < s.size(); ++i) {
+      bool starts = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+      if (starts && kept == width - 1) break;
+      kept += starts ? 1 : 0;
+    }
+    out = std::string(s.substr(0, i)) + "\u2026";
+  }
+  out.append(width - std::min(width, text_width(out)), ' ');
+  return out;
+}
+
+std::string right(const std::string& s, size_t width) {
+  size_t w = text_width(s);
+  return w >= width ? s : std::string(width - w, ' ') + s;
+}
+
+// `text` after `first`, broken at spaces into lines of at most kReportWidth columns; continuation
+// lines start with `rest` (usually spaces aligning them under the text). A word longer than a
+// line stays whole. Long agent details (why a graph kernel was not profiled) stay readable
+// without being cut.
+constexpr size_t kReportWidth = 100;
+void put_wrapped(std::ostringstream& out, const std::string& first, const std::string& rest,
+                 std::string_view text) {
+  std::string line = first;
+  size_t used = text_width(first);
+  bool empty = true;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string_view::npos) j = text.size();
+    std::string_view word = text.substr(i, j - i);
+    i = j + 1;
+    if (word.empty()) continue;
+    size_t w = text_width(word);
+    if (!empty && used + 1 + w > kReportWidth) {
+      out << line << "\n";
+      line = rest;
+      used = text_width(rest);
+      empty = true;
+    }
+    if (!empty) {
+      line += ' ';
+      ++used;
+    }
+    line += word;
+    used += w;
+    empty = false;
+  }
+  out << line << "\n";
+}
+
+std::string with_commas(uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "CLASSIFICATION_MEMORY_BOUND" + headline "memory_bound: DRAM" -> "MEMORY BOUND - DRAM".
+std::string verdict_text(const v1::Diagnosis& d) {
+  std::string cls = enum_words(v1::Classification_Name(d.classification()), "CLASSIFICATION_");
+  for (char& c : cls) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string text = cls;
+  if (!d.headline().empty()) {
+    // The engine's headline starts with the classification's name ("memory_bound: ..."), which
+    // the line already shows in words.
+    std::string headline = d.headline();
+    size_t colon = headline.find(": ");
+    if (colon != std::string::npos && headline.find(' ') > colon) headline = headline.substr(colon + 2);
+    text += " - " + headline;
+  }
+  return text;
+}
+
 void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
                    size_t rank, const ReportOptions& options) {
   std::string name(lookup(file, k.function_name_iid()));
@@ -111,18 +237,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     out << "\n";
   }
 
-  std::string cls = enum_words(v1::Classification_Name(d.classification()), "CLASSIFICATION_");
-  for (char& c : cls) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  out << "    verdict   " << cls;
-  if (!d.headline().empty()) {
-    // The engine's headline starts with the classification's name ("memory_bound: ..."), which
-    // the line already shows in words.
-    std::string headline = d.headline();
-    size_t colon = headline.find(": ");
-    if (colon != std::string::npos && headline.find(' ') > colon) headline = headline.substr(colon + 2);
-    out << " - " << headline;
-  }
-  out << "\n";
+  out << "    verdict   " << verdict_text(d) << "\n";
   if (d.at_hardware_limit()) out << "              (the limiting unit is within 80% of its peak)\n";
 
   out << "    trust     " << enum_words(v1::Trust_Name(d.trust()), "TRUST_");
@@ -221,6 +336,297 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   out << "\n";
 }
 
+// ---- application view (TraceSummary) --------------------------------------------------------
+
+constexpr const char* kIndent = "  ";
+
+std::string ceiling_text(const v1::FamilyStats& fs) {
+  char buf[32];
+  double c = fs.amdahl_ceiling();
+  if (c > 0 && std::isfinite(c)) {
+    std::snprintf(buf, sizeof buf, c < 10 ? "%.2fx" : c < 100 ? "%.1fx" : "%.0fx", c);
+    return buf;
+  }
+  // 0 is written for the only family of the run (the ceiling is infinite) and for unknown.
+  return fs.time_share() >= 0.999 ? "inf" : "-";
+}
+
+// Why a family has no verdict, from the agent's selection: the state, and its detail when given.
+std::string selection_text(const v1::FamilyStats& fs) {
+  using FS = v1::FamilyStats;
+  const std::string& detail = fs.selection_detail();
+  switch (fs.selection()) {
+    case FS::SELECTION_FAILED:
+      return "profiling failed" + (detail.empty() ? std::string() : ": " + detail);
+    case FS::SELECTION_PROFILED:
+      return "profiled, but its record is not in the file (the process did not exit normally?)";
+    default:
+      break;
+  }
+  // Without a detail the state is explained; with one, the detail says why and the state is named.
+  std::string why, state;
+  switch (fs.selection()) {
+    case FS::SELECTION_NOT_RANKED:
+      why = "below the selection policy's cut", state = "not ranked";
+      break;
+    case FS::SELECTION_FILTERED:
+      why = "excluded by the kernel or NVTX filter or the launch limits", state = "filtered";
+      break;
+    case FS::SELECTION_TOO_FEW_LAUNCHES:
+      why = "not launched again once its rank was known", state = "too few launches";
+      break;
+    case FS::SELECTION_GRAPH_ONLY:
+      why = "only launched from CUDA graphs", state = "graph only";
+      break;
+    case FS::SELECTION_NOT_REPLAYABLE:
+      why = "cooperative or communication kernel, not replayable", state = "not replayable";
+      break;
+    case FS::SELECTION_NOT_PERMITTED:
+      why = "counters not permitted", state = "not permitted";
+      break;
+    case FS::SELECTION_TRACE_ONLY:
+      why = "trace only (selection policy none)", state = "trace only";
+      break;
+    default:
+      why = "no selection recorded", state = "unknown";
+      break;
+  }
+  if (detail.empty()) return "not profiled: " + why;
+  return "not profiled: " + detail + " (" + state + ")";
+}
+
+std::string policy_text(const v1::SelectionPolicy& p) {
+  std::string text;
+  switch (p.mode()) {
+    case v1::SelectionPolicy::MODE_TOP:
+      text = p.top_k() == 1 ? std::string("the top family by GPU time")
+                            : "the top " + std::to_string(p.top_k()) + " families by GPU time";
+      break;
+    case v1::SelectionPolicy::MODE_ALL: text = "every kernel"; break;
+    case v1::SelectionPolicy::MODE_SHARE:
+      text = "families with at least " + fmt(100 * p.min_share()) + "% of GPU time";
+      break;
+    case v1::SelectionPolicy::MODE_NONE: text = "none (trace only)"; break;
+    default: return {};
+  }
+  if (!p.nvtx_include().empty()) text += ", under NVTX '" + p.nvtx_include() + "'";
+  if (!p.nvtx_exclude().empty()) text += ", not under NVTX '" + p.nvtx_exclude() + "'";
+  return text;
+}
+
+std::string gpu_label(const v1::SessionHeader* session, uint32_t device) {
+  std::string label = "GPU " + std::to_string(device);
+  if (session == nullptr) return label;
+  for (const auto& g : session->gpus()) {
+    if (g.device() != device) continue;
+    const std::string& name = g.name().empty() ? g.chip() : g.name();
+    if (!name.empty()) label += " (" + name + ")";
+  }
+  return label;
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return with_commas(n) + " " + (n == 1 ? one : many);
+}
+
+void render_device(std::ostringstream& out, const v1::SessionHeader* session, const v1::DeviceTimeline& d) {
+  double span = d.last_end_ns() > d.first_start_ns() ? double(d.last_end_ns() - d.first_start_ns()) : 0.0;
+  double idle = span > d.busy_ns() ? span - d.busy_ns() : 0.0;
+  out << kIndent << gpu_label(session, d.device()) << ": span " << short_duration(span) << ", busy "
+      << short_duration(d.busy_ns()) << " (" << percent(d.busy_ns(), span) << "), idle "
+      << short_duration(idle) << " (" << percent(idle, span) << ")\n";
+  out << kIndent << "    " << plural(d.kernels(), "kernel", "kernels") << ", busy "
+      << short_duration(d.kernel_busy_ns()) << "\n";
+  if (d.copies() != 0) {
+    out << kIndent << "    " << plural(d.copies(), "copy", "copies") << ", busy " << short_duration(d.copy_busy_ns())
+        << "; " << short_duration(d.copy_only_ns()) << " serialized with compute ("
+        << percent(d.copy_only_ns(), span) << " of span)";
+    if (d.pageable_copy_ns() > 0) out << ", " << short_duration(d.pageable_copy_ns()) << " pageable";
+    out << "\n";
+  }
+  if (d.gaps() != 0) {
+    out << kIndent << "    " << plural(d.gaps(), "idle gap", "idle gaps") << ", " << short_duration(d.gap_ns())
+        << " in all";
+    if (d.largest_gaps_size() > 0) {
+      const v1::Interval& g = d.largest_gaps(0);
+      double len = g.end_ns() > g.start_ns() ? double(g.end_ns() - g.start_ns()) : 0.0;
+      double at = g.start_ns() > d.first_start_ns() ? double(g.start_ns() - d.first_start_ns()) : 0.0;
+      out << "; longest " << short_duration(len) << " at +" << short_duration(at);
+    }
+    out << "\n";
+  }
+  if (d.launch_bound_size() > 0) {
+    const v1::LaunchBoundStretch& s = d.launch_bound(0);
+    double len = s.end_ns() > s.start_ns() ? double(s.end_ns() - s.start_ns()) : 0.0;
+    out << kIndent << "    " << plural(static_cast<uint64_t>(d.launch_bound_size()), "launch-bound stretch",
+                                       "launch-bound stretches")
+        << "; longest: " << with_commas(s.kernels()) << " kernels of " << short_duration(s.mean_kernel_ns())
+        << " on average in " << short_duration(len) << ", GPU busy " << percent(s.busy_ns(), len) << "\n";
+  }
+}
+
+// The profiled launch whose diagnosis stands for a family: among the current records of the
+// family (KernelProfile.family_id) that no later record combines, the summary's
+// profiled_launch_index, else the last profiled one, else the last one.
+const v1::KernelProfile* family_profile(const std::vector<const v1::KernelProfile*>& current,
+                                        const v1::FamilyStats& fs) {
+  const v1::KernelProfile* last_profiled = nullptr;
+  const v1::KernelProfile* last = nullptr;
+  for (const v1::KernelProfile* k : current) {
+    if (k->family_id() != fs.family_id() || fs.family_id() == 0) continue;
+    if (fs.profiled_launch_index() != 0 && k->launch_index() == fs.profiled_launch_index()) return k;
+    if (k->status() == v1::PROFILE_STATUS_PROFILED || k->status() == v1::PROFILE_STATUS_UNSPECIFIED) {
+      last_profiled = k;
+    }
+    last = k;
+  }
+  return last_profiled != nullptr ? last_profiled : last;
+}
+
+void render_finding(std::ostringstream& out, const v1::Check& c, const ReportOptions& options) {
+  std::string text = c.has_finding() && !c.finding().summary().empty() ? c.finding().summary() : c.reason();
+  if (text.empty()) text = c.title();
+  put_wrapped(out, std::string(kIndent) + "FIRED  [" + c.rule_id() + "] ", std::string(kIndent) + "       ", text);
+  int shown = 0;
+  for (const auto& e : c.evidence()) {
+    if (!options.verbose && shown == 5) break;
+    out << kIndent << (shown == 0 ? "       evidence  " : "                 ") << e.metric() << " = "
+        << fmt(e.value()) << (e.unit().empty() ? "" : " " + e.unit()) << "\n";
+    ++shown;
+  }
+  for (const auto& t : c.thresholds()) {
+    out << kIndent << "                 threshold " << t.name() << " = " << fmt(t.value()) << "\n";
+  }
+  if (c.has_finding()) {
+    const v1::Finding& f = c.finding();
+    if (!f.next_action().empty()) {
+      put_wrapped(out, std::string(kIndent) + "       next      ", std::string(kIndent) + std::string(17, ' '),
+                  f.next_action());
+    }
+    if (f.estimated_speedup() > 0) {
+      out << kIndent << "       gain      up to " << fmt(f.estimated_speedup()) << "x on the run";
+      if (!f.estimate_basis().empty()) out << " (" << f.estimate_basis() << ")";
+      out << "\n";
+    }
+  }
+}
+
+void render_application_view(std::ostringstream& out, const ReadResult& file, const v1::TraceSummary& ts,
+                             const v1::SessionHeader* session,
+                             const std::vector<const v1::KernelProfile*>& current,
+                             const std::map<const v1::KernelProfile*, size_t>& sections,
+                             const ReportOptions& options) {
+  out << "application view: " << with_commas(ts.kernel_executions()) << " kernel executions, "
+      << with_commas(ts.copy_executions()) << " copies traced; " << short_duration(ts.total_kernel_ns())
+      << " of kernel time\n";
+  if (ts.dropped_records() != 0) {
+    out << "warning: " << with_commas(ts.dropped_records())
+        << " trace records were dropped by CUPTI; the numbers below miss them\n";
+  }
+  if (ts.late_records() != 0) {
+    out << "note: " << with_commas(ts.late_records())
+        << " records arrived late; their overlap with earlier activity is approximated as busy time\n";
+  }
+  if (ts.timeline_kernel_events() != 0 && ts.timeline_kernel_events() < ts.kernel_executions()) {
+    out << "note: the timeline in the file holds " << with_commas(ts.timeline_kernel_events())
+        << " of the kernel executions (capped); the statistics cover all of them\n";
+  }
+  if (std::string policy = policy_text(ts.selection()); !policy.empty()) out << "profiled: " << policy << "\n";
+  for (const v1::DeviceTimeline& d : ts.devices()) render_device(out, session, d);
+  out << "\n";
+
+  // 98 columns: names are cut to fit (the full name follows on its own line).
+  constexpr size_t kNameWidth = 32;
+  out << "kernel families by GPU time (durations leave out profiled launches)\n";
+  out << right("#", 4) << "  " << fit("family", kNameWidth) << right("launches", 9) << right("total", 9)
+      << right("mean", 9) << right("p50", 9) << right("p95", 9) << right("share", 7) << right("ceiling", 8)
+      << "\n";
+  const size_t limit = options.verbose || options.max_families == 0
+                           ? static_cast<size_t>(ts.families_size())
+                           : std::min(options.max_families, static_cast<size_t>(ts.families_size()));
+  for (size_t i = 0; i < limit; ++i) {
+    const v1::FamilyStats& fs = ts.families(static_cast<int>(i));
+    const std::string name = family_name(file, fs.family_id());
+    out << right(std::to_string(i + 1), 4) << "  " << fit(name, kNameWidth) << right(with_commas(fs.launches()), 9)
+        << right(stat_duration(fs.total_ns()), 9) << right(stat_duration(fs.mean_ns()), 9)
+        << right(stat_duration(fs.p50_ns()), 9) << right(stat_duration(fs.p95_ns()), 9)
+        << right(percent(fs.time_share(), 1.0), 7) << right(ceiling_text(fs), 8) << "\n";
+    const std::string indent = "        ";
+    if (text_width(name) > kNameWidth) out << indent << "name: " << name << "\n";
+    const v1::KernelProfile* k = family_profile(current, fs);
+    const bool profiled = k != nullptr && (k->status() == v1::PROFILE_STATUS_PROFILED ||
+                                           k->status() == v1::PROFILE_STATUS_UNSPECIFIED);
+    if (profiled) {
+      std::string verdict = verdict_text(k->diagnosis());
+      if (auto it = sections.find(k); it != sections.end()) verdict += " (see [" + std::to_string(it->second) + "])";
+      put_wrapped(out, indent, indent + "  ", verdict);
+      if (!k->diagnosis().next_action().empty()) {
+        put_wrapped(out, indent + "next: ", indent + "      ", k->diagnosis().next_action());
+      }
+    } else if (k != nullptr && fs.selection() == v1::FamilyStats::SELECTION_UNSPECIFIED) {
+      // No selection recorded: the kernel's own record says why it was not profiled.
+      std::string why = "not profiled: " + enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
+      if (!k->status_detail().empty()) why += " (" + k->status_detail() + ")";
+      put_wrapped(out, indent, indent + "  ", why);
+    } else {
+      put_wrapped(out, indent, indent + "  ", selection_text(fs));
+    }
+    if (fs.nvtx_path_iids_size() > 0) {
+      std::string paths;
+      int shown = 0;
+      for (uint64_t iid : fs.nvtx_path_iids()) {
+        if (!options.verbose && shown == 2) break;
+        paths += (shown != 0 ? ", " : "") + std::string(lookup(file, iid));
+        ++shown;
+      }
+      if (shown < fs.nvtx_path_iids_size()) paths += " (+" + std::to_string(fs.nvtx_path_iids_size() - shown) + " more)";
+      put_wrapped(out, indent + "nvtx: ", indent + "      ", paths);
+    }
+    if (options.verbose && (fs.replayed_launches() != 0 || fs.graph_launches() != 0 || fs.concurrent_launches() != 0)) {
+      out << indent << "launches: " << with_commas(fs.replayed_launches()) << " profiled, "
+          << with_commas(fs.graph_launches()) << " from CUDA graphs, " << with_commas(fs.concurrent_launches())
+          << " concurrent with another kernel; min " << short_duration(fs.min_ns()) << ", max "
+          << short_duration(fs.max_ns()) << "\n";
+    }
+  }
+  if (limit < static_cast<size_t>(ts.families_size())) {
+    double rest_ns = 0;
+    for (int i = static_cast<int>(limit); i < ts.families_size(); ++i) rest_ns += ts.families(i).total_ns();
+    out << "     ... " << with_commas(ts.families_size() - limit) << " more families, "
+        << percent(rest_ns, ts.total_kernel_ns()) << " of kernel time (--verbose lists them)\n";
+  }
+  out << "\n";
+
+  if (ts.findings_size() > 0) {
+    out << "session findings (Decision 1 and 2A on the timeline)\n";
+    std::vector<const v1::Check*> not_fired;
+    for (const v1::Check& c : ts.findings()) {
+      if (c.outcome() == v1::OUTCOME_FIRED) render_finding(out, c, options);
+    }
+    for (const v1::Check& c : ts.findings()) {
+      if (c.outcome() != v1::OUTCOME_NOT_EVALUATED) continue;
+      put_wrapped(out, std::string(kIndent) + "not evaluated  [" + c.rule_id() + "] ", std::string(kIndent) + "    ",
+                  c.reason());
+    }
+    for (const v1::Check& c : ts.findings()) {
+      if (c.outcome() != v1::OUTCOME_FIRED && c.outcome() != v1::OUTCOME_NOT_EVALUATED) not_fired.push_back(&c);
+    }
+    if (!not_fired.empty()) {
+      out << kIndent << "not fired:";
+      if (options.verbose) {
+        out << "\n";
+        for (const v1::Check* c : not_fired) {
+          out << kIndent << "  [" << c->rule_id() << "]" << (c->reason().empty() ? "" : " " + c->reason()) << "\n";
+        }
+      } else {
+        for (size_t i = 0; i < not_fired.size(); ++i) out << (i != 0 ? ", " : " ") << not_fired[i]->rule_id();
+        out << "\n";
+      }
+    }
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 std::string render_report(const ReadResult& file, const ReportOptions& options) {
@@ -231,26 +637,27 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
   const v1::SessionHeader* session = nullptr;
   const v1::SessionEnd* end = nullptr;
   // Adaptive collection writes one record per profiled launch of a kernel; the latest one combines
-  // the earlier ones (combined_launch_indices) and is the one to show.
+  // the earlier ones (combined_launch_indices) and is the one to show. Only the current revision of
+  // each launch counts (current_kernels).
+  const std::vector<const v1::KernelProfile*> all_current = current_kernels(file);
   std::set<std::pair<uint64_t, uint64_t>> superseded;  // (mangled name id, launch index)
-  for (const auto& r : file.file.records()) {
-    if (r.has_kernel()) {
-      for (uint64_t li : r.kernel().combined_launch_indices()) {
-        superseded.insert({r.kernel().mangled_name_iid(), li});
-      }
-    }
+  for (const v1::KernelProfile* k : all_current) {
+    for (uint64_t li : k->combined_launch_indices()) superseded.insert({k->mangled_name_iid(), li});
+  }
+  std::vector<const v1::KernelProfile*> current;
+  for (const v1::KernelProfile* k : all_current) {
+    if (superseded.count({k->mangled_name_iid(), k->launch_index()}) == 0) current.push_back(k);
   }
   for (const auto& r : file.file.records()) {
     if (r.has_session() && session == nullptr) session = &r.session();
     if (r.has_notice()) notices.push_back(&r.notice());
     if (r.has_session_end()) end = &r.session_end();
-    if (!r.has_kernel()) continue;
-    const v1::KernelProfile& k = r.kernel();
-    if (superseded.count({k.mangled_name_iid(), k.launch_index()})) continue;
-    if (k.status() == v1::PROFILE_STATUS_UNSPECIFIED || k.status() == v1::PROFILE_STATUS_PROFILED) {
-      kernels.push_back(&k);
+  }
+  for (const v1::KernelProfile* k : current) {
+    if (k->status() == v1::PROFILE_STATUS_UNSPECIFIED || k->status() == v1::PROFILE_STATUS_PROFILED) {
+      kernels.push_back(k);
     } else {
-      unprofiled.push_back(&k);
+      unprofiled.push_back(k);
     }
   }
   std::stable_sort(kernels.begin(), kernels.end(),
@@ -294,6 +701,19 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
   } else if (session != nullptr && session->source() == v1::SessionHeader::SOURCE_AGENT) {
     out << "note: the file has no session end: the process did not exit normally; every complete "
            "record is shown\n";
+  }
+  // The per-kernel sections' numbers, for the application view to point at.
+  std::map<const v1::KernelProfile*, size_t> sections;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (options.max_kernels != 0 && i == options.max_kernels) break;
+    sections[kernels[i]] = i + 1;
+  }
+  if (const v1::TraceSummary* ts = trace_summary(file)) {
+    out << "\n";
+    render_application_view(out, file, *ts, session, current, sections, options);
+  } else if (!file.trace_records.empty()) {
+    out << "note: the file has a trace but no trace summary (the process did not exit normally); "
+           "`cutriage trace` exports the timeline\n";
   }
   out << kernels.size() << " profiled kernel" << (kernels.size() == 1 ? "" : "s")
       << ", longest first\n\n";

@@ -10,10 +10,17 @@ namespace cutriage::tools {
 struct ReportOptions {
   bool verbose = false;   // every check of every visited decision, not only the verdict
   size_t max_kernels = 0; // 0 = all
+  // Kernel families listed in the application view (the rest are summed up in one line);
+  // 0 = all. --verbose lists all.
+  size_t max_families = 20;
 };
 
-// Kernels sorted by profiled duration, longest first; per kernel: verdict, trust, the path through
-// the decisions, the numbers behind the verdict, next action, estimated gain.
+// When the file has a trace summary, the report opens with the application view: per device the
+// GPU span, busy and idle time, copies serialized with compute; kernel families ranked by GPU time
+// with their duration statistics, share and Amdahl ceiling, and per family the verdict and next
+// action of its profiled launch or why it was not profiled; then the session-level findings.
+// Then the kernels sorted by profiled duration, longest first; per kernel: verdict, trust, the path
+// through the decisions, the numbers behind the verdict, next action, estimated gain.
 std::string render_report(const ReadResult& file, const ReportOptions& options);
 
 // The proto3 JSON mapping of the file's records. Empty string and `error` set on failure.

@@ -4,6 +4,7 @@
 #include <protozero/pbf_writer.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace cutriage::wire {
@@ -15,7 +16,8 @@ namespace {
 namespace f {
 constexpr protozero::pbf_tag_type kFileRecords = 1;
 constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kRecordKernel = 3,
-                                   kRecordNotice = 4, kRecordSessionEnd = 5;
+                                   kRecordNotice = 4, kRecordSessionEnd = 5, kRecordFamily = 6,
+                                   kRecordTrace = 7, kRecordTraceSummary = 8;
 constexpr protozero::pbf_tag_type kInternedId = 1, kInternedValue = 2;
 }  // namespace f
 
@@ -43,6 +45,12 @@ void put_double(protozero::pbf_writer& w, protozero::pbf_tag_type tag, double v)
 }
 void put_bool(protozero::pbf_writer& w, protozero::pbf_tag_type tag, bool v) {
   if (v) w.add_bool(tag, v);
+}
+// Statistics computed from the trace (means, quantiles, shares): a value of no sample, or a ratio
+// with nothing to divide by, is left out (reads as 0, "unknown") rather than written as NaN or
+// infinity, which every reader would have to guard against before printing or exporting it.
+void put_stat(protozero::pbf_writer& w, protozero::pbf_tag_type tag, double v) {
+  if (std::isfinite(v)) put_double(w, tag, v);
 }
 template <typename E>
 void put_enum(protozero::pbf_writer& w, protozero::pbf_tag_type tag, E v) {
@@ -130,8 +138,16 @@ void put_diagnosis(protozero::pbf_writer& w, protozero::pbf_tag_type tag,
   put_string(m, 11, d.primary_rule);
 }
 
-// Wraps one Record's bytes as a File.records field.
-std::string as_file_field(const std::string& record) {
+// One Record holding `payload` as its oneof field `tag`, as a File.records field. The payload is
+// written even when it is empty: protozero drops empty nested messages, and a Record without its
+// payload reads as corrupt, which would end the reader's salvage there (an empty TraceChunk, a
+// Notice with every field unset).
+std::string as_record(protozero::pbf_tag_type tag, const std::string& payload) {
+  std::string record;
+  {
+    protozero::pbf_writer r(record);
+    r.add_message(tag, payload);
+  }
   std::string out;
   protozero::pbf_writer file(out);
   file.add_message(f::kFileRecords, record);
@@ -146,22 +162,20 @@ uint64_t RecordEncoder::intern(std::string_view value, std::string& out) {
   if (it != interned_.end()) return it->second;
   uint64_t id = next_id_++;
   interned_.emplace(std::string(value), id);
-  std::string record;
+  std::string payload;
   {
-    protozero::pbf_writer r(record);
-    protozero::pbf_writer s(r, f::kRecordInterned);
+    protozero::pbf_writer s(payload);
     s.add_uint64(f::kInternedId, id);
     put_text(s, f::kInternedValue, value);
   }
-  out += as_file_field(record);
+  out += as_record(f::kRecordInterned, payload);
   return id;
 }
 
 std::string RecordEncoder::session(const SessionInfo& s) {
-  std::string record;
+  std::string payload;
   {
-    protozero::pbf_writer r(record);
-    protozero::pbf_writer m(r, f::kRecordSession);
+    protozero::pbf_writer m(payload);
     m.add_uint32(1, kSchemaVersion);
     put_string(m, 2, s.agent_version);
     put_string(m, 3, s.host);
@@ -196,8 +210,9 @@ std::string RecordEncoder::session(const SessionInfo& s) {
     }
     put_enum(m, 12, s.source);
     put_string(m, 13, s.source_path);
+    put_u64(m, 14, s.trace_clock_at_start_ns);
   }
-  return as_file_field(record);
+  return as_record(f::kRecordSession, payload);
 }
 
 std::string RecordEncoder::kernel(const KernelRecord& k) {
@@ -218,10 +233,9 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     ids.push_back({n, u});
   }
 
-  std::string record;
+  std::string payload;
   {
-    protozero::pbf_writer r(record);
-    protozero::pbf_writer m(r, f::kRecordKernel);
+    protozero::pbf_writer m(payload);
     put_u64(m, 1, mangled);
     put_u64(m, 2, demangled);
     put_u64(m, 3, function);
@@ -273,22 +287,23 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     put_u32(m, 23, k.profile_number);
     for (uint64_t li : k.combined_launch_indices) m.add_uint64(24, li);
     for (const std::string& name : k.rejected_metrics) put_text(m, 25, name);
+    put_u64(m, 26, k.family_id);
+    put_u32(m, 27, k.revision);
   }
-  out += as_file_field(record);
+  out += as_record(f::kRecordKernel, payload);
   return out;
 }
 
 std::string RecordEncoder::notice(const Notice& n) {
-  std::string record;
+  std::string payload;
   {
-    protozero::pbf_writer r(record);
-    protozero::pbf_writer m(r, f::kRecordNotice);
+    protozero::pbf_writer m(payload);
     put_enum(m, 1, n.severity);
     put_string(m, 2, n.code);
     put_string(m, 3, n.message);
     put_u64(m, 4, n.time_unix_ns);
   }
-  return as_file_field(record);
+  return as_record(f::kRecordNotice, payload);
 }
 
 std::string RecordEncoder::session_end(const SessionEnd& e) {
@@ -296,10 +311,9 @@ std::string RecordEncoder::session_end(const SessionEnd& e) {
   std::vector<uint64_t> names;
   names.reserve(e.kernels.size());
   for (const KernelLaunchStats& k : e.kernels) names.push_back(intern(k.mangled_name, out));
-  std::string record;
+  std::string payload;
   {
-    protozero::pbf_writer r(record);
-    protozero::pbf_writer m(r, f::kRecordSessionEnd);
+    protozero::pbf_writer m(payload);
     put_u64(m, 1, e.end_time_unix_ns);
     put_enum(m, 2, e.state);
     put_string(m, 3, e.state_detail);
@@ -321,7 +335,181 @@ std::string RecordEncoder::session_end(const SessionEnd& e) {
       put_u64(ks, 7, k.filtered);
     }
   }
-  out += as_file_field(record);
+  out += as_record(f::kRecordSessionEnd, payload);
+  return out;
+}
+
+std::string RecordEncoder::family(const FamilyDef& fam) {
+  std::string out;
+  uint64_t mangled = intern(fam.mangled_name, out);
+  uint64_t display = intern(fam.display_name, out);
+  std::string payload;
+  {
+    protozero::pbf_writer m(payload);
+    put_u64(m, 1, fam.id);
+    put_u64(m, 2, mangled);
+    put_u64(m, 3, display);
+    put_u32(m, 4, fam.device);
+    put_dim3(m, 5, fam.block);
+  }
+  out += as_record(f::kRecordFamily, payload);
+  return out;
+}
+
+std::string RecordEncoder::trace_chunk(const TraceChunk& chunk) {
+  std::string out;  // interned definitions first, then the chunk
+  // Ids resolved before the record is opened: intern() appends to `out`, which must not happen
+  // while the chunk's own bytes are being written.
+  std::vector<uint64_t> kernel_paths;
+  kernel_paths.reserve(chunk.kernels.size());
+  for (const KernelExecution& k : chunk.kernels) kernel_paths.push_back(intern(k.nvtx_path, out));
+  struct RangeIds {
+    uint64_t name;
+    uint64_t domain;
+  };
+  std::vector<RangeIds> ranges;
+  ranges.reserve(chunk.nvtx_ranges.size());
+  for (const NvtxRange& n : chunk.nvtx_ranges) {
+    uint64_t name = intern(n.name, out);
+    uint64_t domain = intern(n.domain, out);
+    ranges.push_back({name, domain});
+  }
+
+  std::string payload;
+  {
+    protozero::pbf_writer m(payload);
+    for (size_t i = 0; i < chunk.kernels.size(); ++i) {
+      const KernelExecution& k = chunk.kernels[i];
+      protozero::pbf_writer e(m, 1);
+      put_u64(e, 1, k.family_id);
+      put_u64(e, 2, k.start_ns);
+      put_u64(e, 3, k.end_ns);
+      put_u32(e, 4, k.stream_id);
+      put_u32(e, 5, k.context_id);
+      put_u64(e, 6, k.correlation_id);
+      put_dim3(e, 7, k.grid);
+      put_u32(e, 8, k.graph_id);
+      put_u64(e, 9, k.graph_node_id);
+      put_bool(e, 10, k.replayed);
+      put_u64(e, 11, kernel_paths[i]);
+    }
+    for (const CopyExecution& c : chunk.copies) {
+      protozero::pbf_writer e(m, 2);
+      put_enum(e, 1, c.kind);
+      put_u64(e, 2, c.start_ns);
+      put_u64(e, 3, c.end_ns);
+      put_u64(e, 4, c.bytes);
+      put_u32(e, 5, c.device);
+      put_u32(e, 6, c.stream_id);
+      put_u32(e, 7, c.context_id);
+      put_u64(e, 8, c.correlation_id);
+      put_bool(e, 9, c.pageable);
+      put_u32(e, 10, c.graph_id);
+    }
+    for (size_t i = 0; i < chunk.nvtx_ranges.size(); ++i) {
+      const NvtxRange& n = chunk.nvtx_ranges[i];
+      protozero::pbf_writer e(m, 3);
+      put_u64(e, 1, ranges[i].name);
+      put_u64(e, 2, n.start_ns);
+      put_u64(e, 3, n.end_ns);
+      put_u32(e, 4, n.thread_id);
+      put_u32(e, 5, n.depth);
+      put_u64(e, 6, ranges[i].domain);
+    }
+    put_u64(m, 4, chunk.dropped_records);
+  }
+  out += as_record(f::kRecordTrace, payload);
+  return out;
+}
+
+std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
+  std::string out;
+  const triage::TimelineSummary& t = summary.timeline;
+  // NVTX paths of each family, interned before the record (see trace_chunk).
+  std::vector<std::vector<uint64_t>> paths;
+  paths.reserve(t.families.size());
+  for (const triage::FamilyTimeStats& fam : t.families) {
+    std::vector<uint64_t>& ids = paths.emplace_back();
+    auto outcome = summary.outcomes.find(fam.family);
+    if (outcome == summary.outcomes.end()) continue;
+    for (const std::string& p : outcome->second.nvtx_paths) {
+      if (uint64_t id = intern(p, out); id != 0) ids.push_back(id);
+    }
+  }
+
+  std::string payload;
+  {
+    protozero::pbf_writer m(payload);
+    for (size_t i = 0; i < t.families.size(); ++i) {
+      const triage::FamilyTimeStats& fam = t.families[i];
+      protozero::pbf_writer fs(m, 1);
+      fs.add_uint64(1, fam.family);  // even 0: an empty FamilyStats would be dropped (see as_record)
+      put_u64(fs, 2, fam.launches);
+      put_u64(fs, 3, fam.replayed_launches);
+      put_u64(fs, 4, fam.graph_launches);
+      put_u64(fs, 5, fam.concurrent_launches);
+      put_stat(fs, 6, fam.total_ns);
+      put_stat(fs, 7, fam.mean_ns());
+      put_stat(fs, 8, fam.durations.quantile(0.5));
+      put_stat(fs, 9, fam.durations.quantile(0.95));
+      put_stat(fs, 10, fam.durations.min());
+      put_stat(fs, 11, fam.durations.max());
+      put_stat(fs, 12, t.time_share(fam));
+      put_stat(fs, 13, t.amdahl_ceiling(fam));
+      if (!paths[i].empty()) fs.add_packed_uint64(14, paths[i].begin(), paths[i].end());
+      if (auto o = summary.outcomes.find(fam.family); o != summary.outcomes.end()) {
+        put_enum(fs, 15, o->second.selection);
+        put_string(fs, 16, o->second.selection_detail);
+        put_u64(fs, 17, o->second.profiled_launch_index);
+      }
+    }
+    for (const triage::DeviceTimeStats& d : t.devices) {
+      protozero::pbf_writer dt(m, 2);
+      dt.add_uint32(1, d.device);  // even 0: device 0 with nothing else set must stay in the list
+      put_u64(dt, 2, d.first_start_ns);
+      put_u64(dt, 3, d.last_end_ns);
+      put_stat(dt, 4, d.busy_ns);
+      put_stat(dt, 5, d.kernel_busy_ns);
+      put_stat(dt, 6, d.copy_busy_ns);
+      put_stat(dt, 7, d.copy_only_ns);
+      put_stat(dt, 8, d.copy_overlapped_ns);
+      put_stat(dt, 9, d.pageable_copy_ns);
+      put_u64(dt, 10, d.kernels);
+      put_u64(dt, 11, d.copies);
+      put_u64(dt, 12, d.gaps);
+      put_stat(dt, 13, d.gap_ns);
+      for (const triage::IdleGap& g : d.largest_gaps) {
+        protozero::pbf_writer iv(dt, 14);
+        put_u64(iv, 1, g.start_ns);
+        put_u64(iv, 2, g.end_ns);
+      }
+      for (const triage::LaunchBoundStretch& s : d.launch_bound) {
+        protozero::pbf_writer lb(dt, 15);
+        put_u64(lb, 1, s.start_ns);
+        put_u64(lb, 2, s.end_ns);
+        put_u64(lb, 3, s.kernels);
+        put_stat(lb, 4, s.busy_ns);
+        put_stat(lb, 5, s.mean_kernel_ns);
+      }
+    }
+    for (const triage::CheckResult& c : summary.findings) put_check(m, 3, c);
+    put_stat(m, 4, t.total_kernel_ns);
+    put_u64(m, 5, t.kernel_executions);
+    put_u64(m, 6, t.copy_executions);
+    put_u64(m, 7, summary.dropped_records);
+    put_u64(m, 8, t.late_records);
+    {
+      const SelectionPolicy& p = summary.selection;
+      protozero::pbf_writer sp(m, 9);
+      put_enum(sp, 1, p.mode);
+      put_u32(sp, 2, p.top_k);
+      put_stat(sp, 3, p.min_share);
+      put_string(sp, 4, p.nvtx_include);
+      put_string(sp, 5, p.nvtx_exclude);
+    }
+    put_u64(m, 10, summary.timeline_kernel_events);
+  }
+  out += as_record(f::kRecordTraceSummary, payload);
   return out;
 }
 

@@ -1,12 +1,15 @@
 // The agent's protozero encoder against the schema: its bytes are parsed with the classes protoc
 // generated from proto/cutriage/v1/cutriage.proto and compared field by field. A field number or
 // type that drifts between writer.cpp and the schema fails here.
+#include <limits>
+#include <set>
 #include <string>
 
 #include "catch.h"
 #include "cutriage/v1/cutriage.pb.h"
 #include "cutriage/wire/writer.h"
 #include "file_reader.h"
+#include "trace_fixture.h"
 
 using namespace cutriage;
 
@@ -325,4 +328,319 @@ TEST_CASE("wire: strings that are not UTF-8 are repaired, not written (the file 
   }
   CHECK(saw_kernel);
   CHECK(saw_end);
+}
+
+// ---- trace records (KernelFamily, TraceChunk, TraceSummary) and the fields added with them ----
+// Inputs are SYNTHETIC (tests/support/trace_fixture.h and below): made up to cover every field.
+
+TEST_CASE("wire: trace records parse with the generated classes, field by field", "[wire][trace]") {
+  wire::RecordEncoder enc;
+  wire::SessionInfo session = cutriage::testing::synthetic_trace_session();
+  std::string bytes = enc.session(session);
+  bytes += enc.family({7, "_Z4gemmILi128EEvPKfS1_Pf", "gemm<128>", 1, {256, 2, 1}});
+
+  wire::TraceChunk chunk;
+  chunk.kernels.push_back({7, 1'000, 3'500, 13, 2, 99, {264, 2, 1}, 5, 77, true, "train/step"});
+  chunk.kernels.push_back({7, 4'000, 4'100, 13, 2, 100, {1, 1, 1}, 0, 0, false, ""});
+  chunk.copies.push_back({triage::CopyKind::kDeviceToHost, 5'000, 6'000, 1 << 20, 1, 14, 2, 101, true, 5});
+  chunk.nvtx_ranges.push_back({"step", 500, 9'000, 4242, 1, "loader"});
+  chunk.nvtx_ranges.push_back({"train", 400, 9'500, 4242, 0, ""});
+  chunk.dropped_records = 3;
+  bytes += enc.trace_chunk(chunk);
+
+  wire::TraceSummary summary = cutriage::testing::synthetic_trace_summary();
+  summary.dropped_records = 3;
+  summary.timeline.late_records = 2;
+  summary.timeline.devices[0].launch_bound.push_back({100, 900, 60, 300, 5});
+  summary.selection = {wire::SelectionMode::kShare, 0, 0.05, "train", "warmup"};
+  bytes += enc.trace_summary(summary);
+
+  wire::KernelRecord k = sample_kernel();
+  k.family_id = 7;
+  k.revision = 2;
+  bytes += enc.kernel(k);
+
+  v1::File file;
+  REQUIRE(file.ParseFromString(bytes));
+  tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  REQUIRE(r.file.records_size() == file.records_size());
+
+  CHECK(file.records(0).session().trace_clock_at_start_ns() == session.trace_clock_at_start_ns);
+
+  const v1::KernelFamily* fam = tools::find_family(r, 7);
+  REQUIRE(fam != nullptr);
+  CHECK(fam->id() == 7);
+  CHECK(tools::lookup(r, fam->mangled_name_iid()) == "_Z4gemmILi128EEvPKfS1_Pf");
+  CHECK(tools::lookup(r, fam->display_name_iid()) == "gemm<128>");
+  CHECK(fam->device() == 1);
+  CHECK(fam->block().x() == 256);
+  CHECK(fam->block().y() == 2);
+  CHECK(fam->block().z() == 1);
+
+  REQUIRE(r.trace_records.size() == 1);
+  const v1::TraceChunk& tc = r.file.records(r.trace_records[0]).trace();
+  REQUIRE(tc.kernels_size() == 2);
+  const v1::KernelExecution& ke = tc.kernels(0);
+  CHECK(ke.family_id() == 7);
+  CHECK(ke.start_ns() == 1'000);
+  CHECK(ke.end_ns() == 3'500);
+  CHECK(ke.stream_id() == 13);
+  CHECK(ke.context_id() == 2);
+  CHECK(ke.correlation_id() == 99);
+  CHECK(ke.grid().x() == 264);
+  CHECK(ke.grid().y() == 2);
+  CHECK(ke.grid().z() == 1);
+  CHECK(ke.graph_id() == 5);
+  CHECK(ke.graph_node_id() == 77);
+  CHECK(ke.replayed());
+  CHECK(tools::lookup(r, ke.nvtx_path_iid()) == "train/step");
+  CHECK_FALSE(tc.kernels(1).replayed());
+  CHECK(tc.kernels(1).nvtx_path_iid() == 0);
+  CHECK(tc.kernels(1).graph_id() == 0);
+  REQUIRE(tc.copies_size() == 1);
+  const v1::CopyExecution& ce = tc.copies(0);
+  CHECK(ce.kind() == v1::CopyExecution::KIND_DEVICE_TO_HOST);
+  CHECK(ce.start_ns() == 5'000);
+  CHECK(ce.end_ns() == 6'000);
+  CHECK(ce.bytes() == 1 << 20);
+  CHECK(ce.device() == 1);
+  CHECK(ce.stream_id() == 14);
+  CHECK(ce.context_id() == 2);
+  CHECK(ce.correlation_id() == 101);
+  CHECK(ce.pageable());
+  CHECK(ce.graph_id() == 5);
+  REQUIRE(tc.nvtx_ranges_size() == 2);
+  const v1::NvtxRange& nr = tc.nvtx_ranges(0);
+  CHECK(tools::lookup(r, nr.name_iid()) == "step");
+  CHECK(nr.start_ns() == 500);
+  CHECK(nr.end_ns() == 9'000);
+  CHECK(nr.thread_id() == 4242);
+  CHECK(nr.depth() == 1);
+  CHECK(tools::lookup(r, nr.domain_iid()) == "loader");
+  CHECK(tc.nvtx_ranges(1).domain_iid() == 0);  // default domain
+  CHECK(tc.dropped_records() == 3);
+
+  const v1::TraceSummary* ts = tools::trace_summary(r);
+  REQUIRE(ts != nullptr);
+  const triage::TimelineSummary& t = summary.timeline;
+  REQUIRE(ts->families_size() == static_cast<int>(t.families.size()));
+  for (int i = 0; i < ts->families_size(); ++i) {
+    const v1::FamilyStats& fs = ts->families(i);
+    const triage::FamilyTimeStats& in = t.families[static_cast<size_t>(i)];
+    INFO("family " << in.family);
+    CHECK(fs.family_id() == in.family);  // the ranking order is kept
+    CHECK(fs.launches() == in.launches);
+    CHECK(fs.replayed_launches() == in.replayed_launches);
+    CHECK(fs.graph_launches() == in.graph_launches);
+    CHECK(fs.concurrent_launches() == in.concurrent_launches);
+    CHECK(fs.total_ns() == in.total_ns);
+    CHECK(fs.mean_ns() == in.mean_ns());
+    CHECK(fs.p50_ns() == in.durations.quantile(0.5));
+    CHECK(fs.p95_ns() == in.durations.quantile(0.95));
+    CHECK(fs.min_ns() == in.durations.min());
+    CHECK(fs.max_ns() == in.durations.max());
+    CHECK(fs.time_share() == t.time_share(in));
+    CHECK(fs.amdahl_ceiling() == t.amdahl_ceiling(in));
+    const wire::FamilyOutcome& o = summary.outcomes.at(in.family);
+    CHECK(static_cast<int>(fs.selection()) == static_cast<int>(o.selection));
+    CHECK(fs.selection_detail() == o.selection_detail);
+    CHECK(fs.profiled_launch_index() == o.profiled_launch_index);
+    REQUIRE(fs.nvtx_path_iids_size() == static_cast<int>(o.nvtx_paths.size()));
+    for (int p = 0; p < fs.nvtx_path_iids_size(); ++p) {
+      CHECK(tools::lookup(r, fs.nvtx_path_iids(p)) == o.nvtx_paths[static_cast<size_t>(p)]);
+    }
+  }
+  // Spot values, so the comparison above is not only encoder against itself.
+  CHECK(ts->families(0).time_share() == Approx(250.0 / 573.0));
+  CHECK(ts->families(1).mean_ns() == 52'000);  // 208 us over 4 unreplayed launches
+  CHECK(ts->families(1).p50_ns() == Approx(51'500).epsilon(0.02));
+  CHECK(ts->families(1).selection() == v1::FamilyStats::SELECTION_PROFILED);
+  CHECK(ts->families(1).profiled_launch_index() == cutriage::testing::SyntheticTrace::kProfiledLaunch);
+
+  REQUIRE(ts->devices_size() == 2);
+  const v1::DeviceTimeline& d = ts->devices(0);
+  const triage::DeviceTimeStats& din = t.devices[0];
+  CHECK(d.device() == din.device);
+  CHECK(d.first_start_ns() == din.first_start_ns);
+  CHECK(d.last_end_ns() == din.last_end_ns);
+  CHECK(d.busy_ns() == din.busy_ns);
+  CHECK(d.kernel_busy_ns() == din.kernel_busy_ns);
+  CHECK(d.copy_busy_ns() == din.copy_busy_ns);
+  CHECK(d.copy_only_ns() == din.copy_only_ns);
+  CHECK(d.copy_overlapped_ns() == din.copy_overlapped_ns);
+  CHECK(d.pageable_copy_ns() == din.pageable_copy_ns);
+  CHECK(d.kernels() == din.kernels);
+  CHECK(d.copies() == din.copies);
+  CHECK(d.gaps() == din.gaps);
+  CHECK(d.gap_ns() == din.gap_ns);
+  REQUIRE(d.largest_gaps_size() == 1);
+  CHECK(d.largest_gaps(0).start_ns() == din.largest_gaps[0].start_ns);
+  CHECK(d.largest_gaps(0).end_ns() == din.largest_gaps[0].end_ns);
+  REQUIRE(d.launch_bound_size() == 1);
+  CHECK(d.launch_bound(0).start_ns() == 100);
+  CHECK(d.launch_bound(0).end_ns() == 900);
+  CHECK(d.launch_bound(0).kernels() == 60);
+  CHECK(d.launch_bound(0).busy_ns() == 300);
+  CHECK(d.launch_bound(0).mean_kernel_ns() == 5);
+  CHECK(ts->devices(1).device() == 1);
+
+  // Findings are Checks, encoded like the diagnoses' checks.
+  REQUIRE(ts->findings_size() == 3);
+  const v1::Check& fired = ts->findings(0);
+  CHECK(fired.rule_id() == "d2a.idle_gaps");
+  CHECK(fired.decision() == v1::DECISION_D2A_DISPATCH);
+  CHECK(fired.title() == "GPU idle between kernels");
+  CHECK(fired.outcome() == v1::OUTCOME_FIRED);
+  CHECK(fired.reason() == "GPU 0 idle 62.5% of its span");
+  REQUIRE(fired.evidence_size() == 2);
+  CHECK(fired.evidence(0).metric() == "cutriage__gpu_idle_pct");
+  CHECK(fired.evidence(0).value() == 62.5);
+  CHECK(fired.evidence(0).unit() == "%");
+  CHECK(fired.evidence(0).derived());
+  REQUIRE(fired.thresholds_size() == 1);
+  CHECK(fired.thresholds(0).name() == "d2a.idle_gaps.max_idle_pct");
+  CHECK(fired.thresholds(0).value() == 20);
+  CHECK(fired.finding().limiter() == v1::LIMITER_DISPATCH_GAPS);
+  CHECK(fired.finding().summary() == "GPU 0 idle 62.5% of the span in 6 gaps");
+  CHECK(fired.finding().next_action() == "Keep the GPU fed: batch small launches, use CUDA graphs");
+  CHECK(fired.finding().estimated_speedup() == 2.67);
+  CHECK(fired.finding().estimate_basis() == "1 / (1 - 0.625)");
+  CHECK(ts->findings(1).outcome() == v1::OUTCOME_NOT_FIRED);
+  CHECK(ts->findings(2).outcome() == v1::OUTCOME_NOT_EVALUATED);
+  CHECK(ts->findings(2).reason() == "no copy ran next to a kernel");
+  CHECK_FALSE(ts->findings(2).has_finding());
+
+  CHECK(ts->total_kernel_ns() == 573'000);
+  CHECK(ts->kernel_executions() == 10);
+  CHECK(ts->copy_executions() == 2);
+  CHECK(ts->dropped_records() == 3);
+  CHECK(ts->late_records() == 2);
+  CHECK(ts->timeline_kernel_events() == 10);
+  CHECK(ts->selection().mode() == v1::SelectionPolicy::MODE_SHARE);
+  CHECK(ts->selection().min_share() == 0.05);
+  CHECK(ts->selection().nvtx_include() == "train");
+  CHECK(ts->selection().nvtx_exclude() == "warmup");
+
+  const auto kernels = tools::current_kernels(r);
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0]->family_id() == 7);
+  CHECK(kernels[0]->revision() == 2);
+
+  // Interned strings: each defined once, before its first use.
+  std::set<uint64_t> defined;
+  for (const v1::Record& rec : file.records()) {
+    if (!rec.has_interned()) continue;
+    CHECK(defined.insert(rec.interned().id()).second);
+  }
+}
+
+TEST_CASE("wire: trace strings are interned before use and repaired to UTF-8", "[wire][trace]") {
+  wire::RecordEncoder enc;
+  std::string bytes = enc.session(cutriage::testing::synthetic_trace_session());
+  bytes += enc.family({1, "_Z1k\xff", "k<\xe9>", 0, {32, 1, 1}});
+  wire::TraceChunk chunk;
+  chunk.kernels.push_back({1, 10, 20, 7, 1, 1, {1, 1, 1}, 0, 0, false, "outer/\xc3"});
+  chunk.nvtx_ranges.push_back({"na\xe9me", 5, 25, 1, 0, "dom\x80"});
+  bytes += enc.trace_chunk(chunk);
+  // The same strings again: no new InternedString records.
+  const std::string again = enc.trace_chunk(chunk);
+
+  tools::ReadResult r = tools::read_cutriage_bytes(bytes + again);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const v1::KernelFamily* fam = tools::find_family(r, 1);
+  REQUIRE(fam != nullptr);
+  CHECK(tools::lookup(r, fam->mangled_name_iid()) == "_Z1k\xEF\xBF\xBD");
+  CHECK(tools::lookup(r, fam->display_name_iid()) == "k<\xEF\xBF\xBD>");
+  REQUIRE(r.trace_records.size() == 2);
+  const v1::TraceChunk& tc = r.file.records(r.trace_records[0]).trace();
+  CHECK(tools::lookup(r, tc.kernels(0).nvtx_path_iid()) == "outer/\xEF\xBF\xBD");
+  CHECK(tools::lookup(r, tc.nvtx_ranges(0).name_iid()) == "na\xEF\xBF\xBDme");
+  CHECK(tools::lookup(r, tc.nvtx_ranges(0).domain_iid()) == "dom\xEF\xBF\xBD");
+  // Every id a trace record uses was defined by an earlier record.
+  std::set<uint64_t> defined;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_interned()) defined.insert(rec.interned().id());
+    if (!rec.has_trace()) continue;
+    for (const auto& k : rec.trace().kernels()) CHECK(defined.count(k.nvtx_path_iid()) == 1);
+    for (const auto& n : rec.trace().nvtx_ranges()) {
+      CHECK(defined.count(n.name_iid()) == 1);
+      CHECK(defined.count(n.domain_iid()) == 1);
+    }
+  }
+  v1::File tail;
+  REQUIRE(tail.ParseFromString(again));
+  CHECK(tail.records_size() == 1);
+  CHECK(tail.records(0).has_trace());
+}
+
+TEST_CASE("wire: statistics of no sample are absent, never NaN or infinite", "[wire][trace]") {
+  wire::RecordEncoder enc;
+  wire::TraceSummary s;
+  triage::FamilyTimeStats only;  // the only family, every launch profiled: no duration, no ceiling
+  only.family = 1;
+  only.launches = 2;
+  only.replayed_launches = 2;
+  s.timeline.families.push_back(only);
+  triage::DeviceTimeStats d;
+  d.busy_ns = std::numeric_limits<double>::quiet_NaN();
+  d.gap_ns = std::numeric_limits<double>::infinity();
+  s.timeline.devices.push_back(d);
+  v1::File file;
+  REQUIRE(file.ParseFromString(enc.trace_summary(s)));
+  REQUIRE(file.records_size() == 1);
+  const v1::TraceSummary& ts = file.records(0).trace_summary();
+  REQUIRE(ts.families_size() == 1);
+  CHECK(ts.families(0).launches() == 2);
+  CHECK(ts.families(0).mean_ns() == 0);
+  CHECK(ts.families(0).p50_ns() == 0);
+  CHECK(ts.families(0).amdahl_ceiling() == 1);  // no kernel time at all: share 0
+  REQUIRE(ts.devices_size() == 1);  // device 0 with nothing measured is still listed
+  CHECK(ts.devices(0).device() == 0);
+  CHECK(ts.devices(0).busy_ns() == 0);
+  CHECK(ts.devices(0).gap_ns() == 0);
+
+  // The only family of the run: deleting it has no finite bound, written as 0.
+  wire::TraceSummary one;
+  one.timeline.families.push_back(cutriage::testing::synthetic_family_stats(1, 0, 1, 0, {500}));
+  one.timeline.total_kernel_ns = 500;
+  v1::File only_file;
+  REQUIRE(only_file.ParseFromString(wire::RecordEncoder().trace_summary(one)));
+  CHECK(only_file.records(0).trace_summary().families(0).time_share() == 1);
+  CHECK(only_file.records(0).trace_summary().families(0).amdahl_ceiling() == 0);
+}
+
+TEST_CASE("wire: a record with nothing set stays a record, and the records after it stay readable",
+          "[wire][trace]") {
+  // protozero drops empty nested messages; a Record without its payload would read as corrupt and
+  // end the salvage (an empty trace batch, an empty summary of a run that launched no kernel).
+  wire::RecordEncoder enc;
+  std::string bytes = enc.session(cutriage::testing::synthetic_trace_session());
+  bytes += enc.trace_chunk({});
+  bytes += enc.trace_summary({});
+  bytes += enc.notice({});
+  bytes += enc.family({});
+  wire::KernelRecord k;
+  k.input.function_name = "after";
+  bytes += enc.kernel(k);
+  tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  CHECK(r.trace_records.size() == 1);
+  CHECK(tools::trace_summary(r) != nullptr);
+  CHECK(r.family_records.count(0) == 1);
+  REQUIRE(tools::current_kernels(r).size() == 1);
+  CHECK(tools::lookup(r, tools::current_kernels(r)[0]->function_name_iid()) == "after");
+}
+
+TEST_CASE("wire: the trace enums of the engine, the records and the schema agree", "[wire][trace]") {
+  CHECK(static_cast<int>(triage::CopyKind::kHostToDevice) == v1::CopyExecution::KIND_HOST_TO_DEVICE);
+  CHECK(static_cast<int>(triage::CopyKind::kPeer) == v1::CopyExecution::KIND_PEER);
+  CHECK(static_cast<int>(triage::CopyKind::kMemset) == v1::CopyExecution::KIND_MEMSET);
+  CHECK(static_cast<int>(triage::CopyKind::kOther) == v1::CopyExecution::KIND_OTHER);
+  CHECK(static_cast<int>(wire::SelectionMode::kNone) == v1::SelectionPolicy::MODE_NONE);
+  CHECK(static_cast<int>(wire::SelectionMode::kShare) == v1::SelectionPolicy::MODE_SHARE);
+  CHECK(static_cast<int>(wire::FamilySelection::kGraphOnly) == v1::FamilyStats::SELECTION_GRAPH_ONLY);
+  CHECK(static_cast<int>(wire::FamilySelection::kTraceOnly) == v1::FamilyStats::SELECTION_TRACE_ONLY);
+  CHECK(v1::FamilyStats::Selection_MAX == static_cast<int>(wire::FamilySelection::kTraceOnly));
+  CHECK(v1::CopyExecution::Kind_MAX == static_cast<int>(triage::CopyKind::kOther));
 }

@@ -1,0 +1,54 @@
+// `cutriage trace`: the file's GPU trace as Chrome trace event JSON, which Perfetto's UI and trace
+// processor (and chrome://tracing) open.
+//
+// Layout of the output:
+//  - one process per GPU, named "GPU 0 — NVIDIA H200" (pid = device + 2); one thread per stream,
+//    named "stream 7" (tid = stream id), holding that stream's kernels and copies;
+//  - one process "CPU" (pid 1) with one thread per OS thread that opened NVTX ranges
+//    (tid = OS thread id, named "thread 1234"), the ranges nested by time;
+//  - complete events ("ph":"X"), ts and dur in microseconds with three decimals (nanosecond
+//    resolution), ts relative to the earliest event of the file; "M" events name processes and
+//    threads.
+// A track never holds events that overlap without nesting (Perfetto would drop them): kernels of
+// one stream that ran at the same time (nodes of one CUDA graph) go to extra threads
+// "stream 7 (concurrent 2)"; NVTX ranges that cross instead of nesting (start/end ranges) to
+// "thread 1234 (overlapping 2)". Profiled launches (replayed: their durations include the
+// profiler's replay) carry the category "profiled" and "replayed": true in their args.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "file_reader.h"
+
+namespace cutriage::tools {
+
+struct TraceExportStats {
+  uint64_t kernels = 0;
+  uint64_t copies = 0;
+  uint64_t nvtx_ranges = 0;
+  uint64_t extra_tracks = 0;  // overflow threads for overlapping events (see above)
+};
+
+struct TraceExportError {
+  enum class Kind : uint8_t {
+    kNoTrace,      // the file has no TraceChunk: the run was made without tracing
+    kWriteFailed,  // the stream went bad while writing
+  };
+  Kind kind = Kind::kNoTrace;
+  std::string message;  // one line for the user
+};
+
+// Writes the trace of `file` to `out`, event by event (the JSON is never held in memory; only the
+// events' times and positions are, to sort each track). Returns the error, or nothing on success
+// with `stats` (optional) filled.
+std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std::ostream& out,
+                                                    TraceExportStats* stats = nullptr);
+
+// `s` as a JSON string literal, quotes included: ", \ and control characters escaped; bytes that
+// are not UTF-8 replaced by U+FFFD (a JSON text must be UTF-8).
+std::string json_string(std::string_view s);
+
+}  // namespace cutriage::tools
