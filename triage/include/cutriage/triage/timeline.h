@@ -7,16 +7,19 @@
 // Pure C++ on plain values (no CUDA, no I/O): the agent feeds it the Activity API's records as they
 // arrive; the tool and the tests feed it the executions stored in a cutriage file.
 //
-// Memory is bounded: durations go into fixed-size log histograms, and busy intervals are merged in
-// a window that trails the newest timestamp seen; intervals that end more than
+// Memory is bounded: durations go into bounded log histograms, and busy intervals are merged in
+// a window that trails the newest end seen on each device; intervals that start more than
 // `TimelineOptions::window_ns` before it are folded into running totals. A record that arrives
 // later than the window (CUPTI delivers buffers per context, out of order) is still counted in its
 // family and in busy time; only its overlap with already folded intervals is approximated (counted
-// as busy, never as a gap), and `late_records` says how many there were.
+// as busy, never as a gap), and `late_records` says how many there were. Records without a usable
+// time (start and end both zero, CUPTI's "not collected", or an end before the start) count as
+// launches and nothing else.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -62,19 +65,26 @@ struct CopySpan {
   bool pageable = false;  // host side not pinned: the copy cannot overlap and goes through staging
 };
 
-// Durations in a log-bucketed histogram: quantiles within ~1% relative error, fixed memory.
+// Durations in a log-bucketed histogram: quantiles within ~1% relative error, bounded memory.
+// Bucket i holds [1.01^i, 1.01^(i+1)) ns (bucket 0 also everything below 1 ns, the last one
+// everything beyond); a quantile is the geometric middle of its bucket (at most 0.5% off), clamped
+// to the exact min and max. Only the buckets between the smallest and the largest one used are
+// stored, so a family whose durations span a factor of 10 costs ~2 KB, never more than kBuckets
+// counters.
 class DurationSketch {
  public:
   void add(double ns);
   [[nodiscard]] uint64_t count() const { return count_; }
-  // q in [0, 1]; 0 when empty. Exact min and max at the ends.
+  // q in [0, 1] (nearest rank); 0 when empty. Exact min and max at the ends.
   [[nodiscard]] double quantile(double q) const;
   [[nodiscard]] double min() const { return min_; }
   [[nodiscard]] double max() const { return max_; }
 
+  static constexpr size_t kBuckets = 3000;  // 1.01^3000 ns is about 2.5 hours
+
  private:
-  static constexpr size_t kBuckets = 2400;  // 1.01^2400 covers 1 ns .. beyond an hour
-  std::array<uint32_t, kBuckets> buckets_{};
+  std::vector<uint64_t> counts_;  // counts_[i] is bucket first_ + i
+  uint32_t first_ = 0;
   uint64_t count_ = 0;
   double min_ = 0;
   double max_ = 0;
@@ -130,6 +140,13 @@ struct DeviceTimeStats {
   double gap_ns = 0;             // their total
   std::vector<IdleGap> largest_gaps;  // longest first, at most TimelineOptions::keep_gaps
   std::vector<LaunchBoundStretch> launch_bound;  // longest first, at most keep_stretches
+  // Every launch-bound stretch found, kept in `launch_bound` or not.
+  uint64_t launch_bound_stretches = 0;
+  double launch_bound_span_ns = 0;
+  double launch_bound_busy_ns = 0;
+  // Idle time next to a profiled (replayed) launch: the profiler's own setup, save and restore
+  // around its passes. Part of idle_ns() but not of gaps/gap_ns; the session checks leave it out.
+  double profiler_idle_ns = 0;
   uint64_t late_records = 0;
 
   [[nodiscard]] double span_ns() const {
@@ -139,7 +156,7 @@ struct DeviceTimeStats {
 };
 
 struct TimelineOptions {
-  uint64_t window_ns = 2'000'000'000;  // intervals this far behind the newest are folded
+  uint64_t window_ns = 2'000'000'000;  // records starting this far behind the newest end are folded
   uint64_t min_gap_ns = 5'000;         // shorter idle time between intervals is not a "gap"
   size_t keep_gaps = 10;
   size_t keep_stretches = 10;
@@ -148,6 +165,9 @@ struct TimelineOptions {
   uint64_t stretch_min_kernels = 50;
   uint64_t stretch_max_kernel_ns = 20'000;
   double stretch_max_busy = 0.5;
+  // Idle time longer than this ends a stretch: launch overhead costs microseconds, a longer wait
+  // is host work or synchronization (reported as an idle gap instead).
+  uint64_t stretch_max_gap_ns = 1'000'000;
 };
 
 struct TimelineSummary {
@@ -157,6 +177,7 @@ struct TimelineSummary {
   uint64_t kernel_executions = 0;
   uint64_t copy_executions = 0;
   uint64_t late_records = 0;
+  TimelineOptions options;  // what the accumulator ran with (the session checks cite them)
 
   // Share of all unreplayed kernel time this family takes, in [0, 1].
   [[nodiscard]] double time_share(const FamilyTimeStats& family) const;
@@ -196,6 +217,12 @@ class TimelineAccumulator {
 // other kernels while the GPU sits idle (D1). Each result carries the numbers it rests on; a check
 // without the data it needs (no copies traced, one kernel) says "not evaluated" and why.
 std::vector<CheckResult> triage_timeline(const TimelineSummary& timeline);
+// The same, with threshold overrides (keys "<rule id>.<threshold>", as for the kernel rules) and
+// family names for the findings' text (default: "family <id>").
+class Thresholds;
+std::vector<CheckResult> triage_timeline(
+    const TimelineSummary& timeline, const Thresholds& thresholds,
+    const std::function<std::string(uint64_t)>& family_name = {});
 
 // Per-kernel timeline inputs for the engine (KernelInput::ran_concurrently, time_share and the
 // cutriage__gpu_idle_pct / copy_compute_overlap_pct / copy_time_pct quantities Decision 2A reads).
