@@ -26,7 +26,7 @@ seconds=${CUTRIAGE_FUZZ_SECONDS:-60}
 parallel=${CUTRIAGE_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cxx=${CUTRIAGE_CLANGXX:-clang++-14}
 all_targets=(fuzz_ncu_csv fuzz_timings fuzz_file_reader fuzz_thresholds fuzz_config
-             fuzz_path_pattern fuzz_kernel_filter)
+             fuzz_path_pattern fuzz_kernel_filter fuzz_cubin)
 if (($# > 0)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # Tests off: the fuzz build only needs the libraries, the fuzzers and the cutriage tool (which
@@ -64,6 +64,8 @@ done
     debug %p %h %n %q{ %%
 } >"$gen/dict/config.dict"
 printf '"%s"\n' %p %h %n %q{ %% } >"$gen/dict/path_pattern.dict"
+printf '"%s"\n' '\x7fELF' .debug_line .nv_debug_line_sass .debug_info .symtab .strtab .shstrtab \
+  .text. .nv.info. '\xbe\x00' '\x10' >"$gen/dict/cubin.dict"
 printf '"%s"\n' function demangled mangled regex: '(' ')' '[' ']' '*' '+' '?' '{' '}' '|' '^' '$' \
   '\\' '\\d' '\\b' '(?:' '(?=' '[^' '.*' >"$gen/dict/kernel_filter.dict"
 
@@ -72,6 +74,7 @@ max_len() {
     fuzz_ncu_csv) echo 16384 ;;
     fuzz_file_reader) echo 65536 ;;
     fuzz_kernel_filter) echo 8192 ;;  # room for the longest regex the filter accepts (4096)
+    fuzz_cubin) echo 65536 ;;         # the -G seed is 35 KB
     *) echo 4096 ;;
   esac
 }
