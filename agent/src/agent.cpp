@@ -120,6 +120,7 @@ struct Agent::ActiveProfile {
   uint64_t launch_index = 0;
   uint64_t correlation_id = 0;
   LaunchEvent event;  // a copy: the callback's data is gone by the exit callback's time
+  std::shared_lock<std::shared_mutex> gate;  // no activity flush until this profile ends
 };
 
 namespace {
@@ -272,22 +273,16 @@ void Agent::flush_loop() {
   pthread_setname_np(pthread_self(), "cutriage-trace");
   std::unique_lock<std::mutex> lock(flush_mutex_);
   while (!flush_stop_) {
-    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms),
-                       [this] { return flush_stop_ || flush_requested_.load(); });
+    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms), [this] { return flush_stop_; });
     if (flush_stop_) break;
-    flush_requested_ = false;
     lock.unlock();
     try {
+      std::unique_lock<std::shared_mutex> gate(cupti_gate_);
       platform_.flush_trace(false);
     } catch (...) {
     }
     lock.lock();
   }
-}
-
-void Agent::request_flush() {
-  if (flush_requested_.exchange(true)) return;  // one wake-up until the thread has flushed
-  flush_cv_.notify_one();
 }
 
 void Agent::stop_flush_thread() {
@@ -374,12 +369,17 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
         std::lock_guard<std::mutex> lock(nvtx.correlations->mutex);
         nvtx.correlations->items.emplace_back(event.correlation_id, nvtx.path());
       }
-      // Ranking needs a duration of this family: ask for the trace now rather than at the next
-      // period when it is launched again before any execution came back.
-      if (!kernel->traced.load(std::memory_order_relaxed) &&
-          (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare) &&
-          kernel->launches.load(std::memory_order_relaxed) >= 2) {
-        request_flush();
+      // Ranking needs a duration of this family, and a launched-again family may be worth
+      // profiling now. CUPTI hands back a buffer only when every record in it is complete, so a
+      // flush from the flush thread loses the race against this very launch's record; flushing
+      // here, before this launch is recorded, delivers the earlier executions when the
+      // application waited for them (a synchronizing loop). On the 2nd, 4th, 8th... launch of a
+      // family with no traced execution yet: a few calls per family at most.
+      const uint64_t n = kernel->launches.load(std::memory_order_relaxed);
+      if (!kernel->traced.load(std::memory_order_relaxed) && n >= 2 && (n & (n - 1)) == 0 &&
+          (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
+        std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
+        if (gate.owns_lock()) platform_.flush_trace(false);
       }
     }
     if (!kernel->candidate.load(std::memory_order_relaxed)) return false;
@@ -804,6 +804,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     }
   }
 
+  active->gate = std::shared_lock<std::shared_mutex>(cupti_gate_);
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
     if (!ctx->profiler && !ctx->profiler_failed) {
@@ -1098,6 +1099,8 @@ void Agent::on_activity(const collectors::ActivityBatch& batch) {
       }
     }
     dropped_records_ += batch.dropped_records;
+    // Replayed launches come back without timestamps (seen on the H200): expected, not a loss.
+    untimed_records_ += batch.untimed_records;
     chunk.dropped_records = batch.dropped_records;
     if (batch.dropped_records > 0) {
       log_.log_once(LogLevel::kWarn, "trace-dropped",
@@ -1190,6 +1193,7 @@ void Agent::finish_trace() {
   if (!trace_started_.load()) return;
   stop_flush_thread();
   try {
+    std::unique_lock<std::shared_mutex> gate(cupti_gate_);
     platform_.flush_trace(true);  // delivers through on_activity, on this thread
   } catch (...) {
   }

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -126,7 +127,6 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void update_candidate_locked(KernelState& kernel);
   bool nvtx_allows(const collectors::LaunchEvent& event);
   NvtxThread& nvtx_thread();
-  void request_flush();
   void flush_loop();
   void stop_flush_thread();
   // Ranks the families after a trace batch and marks the ones to profile (trace_mutex_ held).
@@ -175,13 +175,17 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::atomic<uint64_t> matching_launches_{0};
   std::atomic<uint64_t> generation_{1};  // bumped when a family is created; invalidates caches
 
-  // The flush thread: delivers trace records every trace_flush_ms, and early when a family's
-  // first duration is needed for ranking.
+  // The flush thread: delivers trace records every trace_flush_ms (launches of untraced families
+  // also flush, see on_launch_enter).
   std::thread flush_thread_;
   std::mutex flush_mutex_;
   std::condition_variable flush_cv_;
   bool flush_stop_ = false;
-  std::atomic<bool> flush_requested_{false};
+
+  // Flushing the activity buffers while the range profiler replays a kernel corrupted CUPTI's
+  // state on the H200 (crashes and garbage at exit). Profiled launches hold this shared from
+  // begin to end; flushes hold it exclusively (the callback's flush only tries).
+  std::shared_mutex cupti_gate_;
 
   mutable std::mutex trace_mutex_;  // the timeline and everything the activity side owns
   triage::TimelineAccumulator timeline_;
@@ -190,6 +194,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::unordered_map<uint64_t, uint32_t> correlation_nvtx_;  // correlation id -> NVTX path id
   uint64_t timeline_events_ = 0;
   uint64_t dropped_records_ = 0;
+  uint64_t untimed_records_ = 0;
   uint64_t trace_clock_at_start_ns_ = 0;
 
   mutable std::mutex nvtx_mutex_;  // leaf lock

@@ -57,14 +57,15 @@ triage::CopyKind copy_kind(uint8_t kind) {
 bool pageable(uint32_t memory_kind) { return memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE; }
 
 // A record without timestamps (CUPTI could not collect them, e.g. short of device memory) would
-// put an execution at time 0 and stretch every timeline to the epoch; it is counted as dropped.
-bool untimed(uint64_t start, uint64_t end) { return (start == 0 && end == 0) || end < start; }
+// put an execution at time 0 and stretch every timeline to the epoch; it is counted as untimed.
+// (Seen on the H200: the launches the range profiler replays come back this way.)
+bool untimed(uint64_t start, uint64_t end) { return start == 0 || end == 0 || end < start; }
 
 // CUPTI writes the newest record version it knows for a kind; CUDA 13.0's is Kernel10. Later
 // versions append fields, so reading a newer CUPTI's records through this struct stays valid.
 void add_kernel(const CUpti_ActivityKernel10& k, ActivityBatch& batch) {
   if (untimed(k.start, k.end)) {
-    ++batch.dropped_records;
+    ++batch.untimed_records;
     return;
   }
   KernelActivity& a = batch.kernels.emplace_back();
@@ -92,7 +93,7 @@ void add_kernel(const CUpti_ActivityKernel10& k, ActivityBatch& batch) {
 
 void add_memcpy(const CUpti_ActivityMemcpy6& m, ActivityBatch& batch) {
   if (untimed(m.start, m.end)) {
-    ++batch.dropped_records;
+    ++batch.untimed_records;
     return;
   }
   CopyActivity& c = batch.copies.emplace_back();
@@ -110,7 +111,7 @@ void add_memcpy(const CUpti_ActivityMemcpy6& m, ActivityBatch& batch) {
 
 void add_peer_copy(const CUpti_ActivityMemcpyPtoP4& m, ActivityBatch& batch) {
   if (untimed(m.start, m.end)) {
-    ++batch.dropped_records;
+    ++batch.untimed_records;
     return;
   }
   CopyActivity& c = batch.copies.emplace_back();
@@ -128,7 +129,7 @@ void add_peer_copy(const CUpti_ActivityMemcpyPtoP4& m, ActivityBatch& batch) {
 
 void add_memset(const CUpti_ActivityMemset4& m, ActivityBatch& batch) {
   if (untimed(m.start, m.end)) {
-    ++batch.dropped_records;
+    ++batch.untimed_records;
     return;
   }
   CopyActivity& c = batch.copies.emplace_back();
@@ -289,6 +290,7 @@ void ActivityTrace::deliver(void* context, uint32_t stream_id, uint8_t* buffer, 
   batch.kernels.clear();
   batch.copies.clear();
   batch.dropped_records = 0;
+  batch.untimed_records = 0;
   CUpti_Activity* record = nullptr;
   while (valid_size > 0) {
     // CUPTI_ERROR_MAX_LIMIT_REACHED ends the buffer; CUPTI_ERROR_INVALID_KIND means an
@@ -320,7 +322,10 @@ void ActivityTrace::deliver(void* context, uint32_t stream_id, uint8_t* buffer, 
           .is_ok()) {
     batch.dropped_records += dropped;
   }
-  if (batch.kernels.empty() && batch.copies.empty() && batch.dropped_records == 0) return;
+  if (batch.kernels.empty() && batch.copies.empty() && batch.dropped_records == 0 &&
+      batch.untimed_records == 0) {
+    return;
+  }
   const std::lock_guard<std::mutex> delivery(delivery_mutex_);
   if (observer_ == nullptr) return;
   try {

@@ -55,8 +55,10 @@ std::vector<std::string> counters_for_decisions(const std::vector<Decision>& dec
 }
 
 const std::vector<Decision>& routing_decisions() {
-  static const std::vector<Decision> kRouting{Decision::kD0Trust, Decision::kD1WorkloadSize,
-                                              Decision::kD2Regime};
+  // Never destroyed: the injected agent triages from an atexit handler, which can run after the
+  // destructors of statics first used after it was registered.
+  static const auto& kRouting = *new std::vector<Decision>{
+      Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime};
   return kRouting;
 }
 

@@ -117,7 +117,9 @@ void RuleContext::note(std::string name, double value, std::string unit) {
 }
 
 const std::vector<Rule>& all_rules() {
-  static const std::vector<Rule> rules = [] {
+  // Never destroyed: the injected agent triages from an atexit handler, which can run after the
+  // destructors of statics first used after it was registered.
+  static const std::vector<Rule>& rules = *new std::vector<Rule>([] {
     std::vector<Rule> out;
     for (auto make : {detail::make_d0_rules, detail::make_d1_rules, detail::make_d2_rules,
                       detail::make_d2a_rules, detail::make_d3_rules, detail::make_d4_rules,
@@ -125,7 +127,7 @@ const std::vector<Rule>& all_rules() {
       for (Rule& r : make()) out.push_back(std::move(r));
     }
     return out;
-  }();
+  }());
   return rules;
 }
 

@@ -333,3 +333,55 @@ TEST_CASE("trace: the exit summary opens with the application view", "[agent][tr
   CHECK(log.find("#1") != std::string::npos);
   CHECK(log.find("not profiled: outside the top 1") != std::string::npos);
 }
+
+TEST_CASE("trace: the end-of-session rewrite of a kernel that owns all GPU time triages cleanly", "[agent][trace]") {
+  // The shape of tests/gpu/programs/graphs.cu: one kernel, launched plainly, captured, and from a
+  // graph; it holds 100% of the traced time (a time share of 1: no finite Amdahl ceiling).
+  Captured a = capture_of("vector_add");
+  AgentConfig cfg = top(1);
+  cfg.select = SelectMode::kAll;
+  Harness h(std::move(cfg), counters_for({&a}));
+  REQUIRE(h.ag->start());
+  h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+  for (uint64_t c = 2; c <= 4; ++c) {
+    collectors::LaunchEvent e = make_launch(a.mangled, c, a.launch.grid, a.launch.block);
+    e.stream_capturing = true;
+    h.platform.launch(e);
+  }
+  for (int g = 0; g < 3; ++g) {
+    for (int n = 0; n < 3; ++n) h.platform.queue_kernel(a.mangled, 250000, a.launch.grid, a.launch.block, 1);
+  }
+  h.platform.deliver();
+  h.platform.launch(make_launch(a.mangled, 5, a.launch.grid, a.launch.block));
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  for (const v1::KernelProfile* p : kernel_records(r)) {
+    INFO(p->diagnosis().headline());
+    CHECK(p->diagnosis().headline().find("internal error") == std::string::npos);
+    if (p->revision() > 0) CHECK(p->time_share() == Approx(1.0));
+  }
+}
+
+TEST_CASE("trace: the second launch of an untraced family collects the first's record, then is profiled", "[agent][trace]") {
+  // CUPTI returns a buffer only when all its records are complete: the agent flushes before the
+  // launch is recorded. The fake keeps records until a flush, like CUPTI.
+  Captured a = capture_of("vector_add");
+  Harness h(top(5), counters_for({&a}));
+  h.platform.config.deliver_each_launch = false;
+  REQUIRE(h.ag->start());
+  h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+  CHECK(h.platform.flushes.load() == 0);  // nothing to rank on yet, and nothing asked
+  h.platform.launch(make_launch(a.mangled, 2, a.launch.grid, a.launch.block));
+  CHECK(h.platform.flushes.load() == 1);
+  CHECK(h.platform.stats.begins.load() == 1);  // launch 2 itself
+  h.platform.launch(make_launch(a.mangled, 3, a.launch.grid, a.launch.block));
+  CHECK(h.platform.flushes.load() == 1);  // traced now: no more flushes from the callback
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  std::set<uint64_t> profiled;
+  for (const v1::KernelProfile* p : kernel_records(r)) {
+    if (p->status() == v1::PROFILE_STATUS_PROFILED) profiled.insert(p->correlation_id());
+  }
+  CHECK(profiled.count(2) == 1);
+  CHECK(profiled.count(1) == 0);
+}

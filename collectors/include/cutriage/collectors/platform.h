@@ -138,6 +138,9 @@ struct ActivityBatch {
   std::vector<KernelActivity> kernels;
   std::vector<CopyActivity> copies;
   uint64_t dropped_records = 0;  // CUPTI could not record these (buffers full); since last batch
+  // Records without timestamps (start or end 0, or end before start), left out of the batch. The
+  // launches the range profiler replays come back this way (seen on the H200).
+  uint64_t untimed_records = 0;
 };
 
 // Receives activity batches on whatever thread CUPTI delivers buffers on (its own worker, or the
