@@ -182,9 +182,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::condition_variable flush_cv_;
   bool flush_stop_ = false;
 
-  // Flushing the activity buffers while the range profiler replays a kernel corrupted CUPTI's
-  // state on the H200 (crashes and garbage at exit). Profiled launches hold this shared from
-  // begin to end; flushes hold it exclusively (the callback's flush only tries).
+  // CUPTI does not say whether activity buffers may be flushed while the range profiler replays a
+  // kernel on another thread, so the agent never does: profiled launches hold this shared from
+  // begin to end; flushes hold it exclusively (the callback's flush only tries, never waits).
   std::shared_mutex cupti_gate_;
 
   mutable std::mutex trace_mutex_;  // the timeline and everything the activity side owns
