@@ -4,11 +4,16 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
 
 #include <google/protobuf/util/json_util.h>
+
+#include "cutriage/triage/rule.h"
+#include "cutriage/triage/timeline.h"
+#include "cutriage/wire/writer.h"
 
 namespace cutriage::tools {
 
@@ -388,7 +393,7 @@ std::string selection_text(const v1::FamilyStats& fs) {
       why = "trace only (selection policy none)", state = "trace only";
       break;
     default:
-      why = "no selection recorded", state = "unknown";
+      why = "the selection was not recorded", state = "unknown";
       break;
   }
   if (detail.empty()) return "not profiled: " + why;
@@ -487,12 +492,27 @@ void render_finding(std::ostringstream& out, const v1::Check& c, const ReportOpt
   std::string text = c.has_finding() && !c.finding().summary().empty() ? c.finding().summary() : c.reason();
   if (text.empty()) text = c.title();
   put_wrapped(out, std::string(kIndent) + "FIRED  [" + c.rule_id() + "] ", std::string(kIndent) + "       ", text);
-  int shown = 0;
-  for (const auto& e : c.evidence()) {
-    if (!options.verbose && shown == 5) break;
-    out << kIndent << (shown == 0 ? "       evidence  " : "                 ") << e.metric() << " = "
-        << fmt(e.value()) << (e.unit().empty() ? "" : " " + e.unit()) << "\n";
-    ++shown;
+  // The session checks open their evidence with the device's span, busy and idle time (the same
+  // in every finding of a device); without --verbose the check's own numbers go first, five in all.
+  std::vector<int> shown;  // indices into c.evidence()
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < c.evidence_size(); ++i) {
+      const bool context = c.evidence(i).metric().rfind("cutriage__device", 0) == 0;
+      if ((pass == 0) == context) continue;
+      if (!options.verbose && shown.size() == 5) break;
+      shown.push_back(i);
+    }
+  }
+  std::sort(shown.begin(), shown.end());  // back in the check's order
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const v1::Evidence& e = c.evidence(shown[i]);
+    out << kIndent << (i == 0 ? "       evidence  " : "                 ") << e.metric() << " = ";
+    if (e.unit() == "nsecond" || e.unit() == "ns") {
+      out << short_duration(e.value());
+    } else {
+      out << fmt(e.value()) << (e.unit().empty() ? "" : " " + e.unit());
+    }
+    out << "\n";
   }
   for (const auto& t : c.thresholds()) {
     out << kIndent << "                 threshold " << t.name() << " = " << fmt(t.value()) << "\n";
@@ -504,9 +524,9 @@ void render_finding(std::ostringstream& out, const v1::Check& c, const ReportOpt
                   f.next_action());
     }
     if (f.estimated_speedup() > 0) {
-      out << kIndent << "       gain      up to " << fmt(f.estimated_speedup()) << "x on the run";
-      if (!f.estimate_basis().empty()) out << " (" << f.estimate_basis() << ")";
-      out << "\n";
+      std::string gain = "up to " + fmt(f.estimated_speedup()) + "x on the run";
+      if (!f.estimate_basis().empty()) gain += " (" + f.estimate_basis() + ")";
+      put_wrapped(out, std::string(kIndent) + "       gain      ", std::string(kIndent) + std::string(17, ' '), gain);
     }
   }
 }
@@ -627,6 +647,66 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
   }
 }
 
+// A run killed before its session end has trace chunks but no TraceSummary. The summary is
+// recomputed from the chunks with the accumulator and session checks the agent runs, then put
+// through the agent's encoder, so the view renders it like a written one. What only the agent knew
+// is missing: selection outcomes, NVTX paths per family, dropped records.
+std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
+  std::vector<triage::KernelSpan> kernels;
+  std::vector<triage::CopySpan> copies;
+  for (int r : file.trace_records) {
+    const v1::TraceChunk& chunk = file.file.records(r).trace();
+    for (const v1::KernelExecution& k : chunk.kernels()) {
+      const v1::KernelFamily* fam = find_family(file, k.family_id());
+      triage::KernelSpan span;
+      span.family = k.family_id();
+      span.device = fam != nullptr ? fam->device() : 0;
+      span.stream = k.stream_id();
+      span.start_ns = k.start_ns();
+      span.end_ns = std::max(k.end_ns(), k.start_ns());
+      span.grid = {k.grid().x(), k.grid().y(), k.grid().z()};
+      span.replayed = k.replayed();
+      span.from_graph = k.graph_id() != 0;
+      kernels.push_back(span);
+    }
+    for (const v1::CopyExecution& c : chunk.copies()) {
+      triage::CopySpan span;
+      span.device = c.device();
+      span.stream = c.stream_id();
+      span.start_ns = c.start_ns();
+      span.end_ns = std::max(c.end_ns(), c.start_ns());
+      span.bytes = c.bytes();
+      span.kind = static_cast<triage::CopyKind>(c.kind());
+      span.pageable = c.pageable();
+      copies.push_back(span);
+    }
+  }
+  if (kernels.empty() && copies.empty()) return std::nullopt;
+  // In time order: the accumulator folds what falls behind its window, and chunks arrive out of
+  // order; sorted, no record is late.
+  std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  triage::TimelineAccumulator acc;
+  size_t c = 0;
+  for (const triage::KernelSpan& k : kernels) {
+    for (; c < copies.size() && copies[c].start_ns <= k.start_ns; ++c) acc.add_copy(copies[c]);
+    acc.add_kernel(k);
+  }
+  for (; c < copies.size(); ++c) acc.add_copy(copies[c]);
+  wire::TraceSummary summary;
+  summary.timeline = acc.summary();
+  summary.findings = triage::triage_timeline(summary.timeline, triage::Thresholds{},
+                                             [&file](uint64_t id) { return family_name(file, id); });
+  uint64_t events = 0;
+  for (int r : file.trace_records) events += static_cast<uint64_t>(file.file.records(r).trace().kernels_size());
+  summary.timeline_kernel_events = events;
+  v1::File encoded;
+  if (!encoded.ParseFromString(wire::RecordEncoder().trace_summary(summary)) || encoded.records_size() != 1) {
+    return std::nullopt;
+  }
+  return encoded.records(0).trace_summary();
+}
+
 }  // namespace
 
 std::string render_report(const ReadResult& file, const ReportOptions& options) {
@@ -712,8 +792,13 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
     out << "\n";
     render_application_view(out, file, *ts, session, current, sections, options);
   } else if (!file.trace_records.empty()) {
-    out << "note: the file has a trace but no trace summary (the process did not exit normally); "
-           "`cutriage trace` exports the timeline\n";
+    out << "\n";
+    put_wrapped(out, "note: ", "      ",
+                "the file has a trace but no trace summary (the process did not exit normally): the "
+                "application view is recomputed from the trace, without the agent's selection");
+    if (std::optional<v1::TraceSummary> recomputed = recompute_summary(file)) {
+      render_application_view(out, file, *recomputed, session, current, sections, options);
+    }
   }
   out << kernels.size() << " profiled kernel" << (kernels.size() == 1 ? "" : "s")
       << ", longest first\n\n";
