@@ -11,6 +11,7 @@
 #include <exception>
 #include <utility>
 
+#include "cutriage/collectors/cubin.h"
 #include "cutriage/triage/plan.h"
 #include "demangle.h"
 #include "stages.h"
@@ -339,11 +340,29 @@ void Agent::on_context_destroying(const ContextEvent& event) {
 
 void Agent::on_module_loaded(const collectors::ModuleEvent& event) {
   try {
+    // How each kernel was built (line table, -G), for Decision 0 and what Decision 6 can say. Kept
+    // as 8 bytes per kernel name hash: a framework loads tens of thousands of kernels. A hash
+    // collision could only swap two kernels' build notes.
+    collectors::Result<collectors::CubinInfo> info =
+        event.cubin.empty() ? collectors::Result<collectors::CubinInfo>(collectors::Status(
+                                  StatusCode::kInvalidArgument, "no cubin"))
+                            : collectors::inspect_cubin(event.cubin.data(), event.cubin.size());
     std::lock_guard<std::mutex> lock(mutex_);
     ++modules_loaded_;
-    (void)event;  // cubins are kept by the PC-sampling collector (a later issue), not here
+    if (!info.is_ok()) return;
+    const uint8_t flags = static_cast<uint8_t>((info.value().has_line_info ? kBuildLineInfo : 0) |
+                                               (info.value().debug_build ? kBuildDebug : 0));
+    for (const std::string& kernel : info.value().kernels) kernel_builds_[std::hash<std::string>()(kernel)] = flags;
   } catch (...) {
+    log_.log_once(LogLevel::kError, "module", "internal error in the module callback");
   }
+}
+
+void Agent::fill_build_locked(const KernelState& kernel, triage::KernelInput& input) const {
+  auto it = kernel_builds_.find(std::hash<std::string>()(kernel.mangled));
+  if (it == kernel_builds_.end()) return;  // module not seen (loaded before the agent, or no cubin)
+  input.collection.has_line_info = (it->second & kBuildLineInfo) != 0;
+  input.collection.debug_build = (it->second & kBuildDebug) != 0;
 }
 
 bool Agent::on_launch_enter(const LaunchEvent& event) {
@@ -714,7 +733,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     std::string why = event.cooperative
                           ? "cooperative launch: its blocks may wait on each other, so it is never replayed"
                           : "communication kernel: it may wait on other GPUs or the host, so it is never replayed";
-    record_unprofiled(event, *kernel, wire::ProfileStatus::kNotProfiledNoReplay, why);
+    record_unprofiled(event, *kernel, wire::ProfileStatus::kNotProfiledNoReplay, why, launch_index);
     return;
   }
   // Undo the selection's bookkeeping when this launch ends up unprofiled after all.
@@ -774,7 +793,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
 
   auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
     ctx->busy.store(false);
-    record_unprofiled(event, *kernel, status, detail);
+    record_unprofiled(event, *kernel, status, detail, launch_index);
   };
 
   std::optional<collectors::DeviceInfo> dev = device_info(event.device);
@@ -818,7 +837,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
           set_inactive(wire::AgentState::kPermissionDenied, rp.status().message());
           ctx->busy.store(false);
           record_unprofiled(event, *kernel, wire::ProfileStatus::kNotProfiledPermission,
-                            rp.status().message());
+                            rp.status().message(), launch_index);
           return;
         }
         write_notice(wire::Severity::kError, "range_profiler_failed",
@@ -829,7 +848,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     if (!ctx->profiler) {
       ctx->busy.store(false);
       record_unprofiled(event, *kernel, wire::ProfileStatus::kFailed,
-                        "range profiler unavailable on this context");
+                        "range profiler unavailable on this context", launch_index);
       return;
     }
     collectors::Status s = ctx->profiler->begin(active->plan);
@@ -837,9 +856,9 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
       ctx->busy.store(false);
       if (s.code() == StatusCode::kPermissionDenied) {
         set_inactive(wire::AgentState::kPermissionDenied, s.message());
-        record_unprofiled(event, *kernel, wire::ProfileStatus::kNotProfiledPermission, s.message());
+        record_unprofiled(event, *kernel, wire::ProfileStatus::kNotProfiledPermission, s.message(), launch_index);
       } else {
-        record_unprofiled(event, *kernel, wire::ProfileStatus::kFailed, "range profiler start: " + s.message());
+        record_unprofiled(event, *kernel, wire::ProfileStatus::kFailed, "range profiler start: " + s.message(), launch_index);
       }
       return;
     }
@@ -906,6 +925,7 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
       }
     }
     record.input.metrics = kernel.measured;
+    fill_build_locked(kernel, record.input);
     for (const auto& [name, launch] : kernel.measured_on) {
       if (launch != active.launch_index) record.metric_launch[name] = launch;
     }
@@ -971,16 +991,15 @@ void Agent::record_failure(ActiveProfile& active, const std::string& what) {
     ++active.kernel->stats.failed;
     ++totals_.failed_profiles;
   }
-  record_unprofiled(active.event, *active.kernel, wire::ProfileStatus::kFailed, what);
+  record_unprofiled(active.event, *active.kernel, wire::ProfileStatus::kFailed, what, active.launch_index);
 }
 
 void Agent::record_unprofiled(const LaunchEvent& event, KernelState& kernel,
-                              wire::ProfileStatus status, const std::string& detail) {
+                              wire::ProfileStatus status, const std::string& detail, uint64_t launch_index) {
   wire::KernelRecord record;
-  uint64_t launch_index = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    launch_index = launch_counter_.load();
+    if (launch_index == 0) launch_index = launch_counter_.load();
     kernel.last_status = status;
     kernel.last_detail = detail;
     if (status == wire::ProfileStatus::kFailed && kernel.stats.failed == 0) {
@@ -1232,7 +1251,19 @@ wire::TraceSummary Agent::trace_summary() const {
 wire::TraceSummary Agent::trace_summary_locked(const triage::TimelineSummary& timeline) const {
   wire::TraceSummary out;
   out.timeline = timeline;
-  out.findings = triage::triage_timeline(timeline);
+  {
+    std::map<uint64_t, std::string> names;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (const triage::FamilyTimeStats& f : timeline.families) {
+        if (f.family != 0 && f.family <= families_.size()) names[f.family] = families_[f.family - 1]->names->function;
+      }
+    }
+    out.findings = triage::triage_timeline(timeline, triage_options_.thresholds, [&names](uint64_t id) {
+      auto it = names.find(id);
+      return it != names.end() ? it->second : "family " + std::to_string(id);
+    });
+  }
   out.dropped_records = dropped_records_;
   out.timeline_kernel_events = timeline_events_;
   switch (config_.select) {

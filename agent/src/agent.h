@@ -142,8 +142,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::optional<collectors::DeviceInfo> device_info(uint32_t device);
   void complete_profile(ActiveProfile& active, const collectors::LaunchEvent& event);
   void record_failure(ActiveProfile& active, const std::string& what);
+  // launch_index 0: the latest launch (when the caller does not know its own).
   void record_unprofiled(const collectors::LaunchEvent& event, KernelState& kernel,
-                         wire::ProfileStatus status, const std::string& detail);
+                         wire::ProfileStatus status, const std::string& detail, uint64_t launch_index = 0);
   void write_kernel(const wire::KernelRecord& record);
   void write_notice(wire::Severity severity, const std::string& code, const std::string& message);
   void write_bytes_locked(const std::string& bytes);  // output_mutex_ held
@@ -152,6 +153,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void fill_kernel_input(const collectors::LaunchEvent& event, const KernelState& kernel,
                          uint64_t launch_index, triage::KernelInput& input);
   void write_family_locked(KernelState& kernel);  // output_mutex_ held
+  void fill_build_locked(const KernelState& kernel, triage::KernelInput& input) const;  // mutex_ held
 
   AgentConfig config_;
   collectors::Platform& platform_;
@@ -227,6 +229,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   uint64_t profiles_started_ = 0;
   wire::SessionEnd totals_;
   uint64_t modules_loaded_ = 0;
+  static constexpr uint8_t kBuildLineInfo = 1;
+  static constexpr uint8_t kBuildDebug = 2;
+  std::unordered_map<size_t, uint8_t> kernel_builds_;  // hash of the mangled name -> kBuild* bits
   uint64_t contexts_seen_ = 0;
 
   mutable std::mutex output_mutex_;  // the encoder (interning) and the sink

@@ -385,3 +385,40 @@ TEST_CASE("trace: the second launch of an untraced family collects the first's r
   CHECK(profiled.count(2) == 1);
   CHECK(profiled.count(1) == 0);
 }
+
+TEST_CASE("trace: how a kernel was built (line table, -G) comes from its module's cubin", "[agent][trace]") {
+  // Real nvcc cubins (tests/fuzz/seeds/cubin, from tests/data/cubin/kernels.cu): the agent reads
+  // them at module load; the profiled record's Decision 0 says whether lines can be named.
+  Captured a = capture_of("vector_add");
+  const std::string kernel = "plain_kernel";  // extern "C" in kernels.cu: the mangled name
+  for (const char* variant : {"plain", "lineinfo", "debug"}) {
+    INFO(variant);
+    testing::FakeCounters counters;
+    counters.by_kernel[kernel] = a.metrics;
+    Harness h(testing::select_all(), counters);
+    REQUIRE(h.ag->start());
+    collectors::ModuleEvent m;
+    m.context_id = 1;
+    m.module_id = 1;
+    const std::string bytes = testing::slurp(std::filesystem::path(CUTRIAGE_SOURCE_DIR) / "tests/fuzz/seeds/cubin" /
+                                             (std::string(variant) + ".cubin"));
+    REQUIRE(!bytes.empty());
+    m.cubin.assign(bytes.begin(), bytes.end());
+    h.ag->on_module_loaded(m);
+    h.platform.launch(make_launch(kernel, 1, a.launch.grid, a.launch.block));
+    h.ag->finish();
+    tools::ReadResult r = h.read();
+    auto ks = kernel_records(r);
+    REQUIRE(!ks.empty());
+    std::string reading;
+    for (const v1::DecisionVisit& d : ks.back()->diagnosis().path()) {
+      for (const v1::Check& c : d.checks()) {
+        if (c.rule_id() == "d0.build_config") reading = c.reason();
+      }
+    }
+    INFO(reading);
+    CHECK(reading.find("not recorded") == std::string::npos);  // the build was known
+    if (std::string(variant) == "plain") CHECK(reading.find("line") != std::string::npos);
+    if (std::string(variant) == "debug") CHECK(reading.find("-G") != std::string::npos);
+  }
+}
