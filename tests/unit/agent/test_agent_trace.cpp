@@ -9,6 +9,7 @@
 #include "agent_harness.h"
 
 using namespace cutriage;
+using Catch::Approx;
 using agent::AgentConfig;
 using agent::SelectMode;
 using testing::Captured;
