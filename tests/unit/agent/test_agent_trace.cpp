@@ -9,7 +9,9 @@
 #include "agent_harness.h"
 
 using namespace cutriage;
-using Catch::Approx;
+#if __has_include(<catch2/catch_approx.hpp>)
+using Catch::Approx;  // Catch2 v3; v2 has it at global scope
+#endif
 using agent::AgentConfig;
 using agent::SelectMode;
 using testing::Captured;
