@@ -11,6 +11,10 @@
 #include "file_reader.h"
 #include "trace_fixture.h"
 
+#if __has_include(<catch2/catch_approx.hpp>)
+using Catch::Approx;  // Catch2 v3; v2 has it at global scope
+#endif
+
 using namespace cutriage;
 
 namespace {
