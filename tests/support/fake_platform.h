@@ -194,8 +194,7 @@ class FakePlatform final : public collectors::Platform {
     return Status::ok();
   }
   void flush_trace(bool forced) override {
-    (void)forced;
-    ++flushes;
+    ++(forced ? forced_flushes : flushes);
     deliver();
   }
   void stop_trace() override {
@@ -247,7 +246,8 @@ class FakePlatform final : public collectors::Platform {
     observer->on_activity(batch);
   }
   std::atomic<int> details_calls{0};
-  std::atomic<int> flushes{0};
+  std::atomic<int> flushes{0};         // default flushes (completed records only)
+  std::atomic<int> forced_flushes{0};  // forced flushes (every record)
   Result<std::unique_ptr<collectors::ProfilerHost>> make_profiler_host(const std::string&) override {
     auto h = std::make_unique<FakeHost>(config, stats);
     h->counters_ = counters_;

@@ -477,28 +477,13 @@ void fill_timeline_inputs(const TimelineSummary& timeline, uint64_t family, Kern
   const FamilyTimeStats* f = timeline.family(family);
   if (f == nullptr) return;
   if (timeline.total_kernel_ns > 0) input.time_share = timeline.time_share(*f);
-  // Only unprofiled, timed executions take part in the concurrency check: without one it is
-  // unknown.
-  if (f->durations.count() > 0) input.ran_concurrently = f->concurrent_launches > 0;
-
-  const DeviceTimeStats* d = timeline.device(f->device);
-  if (d == nullptr || !(d->span_ns() > 0)) return;
-  const DeviceView v = view_of(*d);
-  if (!(v.span > 0)) return;
-  // Decision 2A's quantities (rules_d2a.cpp), read at session level: the "profiled range" is the
-  // whole traced span of the GPU the family ran on (profiler idle time removed), not the kernel's
-  // own range, so every kernel on that GPU sees the same values.
-  //   cutriage__gpu_idle_pct             share of the span with no kernel and no copy running
-  //   cutriage__copy_time_pct            share of the span with a copy running
-  //   cutriage__copy_compute_overlap_pct share of copy time during which a kernel ran
-  // cutriage__dispatch_gap_pct (the block-launch ramp inside one kernel) needs PM sampling: unset.
-  input.metrics.set("cutriage__gpu_idle_pct", v.idle_pct, "%", MetricSource::kDerived);
-  if (d->copies > 0 && d->copy_busy_ns > 0) {
-    input.metrics.set("cutriage__copy_time_pct", 100.0 * d->copy_busy_ns / v.span, "%",
-                      MetricSource::kDerived);
-    input.metrics.set("cutriage__copy_compute_overlap_pct",
-                      100.0 * d->copy_overlapped_ns / d->copy_busy_ns, "%", MetricSource::kDerived);
-  }
+  // Profiled launches take no part in the concurrency check: without an unprofiled one it is unknown.
+  if (f->launches > f->replayed_launches) input.ran_concurrently = f->concurrent_launches > 0;
+  // Deliberately not set: Decision 2A's per-kernel quantities (cutriage__gpu_idle_pct,
+  // copy_time_pct, copy_compute_overlap_pct). They describe the kernel's own profiled range; the
+  // session's idle share (start-up, host work, every other kernel) put in their place turned
+  // every kernel of a PyTorch run into "dispatch bound" on the H200. The session-level checks
+  // (triage_timeline) report those numbers on the session instead.
 }
 
 }  // namespace cutriage::triage

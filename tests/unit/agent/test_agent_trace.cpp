@@ -377,6 +377,9 @@ TEST_CASE("trace: the second launch of an untraced family collects the first's r
   h.platform.launch(make_launch(a.mangled, 2, a.launch.grid, a.launch.block));
   CHECK(h.platform.flushes.load() == 1);
   CHECK(h.platform.stats.begins.load() == 1);  // launch 2 itself
+  // After a replayed launch: a forced flush, so its never-completing record does not hold the
+  // buffer (and everything after it) until exit.
+  CHECK(h.platform.forced_flushes.load() == 1);
   h.platform.launch(make_launch(a.mangled, 3, a.launch.grid, a.launch.block));
   CHECK(h.platform.flushes.load() == 1);  // traced now: no more flushes from the callback
   h.ag->finish();

@@ -224,8 +224,9 @@ std::vector<CheckResult> triage_timeline(
     const TimelineSummary& timeline, const Thresholds& thresholds,
     const std::function<std::string(uint64_t)>& family_name = {});
 
-// Per-kernel timeline inputs for the engine (KernelInput::ran_concurrently, time_share and the
-// cutriage__gpu_idle_pct / copy_compute_overlap_pct / copy_time_pct quantities Decision 2A reads).
+// Per-kernel timeline inputs for the engine: KernelInput::time_share and ran_concurrently. Not
+// the session's idle or copy shares: those describe the run, not the kernel's own range, and are
+// reported by triage_timeline.
 void fill_timeline_inputs(const TimelineSummary& timeline, uint64_t family, KernelInput& input);
 
 }  // namespace cutriage::triage
