@@ -3,7 +3,7 @@
 // Blocking rules (a firing one makes the diagnosis untrusted, and routing stops):
 //   d0.duration_divergence, d0.metric_out_of_range, d0.metric_contradiction.
 // Non-blocking rules become trust notes (trust = suspect): d0.metric_slight_overshoot,
-//   d0.collection_settings, d0.build_config.
+//   d0.collection_settings, d0.build_config, d0.profiled_clock.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -18,6 +18,9 @@ namespace cutriage::triage::detail {
 namespace {
 
 constexpr std::string_view kDuration = "gpu__time_duration.sum";
+// The SM clock over the profiled range (cycles elapsed per second of the range): cutriage never
+// locks clocks, so this is what the launch actually ran at.
+constexpr std::string_view kSmClock = "sm__cycles_elapsed.avg.per_second";
 
 // Nanoseconds per unit of a duration as producers spell it (ncu switches units with magnitude).
 double ns_per_unit(std::string_view unit) {
@@ -92,9 +95,43 @@ RuleVerdict eval_duration(RuleContext& ctx) {
                         fmt(median / 1e3, 2) + " us over " + std::to_string(n) + " run(s): " +
                         times(divergence) + " apart";
   if (divergence > limit) {
-    return RuleVerdict::fired(reading + " (> " + times(limit, 1) + ")", divergence / limit - 1.0);
+    RuleVerdict v = RuleVerdict::fired(reading + " (> " + times(limit, 1) + ")", divergence / limit - 1.0);
+    // The likely causes, most checkable first.
+    std::string causes = "Likely causes: ";
+    const std::optional<double> clock = ctx.metric(kSmClock);
+    const DeviceLimits* dev = ctx.kernel().device_limits ? &*ctx.kernel().device_limits : nullptr;
+    if (clock && dev != nullptr && dev->sm_clock_hz > 0) {
+      causes += "the SM clock (" + fmt(*clock / 1e6, 0) + " MHz under the profiler, peak " +
+                fmt(dev->sm_clock_hz / 1e6, 0) + " MHz; clocks are never locked), ";
+    } else {
+      causes += "a different SM clock under the profiler (clocks are never locked), ";
+    }
+    causes += "caches warm in one case and cold in the other (replay restores memory between "
+              "passes), unprofiled launches that overlapped other kernels while the profiled one "
+              "ran alone, or launches of the same shape doing different work (data-dependent "
+              "loops). Compare the durations in the timeline (`cutriage trace`) and profile a "
+              "launch of the steady state (CUTRIAGE_LAUNCH_SKIP).";
+    v.next_action = causes;
+    return v;
   }
   return RuleVerdict::not_fired(reading + " (<= " + times(limit, 1) + ")");
+}
+
+RuleVerdict eval_clock(RuleContext& ctx) {
+  const double clock = ctx.required(kSmClock);
+  const DeviceLimits* dev = ctx.kernel().device_limits ? &*ctx.kernel().device_limits : nullptr;
+  if (dev == nullptr || !(dev->sm_clock_hz > 0)) {
+    return RuleVerdict::not_evaluated("the device's peak SM clock is unknown");
+  }
+  const double pct_of_peak = 100.0 * clock / dev->sm_clock_hz;
+  ctx.note("cutriage__sm_clock_pct_of_peak", pct_of_peak, "%");
+  const double min_pct = ctx.threshold("min_pct_of_peak");
+  std::string reading = "SM clock " + fmt(clock / 1e6, 0) + " MHz during the profiled launch, " +
+                        pct(pct_of_peak, 0) + " of the device's peak " + fmt(dev->sm_clock_hz / 1e6, 0) + " MHz";
+  if (pct_of_peak < min_pct) {
+    return RuleVerdict::fired(reading + " (< " + pct(min_pct, 0) + ")", min_pct / std::max(pct_of_peak, 1.0) - 1.0);
+  }
+  return RuleVerdict::not_fired(reading + " (>= " + pct(min_pct, 0) + ")");
 }
 
 RuleVerdict eval_out_of_range(RuleContext& ctx) {
@@ -281,11 +318,27 @@ RuleVerdict eval_build(RuleContext& ctx) {
 std::vector<Rule> make_d0_rules() {
   std::vector<Rule> rules;
   rules.push_back(Rule{
+      .id = "d0.profiled_clock",
+      .decision = Decision::kD0Trust,
+      .title = "The GPU ran near its peak clock while profiled",
+      .parent = {},
+      .metrics = {{kSmClock, true}},
+      .thresholds = {{"min_pct_of_peak", 80.0,
+                      "guide 3.2.1: clocks change timings; below ~80% of peak the profiled launch "
+                      "was power, thermal or idle-clock limited"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The GPU ran well below its peak clock while this launch was profiled.",
+      .next_action = "Read the percent-of-peak numbers (relative to elapsed cycles) rather than "
+                     "absolute times; profile again when the GPU is not power or thermal capped.",
+      .priority = 35,
+      .evaluate = eval_clock,
+  });
+  rules.push_back(Rule{
       .id = "d0.duration_divergence",
       .decision = Decision::kD0Trust,
       .title = "Profiled duration agrees with an unprofiled timing of the same kernel",
       .parent = {},
-      .metrics = {{kDuration, true}},
+      .metrics = {{kDuration, true}, {kSmClock, false}},
       .thresholds = {{"max_ratio", 2.0,
                       "guide 3.2.1: a divergence beyond ~2x calls for checking clock, cache and "
                       "replay settings"}},

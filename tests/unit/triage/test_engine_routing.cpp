@@ -23,11 +23,14 @@ KernelInput kernel(double sm, double mem, double occ = 75, double issue = 40, ui
   c.registers_per_thread = 32;
   k.launch = c;
   k.device_limits = known_device_limits("GH100");
+  k.device_limits->sm_clock_hz = 1.98e9;  // the H200's peak (CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
   k.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", sm, "%");
   k.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", mem, "%");
   k.metrics.set("sm__warps_active.avg.pct_of_peak_sustained_active", occ, "%");
   k.metrics.set("smsp__issue_active.avg.pct_of_peak_sustained_active", issue, "%");
   k.metrics.set("gpu__time_duration.sum", 10000, "nsecond");
+  // Near the peak clock, as a trusted run would be (d0.profiled_clock).
+  k.metrics.set("sm__cycles_elapsed.avg.per_second", 0.95 * k.device_limits->sm_clock_hz, "/second");
   k.unprofiled_durations_ns = {9500, 10200};
   k.collection.replay_mode = ReplayMode::kKernel;
   k.collection.clock_control = ClockControl::kNone;

@@ -150,3 +150,40 @@ TEST_CASE("d0.build_config", "[d0]") {
   CHECK(run_one("d0.build_config", k).outcome == Outcome::kFired);
   CHECK_FALSE(find_rule("d0.build_config")->blocking);
 }
+
+TEST_CASE("d0.duration_divergence names the likely causes, with the clock when measured (synthetic)", "[d0]") {
+  KernelInput k = with_duration(5000);
+  k.unprofiled_durations_ns = {1000, 1000};
+  DeviceLimits d;
+  d.sm_clock_hz = 1.98e9;
+  k.device_limits = d;
+  k.metrics.set("sm__cycles_elapsed.avg.per_second", 1.2e9, "/second");
+  auto c = run_one("d0.duration_divergence", k);
+  REQUIRE(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding.has_value());
+  CHECK(c.finding->next_action.find("1200 MHz under the profiler, peak 1980 MHz") != std::string::npos);
+  CHECK(c.finding->next_action.find("caches") != std::string::npos);
+  CHECK(c.finding->next_action.find("overlapped other kernels") != std::string::npos);
+}
+
+TEST_CASE("d0.profiled_clock (synthetic)", "[d0]") {
+  const Rule* r = find_rule("d0.profiled_clock");
+  REQUIRE(r != nullptr);
+  CHECK_FALSE(r->blocking);  // a slow clock makes times suspect, not the percent-of-peak numbers
+  KernelInput k;
+  DeviceLimits d;
+  d.sm_clock_hz = 1.98e9;
+  k.device_limits = d;
+  k.metrics.set("sm__cycles_elapsed.avg.per_second", 1.0e9, "/second");
+  auto c = run_one("d0.profiled_clock", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("1000 MHz") != std::string::npos);
+  k.metrics.set("sm__cycles_elapsed.avg.per_second", 1.9e9, "/second");
+  CHECK(run_one("d0.profiled_clock", k).outcome == Outcome::kNotFired);
+  k.device_limits.reset();  // peak unknown
+  auto n = run_one("d0.profiled_clock", k);
+  CHECK(n.outcome == Outcome::kNotEvaluated);
+  CHECK(n.reason.find("peak") != std::string::npos);
+  KernelInput none;  // not measured
+  CHECK(run_one("d0.profiled_clock", none).outcome == Outcome::kNotEvaluated);
+}
