@@ -26,6 +26,8 @@ for step in range(steps):
     loss = torch.nn.functional.mse_loss(model(x), y)
     loss.backward()
     opt.step()
+    if step % 10 == 9:
+        loss.item()  # a training loop logs its loss now and then: a host synchronization
 torch.cuda.synchronize()
 if t0 is not None and steps > warm:
     print("steps_per_s=%.3f" % ((steps - warm) / (time.perf_counter() - t0)), file=sys.stderr)
