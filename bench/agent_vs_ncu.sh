@@ -50,7 +50,9 @@ for c in "${cases[@]}"; do
     t=$(now); "${bin[@]}" >/dev/null 2>&1; p+=("$(secs "$t" "$(now)")")
     rm -f "$out/bench/$prog.pb"
     t=$(now)
+    # CUTRIAGE_SELECT=all: the first launch of each matching kernel, as ncu's --kernel-id ...:1.
     CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/bench/$prog.pb" CUTRIAGE_KERNEL_NAME="$afilter" \
+      CUTRIAGE_SELECT=all \
       CUTRIAGE_SUMMARY=0 "${bin[@]}" >/dev/null 2>&1
     a+=("$(secs "$t" "$(now)")")
     t=$(now)

@@ -279,8 +279,14 @@ void Agent::flush_loop() {
   pthread_setname_np(pthread_self(), "cutriage-trace");
   std::unique_lock<std::mutex> lock(flush_mutex_);
   while (!flush_stop_) {
-    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms), [this] { return flush_stop_; });
+    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms),
+                       [this] { return flush_stop_ || flush_soon_.load(); });
     if (flush_stop_) break;
+    if (flush_soon_.exchange(false)) {
+      // Asked by a launch (see on_launch_enter): give CUPTI's worker a moment to complete records.
+      flush_cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return flush_stop_; });
+      if (flush_stop_) break;
+    }
     lock.unlock();
     try {
       std::unique_lock<std::shared_mutex> gate(cupti_gate_);
@@ -402,8 +408,17 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
       const uint64_t n = kernel->launches.load(std::memory_order_relaxed);
       if (!kernel->traced.load(std::memory_order_relaxed) && n >= 2 && (n & (n - 1)) == 0 &&
           (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
-        std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
-        if (gate.owns_lock()) platform_.flush_trace(false);
+        {
+          std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
+          if (gate.owns_lock()) platform_.flush_trace(false);
+        }
+        // CUPTI completes a record (fills its timestamps) on its own worker thread a little after
+        // the kernel ends, so the flush above often finds the last record incomplete: the flush
+        // thread tries again in a millisecond, before the next launch of a synchronizing loop.
+        if (!kernel->traced.load(std::memory_order_relaxed)) {
+          flush_soon_.store(true, std::memory_order_relaxed);
+          flush_cv_.notify_one();
+        }
       }
     }
     if (!kernel->candidate.load(std::memory_order_relaxed)) return false;
@@ -1089,6 +1104,7 @@ void Agent::on_activity(const collectors::ActivityBatch& batch) {
       if (!replayed) kernel->traced.store(true, std::memory_order_relaxed);
       if (timeline_events_ < config_.trace_max_events) {
         ++timeline_events_;
+        ++timeline_kernel_events_;
         wire::KernelExecution e;
         e.family_id = kernel->family_id;
         e.start_ns = a.start_ns;
@@ -1282,7 +1298,7 @@ wire::TraceSummary Agent::trace_summary_locked(const triage::TimelineSummary& ti
     });
   }
   out.dropped_records = dropped_records_;
-  out.timeline_kernel_events = timeline_events_;
+  out.timeline_kernel_events = timeline_kernel_events_;
   switch (config_.select) {
     case SelectMode::kTop: out.selection.mode = wire::SelectionMode::kTop; break;
     case SelectMode::kAll: out.selection.mode = wire::SelectionMode::kAll; break;

@@ -183,6 +183,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::mutex flush_mutex_;
   std::condition_variable flush_cv_;
   bool flush_stop_ = false;
+  std::atomic<bool> flush_soon_{false};  // a launch wants the trace delivered now
 
   // CUPTI does not say whether activity buffers may be flushed while the range profiler replays a
   // kernel on another thread, so the agent never does: profiled launches hold this shared from
@@ -194,7 +195,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::unordered_map<ActivityKey, KernelState*, ActivityKeyHash> activity_families_;
   std::set<uint64_t> replayed_correlations_;  // profiled launches: their executions are perturbed
   std::unordered_map<uint64_t, uint32_t> correlation_nvtx_;  // correlation id -> NVTX path id
-  uint64_t timeline_events_ = 0;
+  uint64_t timeline_events_ = 0;         // kernels, copies and NVTX ranges written (the cap)
+  uint64_t timeline_kernel_events_ = 0;  // kernel executions among them
   uint64_t dropped_records_ = 0;
   uint64_t untimed_records_ = 0;
   uint64_t trace_clock_at_start_ns_ = 0;

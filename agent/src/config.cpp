@@ -453,14 +453,15 @@ const std::array<Option, 18> kOptions = {{
        return ok();
      }},
     {{"CUTRIAGE_TRACE_MAX_EVENTS", "--trace-max-events", "N", "1000000",
-      "kernel executions kept in the file's timeline (the statistics cover all of them); 0 keeps "
-      "statistics only"},
+      "timeline events (kernel executions, copies, NVTX ranges) kept in the file (the statistics "
+      "cover every execution); 0 keeps statistics only"},
      "a non-negative integer",
      [](std::string_view v, AgentConfig& c) {
        return apply_unsigned(v, c.trace_max_events, 0, UINT64_MAX);
      }},
     {{"CUTRIAGE_TRACE_FLUSH_MS", "--trace-flush-ms", "MS", "100",
-      "how often trace records are collected from CUPTI, in milliseconds (0: only at exit)"},
+      "how often trace records are collected from CUPTI, in milliseconds (0: no periodic "
+      "collection; full buffers and launches of unranked kernels still deliver)"},
      "an integer from 0 to 60000",
      [](std::string_view v, AgentConfig& c) {
        return apply_unsigned(v, c.trace_flush_ms, 0, 60000);

@@ -187,3 +187,16 @@ TEST_CASE("d0.profiled_clock (synthetic)", "[d0]") {
   KernelInput none;  // not measured
   CHECK(run_one("d0.profiled_clock", none).outcome == Outcome::kNotEvaluated);
 }
+
+TEST_CASE("d0.duration_divergence tolerates the profiler's fixed cost on tiny kernels (synthetic)", "[d0]") {
+  // The H200 case: 1.70 us profiled, 0.80 us traced: 2.1x, but 0.9 us apart.
+  KernelInput k = with_duration(1700);
+  k.unprofiled_durations_ns = {800, 790, 810};
+  auto c = run_one("d0.duration_divergence", k);
+  CHECK(c.outcome == Outcome::kNotFired);
+  CHECK(c.reason.find("fixed cost") != std::string::npos);
+  // The same ratio on a longer kernel is a real divergence.
+  k = with_duration(17000);
+  k.unprofiled_durations_ns = {8000};
+  CHECK(run_one("d0.duration_divergence", k).outcome == Outcome::kFired);
+}
