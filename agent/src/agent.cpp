@@ -408,13 +408,15 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
       const uint64_t n = kernel->launches.load(std::memory_order_relaxed);
       if (!kernel->traced.load(std::memory_order_relaxed) && n >= 2 && (n & (n - 1)) == 0 &&
           (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
+        // A default flush returns a buffer only once CUPTI's worker thread has completed every
+        // record in it (filled the timestamps), which after a synchronization it often has not
+        // yet (seen on the H200: zoo loops were ranked only after their last launch). On the 2nd
+        // and 4th launch the flush is forced: it completes what has finished; records of kernels
+        // still running elsewhere come back untimed (counted, not in the durations).
         {
           std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
-          if (gate.owns_lock()) platform_.flush_trace(false);
+          if (gate.owns_lock()) platform_.flush_trace(/*forced=*/n <= 4);
         }
-        // CUPTI completes a record (fills its timestamps) on its own worker thread a little after
-        // the kernel ends, so the flush above often finds the last record incomplete: the flush
-        // thread tries again in a millisecond, before the next launch of a synchronizing loop.
         if (!kernel->traced.load(std::memory_order_relaxed)) {
           flush_soon_.store(true, std::memory_order_relaxed);
           flush_cv_.notify_one();
