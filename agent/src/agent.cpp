@@ -279,14 +279,8 @@ void Agent::flush_loop() {
   pthread_setname_np(pthread_self(), "cutriage-trace");
   std::unique_lock<std::mutex> lock(flush_mutex_);
   while (!flush_stop_) {
-    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms),
-                       [this] { return flush_stop_ || flush_soon_.load(); });
+    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms), [this] { return flush_stop_; });
     if (flush_stop_) break;
-    if (flush_soon_.exchange(false)) {
-      // Asked by a launch (see on_launch_enter): give CUPTI's worker a moment to complete records.
-      flush_cv_.wait_for(lock, std::chrono::milliseconds(1), [this] { return flush_stop_; });
-      if (flush_stop_) break;
-    }
     lock.unlock();
     try {
       std::unique_lock<std::shared_mutex> gate(cupti_gate_);
@@ -408,19 +402,13 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
       const uint64_t n = kernel->launches.load(std::memory_order_relaxed);
       if (!kernel->traced.load(std::memory_order_relaxed) && n >= 2 && (n & (n - 1)) == 0 &&
           (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
-        // A default flush returns a buffer only once CUPTI's worker thread has completed every
-        // record in it (filled the timestamps), which after a synchronization it often has not
-        // yet (seen on the H200: zoo loops were ranked only after their last launch). On the 2nd
-        // and 4th launch the flush is forced: it completes what has finished; records of kernels
-        // still running elsewhere come back untimed (counted, not in the durations).
-        {
-          std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
-          if (gate.owns_lock()) platform_.flush_trace(/*forced=*/n <= 4);
-        }
-        if (!kernel->traced.load(std::memory_order_relaxed)) {
-          flush_soon_.store(true, std::memory_order_relaxed);
-          flush_cv_.notify_one();
-        }
+        // Forcing this flush (or retrying it from the flush thread a millisecond later) did not
+        // help on the H200: a kernel that finished before a synchronization still came back
+        // without timestamps until CUPTI's worker had completed its record, and forced flushes
+        // lost the records of kernels in flight. An application that queues a family's launches
+        // back to back without synchronizing is ranked after them (the report says so).
+        std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
+        if (gate.owns_lock()) platform_.flush_trace(false);
       }
     }
     if (!kernel->candidate.load(std::memory_order_relaxed)) return false;

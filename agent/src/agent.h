@@ -183,7 +183,6 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::mutex flush_mutex_;
   std::condition_variable flush_cv_;
   bool flush_stop_ = false;
-  std::atomic<bool> flush_soon_{false};  // a launch wants the trace delivered now
 
   // CUPTI does not say whether activity buffers may be flushed while the range profiler replays a
   // kernel on another thread, so the agent never does: profiled launches hold this shared from
