@@ -275,7 +275,9 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     if (!in.unprofiled_durations_ns.empty()) {
       std::vector<double> sorted = in.unprofiled_durations_ns;
       std::sort(sorted.begin(), sorted.end());
-      put_double(m, 15, sorted[sorted.size() / 2]);
+      // The median Decision 0 compares with (the mean of the middle two for an even count).
+      const size_t n = sorted.size();
+      put_double(m, 15, n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]));
       put_u32(m, 16, static_cast<uint32_t>(sorted.size()));
     }
     put_diagnosis(m, 17, k.diagnosis);
