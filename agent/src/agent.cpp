@@ -122,6 +122,7 @@ struct Agent::ActiveProfile {
   uint64_t correlation_id = 0;
   LaunchEvent event;  // a copy: the callback's data is gone by the exit callback's time
   std::shared_lock<std::shared_mutex> gate;  // no activity flush until this profile ends
+  uint64_t begin_trace_ns = 0;  // trace clock when the range profiler started
 };
 
 namespace {
@@ -608,6 +609,12 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
   std::unique_ptr<ActiveProfile>& slot = active_slot();
   if (slot && slot->owner == this && slot->correlation_id == event.correlation_id) {
     if (slot->context) slot->context->busy.store(false);
+    if (trace_started_.load() && slot->begin_trace_ns != 0) {
+      try {
+        trace_replay(*slot);
+      } catch (...) {
+      }
+    }
     slot.reset();  // releases the flush gate
     if (trace_started_.load() && !finished_.load()) {
       // A replayed launch's record never completes (no timestamps), and CUPTI returns a buffer
@@ -889,6 +896,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     // Its execution(s) in the trace are replays: counted, kept out of the duration statistics.
     std::lock_guard<std::mutex> lock(trace_mutex_);
     replayed_correlations_.insert(event.correlation_id);
+    active->begin_trace_ns = platform_.timestamp_ns();
   }
   active_slot() = std::move(active);
 }
@@ -1153,6 +1161,48 @@ void Agent::on_activity(const collectors::ActivityBatch& batch) {
     update_selection_locked();
   } catch (...) {
     log_.log_once(LogLevel::kError, "activity", "internal error while reading the kernel trace");
+  }
+}
+
+void Agent::trace_replay(const ActiveProfile& active) {
+  // CUPTI returns a replayed launch's record without timestamps (seen on the H200), so the
+  // timeline would show nothing where the profiler held the GPU, and count that time as idle. The
+  // window from the range profiler's start to its end (host side, on the trace clock) stands in:
+  // marked replayed, it is left out of the durations and its idle surroundings are the profiler's.
+  const uint64_t end = platform_.timestamp_ns();
+  if (end <= active.begin_trace_ns) return;
+  const triage::Dim3 grid = active.event.launch ? active.event.launch->grid : triage::Dim3{};
+  std::lock_guard<std::mutex> lock(trace_mutex_);
+  triage::KernelSpan span;
+  span.family = active.kernel->family_id;
+  span.device = active.event.device;
+  span.stream = static_cast<uint32_t>(active.event.stream_id);
+  span.start_ns = active.begin_trace_ns;
+  span.end_ns = end;
+  span.grid = grid;
+  span.replayed = true;
+  timeline_.add_kernel(span);
+  if (timeline_events_ < config_.trace_max_events) {
+    ++timeline_events_;
+    ++timeline_kernel_events_;
+    wire::KernelExecution e;
+    e.family_id = active.kernel->family_id;
+    e.start_ns = active.begin_trace_ns;
+    e.end_ns = end;
+    e.stream_id = static_cast<uint32_t>(active.event.stream_id);
+    e.context_id = static_cast<uint32_t>(active.event.context_id);
+    e.correlation_id = active.event.correlation_id;
+    e.grid = grid;
+    e.replayed = true;
+    drain_correlations_locked();
+    if (auto it = correlation_nvtx_.find(e.correlation_id); it != correlation_nvtx_.end()) {
+      ++active.kernel->nvtx_launches[it->second];
+      std::lock_guard<std::mutex> nlock(nvtx_mutex_);
+      if (it->second < nvtx_paths_.size()) e.nvtx_path = nvtx_paths_[it->second];
+    }
+    wire::TraceChunk chunk;
+    chunk.kernels.push_back(std::move(e));
+    write_chunk_locked(chunk);
   }
 }
 

@@ -133,6 +133,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void update_selection_locked();
   void write_chunk_locked(wire::TraceChunk& chunk);  // trace_mutex_ held
   void drain_correlations_locked();                   // trace_mutex_ held
+  void trace_replay(const ActiveProfile& active);     // the replay window into the timeline
   void fill_trace_inputs_locked(const KernelState& kernel, triage::KernelInput& input);  // trace_mutex_
   wire::TraceSummary trace_summary_locked(const triage::TimelineSummary& timeline) const;  // trace_mutex_
   void finish_trace();
