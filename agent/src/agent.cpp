@@ -1145,7 +1145,7 @@ void Agent::on_activity(const collectors::ActivityBatch& batch) {
         e.correlation_id = c.correlation_id;
         e.pageable = c.pageable;
         e.graph_id = c.graph_id;
-        chunk.copies.push_back(std::move(e));
+        chunk.copies.push_back(e);
       }
     }
     dropped_records_ += batch.dropped_records;

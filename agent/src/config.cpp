@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -611,7 +612,7 @@ std::string select_spec(const AgentConfig& config) {
     case SelectMode::kTop: return "top:" + std::to_string(config.select_top);
     case SelectMode::kShare: {
       const double pct = config.select_min_share * 100.0;
-      const auto tenths = static_cast<uint64_t>(pct * 10.0 + 0.5);
+      const auto tenths = static_cast<uint64_t>(std::llround(pct * 10.0));
       std::string s = "share:" + std::to_string(tenths / 10);
       if (tenths % 10 != 0) s += "." + std::to_string(tenths % 10);
       return s + "%";
