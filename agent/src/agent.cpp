@@ -1089,37 +1089,7 @@ void Agent::on_activity(const collectors::ActivityBatch& batch) {
         if (!replayed) correlation_nvtx_.erase(it);
         ++kernel->nvtx_launches[nvtx_path];
       }
-      triage::KernelSpan span;
-      span.family = kernel->family_id;
-      span.device = a.device;
-      span.stream = a.stream_id;
-      span.start_ns = a.start_ns;
-      span.end_ns = a.end_ns;
-      span.grid = a.grid;
-      span.replayed = replayed;
-      span.from_graph = a.graph_id != 0;
-      timeline_.add_kernel(span);
-      if (!replayed) kernel->traced.store(true, std::memory_order_relaxed);
-      if (timeline_events_ < config_.trace_max_events) {
-        ++timeline_events_;
-        ++timeline_kernel_events_;
-        wire::KernelExecution e;
-        e.family_id = kernel->family_id;
-        e.start_ns = a.start_ns;
-        e.end_ns = a.end_ns;
-        e.stream_id = a.stream_id;
-        e.context_id = a.context_id;
-        e.correlation_id = a.correlation_id;
-        e.grid = a.grid;
-        e.graph_id = a.graph_id;
-        e.graph_node_id = a.graph_node_id;
-        e.replayed = replayed;
-        if (nvtx_path != 0) {
-          std::lock_guard<std::mutex> nlock(nvtx_mutex_);
-          if (nvtx_path < nvtx_paths_.size()) e.nvtx_path = nvtx_paths_[nvtx_path];
-        }
-        chunk.kernels.push_back(std::move(e));
-      }
+      add_execution_locked(*kernel, a, replayed, nvtx_path, chunk);
     }
     for (const collectors::CopyActivity& c : batch.copies) {
       if (c.end_ns < c.start_ns) continue;
@@ -1169,41 +1139,59 @@ void Agent::trace_replay(const ActiveProfile& active) {
   // timeline would show nothing where the profiler held the GPU, and count that time as idle. The
   // window from the range profiler's start to its end (host side, on the trace clock) stands in:
   // marked replayed, it is left out of the durations and its idle surroundings are the profiler's.
-  const uint64_t end = platform_.timestamp_ns();
-  if (end <= active.begin_trace_ns) return;
-  const triage::Dim3 grid = active.event.launch ? active.event.launch->grid : triage::Dim3{};
+  collectors::KernelActivity a;
+  a.start_ns = active.begin_trace_ns;
+  a.end_ns = platform_.timestamp_ns();
+  if (a.end_ns <= a.start_ns) return;
+  a.device = active.event.device;
+  a.context_id = static_cast<uint32_t>(active.event.context_id);
+  a.stream_id = static_cast<uint32_t>(active.event.stream_id);
+  a.correlation_id = static_cast<uint32_t>(active.event.correlation_id);
+  if (active.event.launch) a.grid = active.event.launch->grid;
   std::lock_guard<std::mutex> lock(trace_mutex_);
-  triage::KernelSpan span;
-  span.family = active.kernel->family_id;
-  span.device = active.event.device;
-  span.stream = static_cast<uint32_t>(active.event.stream_id);
-  span.start_ns = active.begin_trace_ns;
-  span.end_ns = end;
-  span.grid = grid;
-  span.replayed = true;
-  timeline_.add_kernel(span);
-  if (timeline_events_ < config_.trace_max_events) {
-    ++timeline_events_;
-    ++timeline_kernel_events_;
-    wire::KernelExecution e;
-    e.family_id = active.kernel->family_id;
-    e.start_ns = active.begin_trace_ns;
-    e.end_ns = end;
-    e.stream_id = static_cast<uint32_t>(active.event.stream_id);
-    e.context_id = static_cast<uint32_t>(active.event.context_id);
-    e.correlation_id = active.event.correlation_id;
-    e.grid = grid;
-    e.replayed = true;
-    drain_correlations_locked();
-    if (auto it = correlation_nvtx_.find(e.correlation_id); it != correlation_nvtx_.end()) {
-      ++active.kernel->nvtx_launches[it->second];
-      std::lock_guard<std::mutex> nlock(nvtx_mutex_);
-      if (it->second < nvtx_paths_.size()) e.nvtx_path = nvtx_paths_[it->second];
-    }
-    wire::TraceChunk chunk;
-    chunk.kernels.push_back(std::move(e));
-    write_chunk_locked(chunk);
+  drain_correlations_locked();
+  uint32_t nvtx_path = 0;
+  if (auto it = correlation_nvtx_.find(a.correlation_id); it != correlation_nvtx_.end()) {
+    nvtx_path = it->second;
+    ++active.kernel->nvtx_launches[nvtx_path];
   }
+  wire::TraceChunk chunk;
+  add_execution_locked(*active.kernel, a, /*replayed=*/true, nvtx_path, chunk);
+  write_chunk_locked(chunk);
+}
+
+void Agent::add_execution_locked(KernelState& kernel, const collectors::KernelActivity& a, bool replayed,
+                                 uint32_t nvtx_path, wire::TraceChunk& chunk) {
+  triage::KernelSpan span;
+  span.family = kernel.family_id;
+  span.device = a.device;
+  span.stream = a.stream_id;
+  span.start_ns = a.start_ns;
+  span.end_ns = a.end_ns;
+  span.grid = a.grid;
+  span.replayed = replayed;
+  span.from_graph = a.graph_id != 0;
+  timeline_.add_kernel(span);
+  if (!replayed) kernel.traced.store(true, std::memory_order_relaxed);
+  if (timeline_events_ >= config_.trace_max_events) return;
+  ++timeline_events_;
+  ++timeline_kernel_events_;
+  wire::KernelExecution e;
+  e.family_id = kernel.family_id;
+  e.start_ns = a.start_ns;
+  e.end_ns = a.end_ns;
+  e.stream_id = a.stream_id;
+  e.context_id = a.context_id;
+  e.correlation_id = a.correlation_id;
+  e.grid = a.grid;
+  e.graph_id = a.graph_id;
+  e.graph_node_id = a.graph_node_id;
+  e.replayed = replayed;
+  if (nvtx_path != 0) {
+    std::lock_guard<std::mutex> nlock(nvtx_mutex_);
+    if (nvtx_path < nvtx_paths_.size()) e.nvtx_path = nvtx_paths_[nvtx_path];
+  }
+  chunk.kernels.push_back(std::move(e));
 }
 
 void Agent::drain_correlations_locked() {

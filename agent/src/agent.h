@@ -134,6 +134,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void write_chunk_locked(wire::TraceChunk& chunk);  // trace_mutex_ held
   void drain_correlations_locked();                   // trace_mutex_ held
   void trace_replay(const ActiveProfile& active);     // the replay window into the timeline
+  // One kernel execution into the statistics and, within the cap, the chunk (trace_mutex_ held).
+  void add_execution_locked(KernelState& kernel, const collectors::KernelActivity& a, bool replayed,
+                            uint32_t nvtx_path, wire::TraceChunk& chunk);
   void fill_trace_inputs_locked(const KernelState& kernel, triage::KernelInput& input);  // trace_mutex_
   wire::TraceSummary trace_summary_locked(const triage::TimelineSummary& timeline) const;  // trace_mutex_
   void finish_trace();

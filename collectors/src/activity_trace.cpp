@@ -91,10 +91,13 @@ void add_kernel(const CUpti_ActivityKernel10& k, ActivityBatch& batch) {
   if (k.name != nullptr) a.mangled_name = k.name;
 }
 
-void add_memcpy(const CUpti_ActivityMemcpy6& m, ActivityBatch& batch) {
+// The fields every copy-like record shares (memcpy, peer memcpy, memset); the caller sets the
+// kind and whether host memory was pageable, which the record types spell differently.
+template <typename Record>
+CopyActivity* add_copy_common(const Record& m, ActivityBatch& batch) {
   if (untimed(m.start, m.end)) {
     ++batch.untimed_records;
-    return;
+    return nullptr;
   }
   CopyActivity& c = batch.copies.emplace_back();
   c.start_ns = m.start;
@@ -104,45 +107,29 @@ void add_memcpy(const CUpti_ActivityMemcpy6& m, ActivityBatch& batch) {
   c.stream_id = m.streamId;
   c.correlation_id = m.correlationId;
   c.bytes = m.bytes;
-  c.kind = copy_kind(m.copyKind);
-  c.pageable = pageable(m.srcKind) || pageable(m.dstKind);
   c.graph_id = m.graphId;
+  return &c;
+}
+
+void add_memcpy(const CUpti_ActivityMemcpy6& m, ActivityBatch& batch) {
+  if (CopyActivity* c = add_copy_common(m, batch)) {
+    c->kind = copy_kind(m.copyKind);
+    c->pageable = pageable(m.srcKind) || pageable(m.dstKind);
+  }
 }
 
 void add_peer_copy(const CUpti_ActivityMemcpyPtoP4& m, ActivityBatch& batch) {
-  if (untimed(m.start, m.end)) {
-    ++batch.untimed_records;
-    return;
+  if (CopyActivity* c = add_copy_common(m, batch)) {
+    c->kind = triage::CopyKind::kPeer;
+    c->pageable = pageable(m.srcKind) || pageable(m.dstKind);
   }
-  CopyActivity& c = batch.copies.emplace_back();
-  c.start_ns = m.start;
-  c.end_ns = m.end;
-  c.device = m.deviceId;
-  c.context_id = m.contextId;
-  c.stream_id = m.streamId;
-  c.correlation_id = m.correlationId;
-  c.bytes = m.bytes;
-  c.kind = triage::CopyKind::kPeer;
-  c.pageable = pageable(m.srcKind) || pageable(m.dstKind);
-  c.graph_id = m.graphId;
 }
 
 void add_memset(const CUpti_ActivityMemset4& m, ActivityBatch& batch) {
-  if (untimed(m.start, m.end)) {
-    ++batch.untimed_records;
-    return;
+  if (CopyActivity* c = add_copy_common(m, batch)) {
+    c->kind = triage::CopyKind::kMemset;
+    c->pageable = pageable(m.memoryKind);
   }
-  CopyActivity& c = batch.copies.emplace_back();
-  c.start_ns = m.start;
-  c.end_ns = m.end;
-  c.device = m.deviceId;
-  c.context_id = m.contextId;
-  c.stream_id = m.streamId;
-  c.correlation_id = m.correlationId;
-  c.bytes = m.bytes;
-  c.kind = triage::CopyKind::kMemset;
-  c.pageable = pageable(m.memoryKind);
-  c.graph_id = m.graphId;
 }
 
 }  // namespace
