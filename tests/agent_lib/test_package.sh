@@ -18,7 +18,9 @@ cmake -S "$src/tests/agent_lib/consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH
   >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/consumer" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 rc=0
-out=$(env -u CUDA_INJECTION64_PATH CUTRIAGE_OUTPUT="$work/consumer.pb" "$work/consumer/consumer" 2>"$work/stderr.txt") || rc=$?
+# A clean environment: the caller's CUTRIAGE_* variables (CI sets CUTRIAGE_CMAKE_ARGS for
+# tests/run.sh) would rightly draw the agent's unknown-variable warning.
+out=$(env -i PATH="$PATH" CUTRIAGE_OUTPUT="$work/consumer.pb" "$work/consumer/consumer" 2>"$work/stderr.txt") || rc=$?
 echo "$out"
 if [[ $rc -ne 0 ]]; then echo "FAIL: consumer exit $rc"; cat "$work/stderr.txt"; exit 1; fi
 grep -Eq '^consumer: cutriage [0-9]+\.[0-9]+\.[0-9]+, started=[01], active=[01]$' <<<"$out" ||
