@@ -583,8 +583,7 @@ void Agent::on_nvtx(const collectors::NvtxEvent& event) {
   }
 }
 
-bool Agent::nvtx_allows(const LaunchEvent& event) {
-  (void)event;
+bool Agent::nvtx_allows() {
   if (config_.nvtx_include.empty() && config_.nvtx_exclude.empty()) return true;
   const NvtxThread& t = nvtx_thread();
   auto any = [&](const KernelFilter& f) {
@@ -749,7 +748,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   // The slow path: a launch the selection wants. Only now the driver is asked about the stream.
   LaunchEvent event = fast_event;
   platform_.fill_launch_details(event);
-  if (!nvtx_allows(event)) return;
+  if (!nvtx_allows()) return;
   KernelState* kernel = &kernel_ref;
   // The chip decides the first stage's counters; device facts are cached after the first call.
   std::string chip;
@@ -1118,9 +1117,9 @@ void Agent::on_activity(const collectors::ActivityBatch& batch) {
         chunk.copies.push_back(e);
       }
     }
+    // batch.untimed_records are the replayed launches' records (no timestamps, seen on the H200):
+    // expected, not a loss; trace_replay puts the replay window in their place.
     dropped_records_ += batch.dropped_records;
-    // Replayed launches come back without timestamps (seen on the H200): expected, not a loss.
-    untimed_records_ += batch.untimed_records;
     chunk.dropped_records = batch.dropped_records;
     if (batch.dropped_records > 0) {
       log_.log_once(LogLevel::kWarn, "trace-dropped",

@@ -125,7 +125,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
                                                  const std::string& chip, KernelState& kernel);
   // Whether the family's next launch goes to select() (mutex_ held).
   void update_candidate_locked(KernelState& kernel);
-  bool nvtx_allows(const collectors::LaunchEvent& event);
+  // Whether the NVTX ranges open on the calling thread pass CUTRIAGE_NVTX_INCLUDE/EXCLUDE.
+  bool nvtx_allows();
   NvtxThread& nvtx_thread();
   void flush_loop();
   void stop_flush_thread();
@@ -201,7 +202,6 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   uint64_t timeline_events_ = 0;         // kernels, copies and NVTX ranges written (the cap)
   uint64_t timeline_kernel_events_ = 0;  // kernel executions among them
   uint64_t dropped_records_ = 0;
-  uint64_t untimed_records_ = 0;
   uint64_t trace_clock_at_start_ns_ = 0;
 
   mutable std::mutex nvtx_mutex_;  // leaf lock
