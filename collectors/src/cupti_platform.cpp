@@ -425,6 +425,18 @@ class CuptiPlatform final : public Platform {
     return make_cupti_range_profiler(context.context);
   }
 
+  // TODO(issue 5): PC sampling collector (collectors/src/pc_sampling.cpp) replaces these.
+  Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& /*context*/) override {
+    return Status(StatusCode::kNotSupported, "PC sampling not built yet");
+  }
+  Result<uint64_t> cubin_crc(const std::vector<uint8_t>& /*cubin*/) override {
+    return Status(StatusCode::kNotSupported, "PC sampling not built yet");
+  }
+  Result<SourceLine> sass_to_source(const std::vector<uint8_t>& /*cubin*/, const std::string& /*function*/,
+                                    uint64_t /*pc_offset*/) override {
+    return Status(StatusCode::kNotSupported, "PC sampling not built yet");
+  }
+
  private:
   static std::string format_uuid(const CUuuid& u) {
     static const char* hex = "0123456789abcdef";

@@ -36,7 +36,7 @@ struct ContextEvent {
 struct ModuleEvent {
   uint64_t context_id = 0;
   uint32_t module_id = 0;
-  std::vector<uint8_t> cubin;  // copied during the callback (later issues correlate PCs with it)
+  std::vector<uint8_t> cubin;  // copied during the callback; PC samples are correlated with it
 };
 
 // One launch as the callback saw it. Valid only during the callback that delivers it (the name
@@ -157,6 +157,67 @@ struct TraceOptions {
   bool copies = true;       // memcpy and memset records too
 };
 
+// ---- PC sampling (warp-state samples per instruction) ----------------------------------------
+
+struct PcSamplingOptions {
+  // One sample per SM every 2^period_log2 cycles, 5..31 (CUPTI's range). The agent derives it
+  // from the kernel's duration so that a short kernel still yields enough samples.
+  uint32_t period_log2 = 12;
+  // Distinct PCs the output buffer holds per collection; beyond it CUPTI returns the rest in
+  // further drains (remainingNumPcs), which end() performs.
+  size_t max_pcs = 10000;
+  // Scratch buffer CUPTI fills before handing samples over, and the hardware buffer the sampler
+  // writes into; when either fills, samples are dropped and end() reports it.
+  size_t scratch_buffer_bytes = size_t{4} << 20;
+  size_t hardware_buffer_bytes = size_t{256} << 20;
+};
+
+struct PcStallCount {
+  uint32_t reason = 0;  // index into PcSampleBatch::reason_names
+  uint64_t samples = 0;
+};
+
+// One sampled instruction, translated from CUPTI's record at the collector's edge.
+struct PcSampleRecord {
+  uint64_t cubin_crc = 0;    // CRC of the cubin holding it (Platform::cubin_crc of a module)
+  uint64_t pc_offset = 0;    // byte offset in its function
+  std::string function;      // mangled function name
+  uint32_t correlation_id = 0;
+  std::vector<PcStallCount> stalls;
+};
+
+// What one kernel-serialized collection returned.
+struct PcSampleBatch {
+  // Reason index -> name as the device reports it (names differ between architectures).
+  std::vector<std::string> reason_names;
+  std::vector<PcSampleRecord> pcs;
+  uint64_t total_samples = 0;
+  uint64_t dropped_samples = 0;
+  uint64_t non_user_samples = 0;  // samples in driver-internal kernels, not attributed
+  bool hardware_buffer_full = false;
+  uint32_t period_log2 = 0;        // the period actually configured
+};
+
+// Samples one launch at a time on one context, apart from the range profiler (CUPTI refuses the
+// range profiler while PC sampling is enabled on a context, and the reverse). begin() on launch
+// entry, end() on launch exit of the same thread. end() waits for the launch to finish
+// (kernel-serialized mode hands samples over when the kernel completes) and disables PC sampling
+// again, so the range profiler can run on the context afterwards. Not thread-safe; the agent
+// serializes use per context. Destroy before the context is destroyed.
+class PcSampler {
+ public:
+  virtual ~PcSampler() = default;
+  virtual Status begin(const PcSamplingOptions& options) = 0;
+  // Called once after every successful begin(), also when the launch failed.
+  virtual Result<PcSampleBatch> end() = 0;
+};
+
+// A source position of one instruction, from the cubin's line table.
+struct SourceLine {
+  std::string file;  // directory and file name joined: "/src/kernels/strided.cu"
+  uint32_t line = 0;
+};
+
 struct DeviceInfo {
   uint32_t device = 0;
   std::string name;   // "NVIDIA H200"
@@ -196,6 +257,14 @@ class Platform {
   virtual uint64_t timestamp_ns() = 0;
   virtual Result<std::unique_ptr<ProfilerHost>> make_profiler_host(const std::string& chip) = 0;
   virtual Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context) = 0;
+  // PC sampling on one context. kNotSupported on devices or builds without it.
+  virtual Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& context) = 0;
+  // The CRC CUPTI puts in PC-sampling records for a cubin (cuptiGetCubinCrc). Needs no GPU.
+  virtual Result<uint64_t> cubin_crc(const std::vector<uint8_t>& cubin) = 0;
+  // File and line of the instruction at `pc_offset` in `function` of `cubin`
+  // (cuptiGetSassToSourceCorrelation). kNotSupported when the cubin has no line information for it.
+  virtual Result<SourceLine> sass_to_source(const std::vector<uint8_t>& cubin, const std::string& function,
+                                            uint64_t pc_offset) = 0;
 };
 
 // The CUPTI-backed platform (needs the toolkit at build time; the driver at run time).

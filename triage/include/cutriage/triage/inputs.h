@@ -91,20 +91,28 @@ class MetricSet {
   std::map<std::string, MetricValue, std::less<>> values_;
 };
 
-// One PC-sampling bucket after source correlation (Decision 6). Optional input.
+// One sampled PC after source correlation (Decisions 3 and 6). Optional input.
 struct PcSampleLine {
-  std::string file;      // empty when the cubin has no line information
+  std::string file;      // "dir/file.cu"; empty when the cubin has no line information
   uint32_t line = 0;
-  uint64_t pc_offset = 0;
-  std::string sass;      // the instruction text, when known
-  std::string function;
-  std::map<std::string, uint64_t> samples_by_reason;  // stall reason -> samples
+  uint64_t pc_offset = 0;  // byte offset of the instruction in its function
+  std::string sass;      // the instruction text, when known (the agent does not disassemble)
+  std::string function;  // mangled name of the function holding the PC (a kernel or a helper)
+  // Warp state -> samples, with the names the device reports (smsp__pcsamp_warps_issue_stalled_*
+  // or the bare reason); includes the issue states `selected` and `not_selected`.
+  std::map<std::string, uint64_t> samples_by_reason;
 };
 
+// Warp-state samples of one launch (cutriage's PC sampling, kernel-serialized), or why there are
+// none: `error` set and `lines` empty.
 struct PcSampleSummary {
-  uint64_t total_samples = 0;
-  uint64_t dropped_samples = 0;
-  bool has_line_info = false;
+  uint64_t total_samples = 0;    // samples of this kernel, every warp state
+  uint64_t dropped_samples = 0;  // lost by the sampler (its buffers full): a trust problem
+  bool hardware_buffer_full = false;
+  bool has_line_info = false;    // the cubin had a line table; otherwise file/line are empty
+  uint32_t sampling_period_log2 = 0;  // one sample per SM every 2^N cycles; 0 = unknown
+  uint64_t from_launch_index = 0;     // the launch sampled, when not the record's own
+  std::string error;                  // collection failed: why
   std::vector<PcSampleLine> lines;
 };
 

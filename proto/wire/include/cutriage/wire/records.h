@@ -98,6 +98,12 @@ struct SessionEnd {
   std::vector<KernelLaunchStats> kernels;
 };
 
+// The instructions of one sampled function (its cubin .text section), PcSampling.code.
+struct FunctionCode {
+  std::string function;       // mangled name
+  std::vector<uint8_t> text;  // offset 0 = pc_offset 0
+};
+
 struct KernelRecord {
   triage::KernelInput input;  // identity, launch config, metrics, collection settings
   uint64_t context_id = 0;
@@ -116,6 +122,10 @@ struct KernelRecord {
   std::map<std::string, uint64_t, std::less<>> metric_launch;
   uint64_t family_id = 0;  // 0 = no trace
   uint32_t revision = 0;
+  // PC sampling: the samples are input.pc_samples (KernelProfile.pc_sampling on the wire); these
+  // are the raw instructions of the sampled functions for the tool to disassemble, and their arch.
+  std::vector<FunctionCode> pc_code;
+  std::string pc_sm_arch;  // "sm_90"
 };
 
 // KernelFamily: defined once per file, before the first record that uses `id` (ids start at 1).
