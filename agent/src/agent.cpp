@@ -14,6 +14,7 @@
 #include "cutriage/collectors/cubin.h"
 #include "cutriage/triage/plan.h"
 #include "demangle.h"
+#include "pc_summary.h"
 #include "stages.h"
 
 namespace cutriage::agent {
@@ -63,6 +64,9 @@ struct Agent::KernelState {
   std::vector<std::string> uncollected;
   wire::ProfileStatus last_status = wire::ProfileStatus::kUnspecified;
   std::string last_detail;
+  // PC sampling comes after the counters: one launch per family, then done (failed included).
+  bool pc_started = false;
+  bool pc_done = false;
 };
 
 // One CUDA context. Shared so a launch in flight keeps it alive through a concurrent destroy.
@@ -71,6 +75,11 @@ struct Agent::ContextState {
   std::mutex profiler_mutex;  // creation of `profiler`
   std::unique_ptr<collectors::RangeProfiler> profiler;
   bool profiler_failed = false;
+  // PC sampling on this context (under profiler_mutex too: CUPTI lets one of the two be enabled
+  // on a context at a time, and the agent switches between them there).
+  std::unique_ptr<collectors::PcSampler> sampler;
+  bool sampler_failed = false;
+  std::string sampler_error;
   std::atomic<bool> busy{false};  // a profiled launch is between entry and exit on this context
 };
 
@@ -123,6 +132,7 @@ struct Agent::ActiveProfile {
   LaunchEvent event;  // a copy: the callback's data is gone by the exit callback's time
   std::shared_lock<std::shared_mutex> gate;  // no activity flush until this profile ends
   uint64_t begin_trace_ns = 0;  // trace clock when the range profiler started
+  bool pc_sampling = false;     // PC sampling instead of the range profiler
 };
 
 namespace {
@@ -208,7 +218,8 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
       sink_(std::move(sink)),
       log_(log),
       process_(std::move(process)),
-      instance_id_(g_next_instance.fetch_add(1)) {
+      instance_id_(g_next_instance.fetch_add(1)),
+      cubins_(config_.cubin_cache_mb << 20) {
   triage_options_.thresholds = std::move(thresholds);
   if (!process_.now_unix_ns) process_.now_unix_ns = [] { return uint64_t{0}; };
   start_time_ns_ = process_.now_unix_ns();
@@ -338,6 +349,7 @@ void Agent::on_context_destroying(const ContextEvent& event) {
     if (!ctx->busy.load()) {
       std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
       ctx->profiler.reset();
+      ctx->sampler.reset();
     }
   } catch (...) {
     log_.log_once(LogLevel::kError, "ctx-destroy", "internal error in the context callback");
@@ -353,6 +365,7 @@ void Agent::on_module_loaded(const collectors::ModuleEvent& event) {
         event.cubin.empty() ? collectors::Result<collectors::CubinInfo>(collectors::Status(
                                   StatusCode::kInvalidArgument, "no cubin"))
                             : collectors::inspect_cubin(event.cubin.data(), event.cubin.size());
+    if (info.is_ok() && config_.pc_sampling && config_.cubin_cache_mb > 0) cubins_.add(event.cubin);
     std::lock_guard<std::mutex> lock(mutex_);
     ++modules_loaded_;
     if (!info.is_ok()) return;
@@ -492,13 +505,23 @@ void Agent::update_candidate_locked(KernelState& kernel) {
       wanted = trace_started_.load() ? kernel.ranked : true;
       break;
   }
-  if (kernel.complete || kernel.wrote_unprofiled ||
-      kernel.profiles_started >= config_.max_profiles_per_kernel || !kernel.names->matches_filter ||
-      state_.load() != wire::AgentState::kActive ||
-      (config_.launch_count != 0 && profiles_started_ >= config_.launch_count)) {
+  if (kernel.wrote_unprofiled || !kernel.names->matches_filter || state_.load() != wire::AgentState::kActive ||
+      (!counters_left_locked(kernel) && !pc_sampling_left_locked(kernel))) {
     wanted = false;
   }
   kernel.candidate.store(wanted, std::memory_order_relaxed);
+}
+
+bool Agent::counters_left_locked(const KernelState& kernel) const {
+  return !kernel.complete && kernel.profiles_started < config_.max_profiles_per_kernel &&
+         (config_.launch_count == 0 || profiles_started_ < config_.launch_count);
+}
+
+bool Agent::pc_sampling_left_locked(const KernelState& kernel) const {
+  // After a profiled record exists: the samples join that record's diagnosis. CUTRIAGE_LAUNCH_COUNT
+  // limits the counter launches only; sampling adds one launch per profiled family.
+  return config_.pc_sampling && !kernel.pc_started && kernel.last_record.has_value() &&
+         kernel.last_record->status == wire::ProfileStatus::kProfiled;
 }
 
 // ---- NVTX --------------------------------------------------------------------------------
@@ -632,29 +655,35 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
 
 // ---- selection ---------------------------------------------------------------------------
 
-std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, const std::string& chip,
-                                                      KernelState& k) {
+Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip, KernelState& k) {
   std::lock_guard<std::mutex> lock(mutex_);
   KernelState* kernel = &k;
   if (event.stream_capturing) {
     ++kernel->stats.captured;
     ++totals_.captured_launches;
-    return std::nullopt;
+    return {};
   }
-  if (!kernel->candidate.load()) return std::nullopt;  // changed since the fast path looked
-  if (matching_launches_.load() <= config_.launch_skip) return std::nullopt;
+  if (!kernel->candidate.load()) return {};  // changed since the fast path looked
+  if (matching_launches_.load() <= config_.launch_skip) return {};
   if (event.cooperative || kernel->names->no_replay) {
-    return std::vector<std::string>{};  // empty: record why, once, without profiling (counted above)
+    // Record why, once, without profiling (counted above). Never sampled either: kernel-serialized
+    // sampling would serialize a kernel whose blocks or peers wait on each other.
+    return {Selection::Kind::kNoReplay, {}};
   }
-  if (state_.load() != wire::AgentState::kActive) return std::nullopt;
-  if ((config_.launch_count != 0 && profiles_started_ >= config_.launch_count) ||
-      kernel->complete || kernel->profiles_started >= config_.max_profiles_per_kernel) {
-    update_candidate_locked(*kernel);
-    return std::nullopt;
-  }
-  // Counters measured on different launches are combined, so only launches of the same shape.
+  if (state_.load() != wire::AgentState::kActive) return {};
+  // Counters measured on different launches are combined, and samples join them, so only
+  // launches of the same shape.
   if (kernel->first_launch && event.launch && !same_shape(*kernel->first_launch, *event.launch)) {
-    return std::nullopt;
+    return {};
+  }
+  if (!counters_left_locked(*kernel)) {
+    if (pc_sampling_left_locked(*kernel)) {
+      kernel->pc_started = true;
+      update_candidate_locked(*kernel);
+      return {Selection::Kind::kPcSampling, {}};
+    }
+    update_candidate_locked(*kernel);
+    return {};
   }
 
   std::vector<std::string> wanted;
@@ -671,7 +700,7 @@ std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, 
         if (wanted.empty()) {
           kernel->complete = true;
           update_candidate_locked(*kernel);
-          return std::nullopt;
+          return {};
         }
       } else if (config_.max_profiles_per_kernel == 1) {
         wanted = all_counters();  // no second launch to adapt on: everything at once
@@ -683,14 +712,14 @@ std::optional<std::vector<std::string>> Agent::select(const LaunchEvent& event, 
   if (wanted.empty()) {
     kernel->complete = true;
     update_candidate_locked(*kernel);
-    return std::nullopt;
+    return {};
   }
   ++kernel->profiles_started;
   ++profiles_started_;
   if (!kernel->first_launch && event.launch) kernel->first_launch = event.launch;
   kernel->attempted.insert(wanted.begin(), wanted.end());
   update_candidate_locked(*kernel);
-  return wanted;
+  return {Selection::Kind::kCounters, std::move(wanted)};
 }
 
 std::optional<collectors::DeviceInfo> Agent::device_info(uint32_t device) {
@@ -755,9 +784,14 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   if (!event.stream_capturing) {
     if (std::optional<collectors::DeviceInfo> dev = device_info(event.device)) chip = dev->limits.chip;
   }
-  std::optional<std::vector<std::string>> wanted = select(event, chip, *kernel);
-  if (!wanted) return;
-  if (wanted->empty()) {  // never replayed
+  Selection selection = select(event, chip, *kernel);
+  if (selection.kind == Selection::Kind::kSkip) return;
+  if (selection.kind == Selection::Kind::kPcSampling) {
+    pc_sampling_enter(event, *kernel, launch_index);
+    return;
+  }
+  std::vector<std::string>* wanted = &selection.metrics;
+  if (selection.kind == Selection::Kind::kNoReplay) {  // never replayed
     std::string why = event.cooperative
                           ? "cooperative launch: its blocks may wait on each other, so it is never replayed"
                           : "communication kernel: it may wait on other GPUs or the host, so it is never replayed";
@@ -781,33 +815,10 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     return;
   }
 
-  // One range profiler per device holds the counters while it is enabled: a second context's
-  // Start fails with CUPTI_ERROR_HARDWARE_BUSY (seen on the H200). Switch the device over to this
-  // context: disable the profilers of the device's other contexts, unless one of them is
-  // profiling a launch right now, in which case this launch runs unprofiled.
-  {
-    std::vector<std::shared_ptr<ContextState>> others;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (const auto& [id, other] : contexts_) {
-        if (other && other != ctx && other->event.device == event.device) others.push_back(other);
-      }
-    }
-    for (const std::shared_ptr<ContextState>& other : others) {
-      bool other_busy = false;
-      {
-        // busy is re-read under the other context's lock: its owner sets busy before taking the
-        // lock to begin, so a profile that started meanwhile is seen here and never disabled.
-        std::lock_guard<std::mutex> lock(other->profiler_mutex);
-        other_busy = other->busy.load();
-        if (!other_busy && other->profiler) (void)other->profiler->disable();
-      }
-      if (other_busy) {
-        ctx->busy.store(false);
-        unselect();
-        return;
-      }
-    }
+  if (!claim_device(ctx)) {
+    ctx->busy.store(false);
+    unselect();
+    return;
   }
 
   auto active = std::make_unique<ActiveProfile>();
@@ -900,10 +911,175 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   active_slot() = std::move(active);
 }
 
+bool Agent::claim_device(const std::shared_ptr<ContextState>& ctx) {
+  // One range profiler per device holds the counters while it is enabled: a second context's
+  // Start fails with CUPTI_ERROR_HARDWARE_BUSY (seen on the H200). Switch the device over to this
+  // context: disable the profilers of the device's other contexts, unless one of them is
+  // profiling (or sampling) a launch right now, in which case this launch runs unprofiled.
+  std::vector<std::shared_ptr<ContextState>> others;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, other] : contexts_) {
+      if (other && other != ctx && other->event.device == ctx->event.device) others.push_back(other);
+    }
+  }
+  for (const std::shared_ptr<ContextState>& other : others) {
+    // busy is re-read under the other context's lock: its owner sets busy before taking the
+    // lock to begin, so a profile that started meanwhile is seen here and never disabled.
+    std::lock_guard<std::mutex> lock(other->profiler_mutex);
+    if (other->busy.load()) return false;
+    if (other->profiler) (void)other->profiler->disable();
+  }
+  return true;
+}
+
+void Agent::pc_sampling_enter(const LaunchEvent& event, KernelState& kernel, uint64_t launch_index) {
+  auto unpick = [&] {  // this launch is not sampled after all: the next one will be
+    std::lock_guard<std::mutex> lock(mutex_);
+    kernel.pc_started = false;
+    update_candidate_locked(kernel);
+  };
+  std::shared_ptr<ContextState> ctx = context_for(event);
+  bool expected = false;
+  if (!ctx->busy.compare_exchange_strong(expected, true)) {
+    unpick();
+    return;
+  }
+  if (!claim_device(ctx)) {
+    ctx->busy.store(false);
+    unpick();
+    return;
+  }
+  collectors::PcSamplingOptions options;
+  options.period_log2 = config_.pc_sampling_period_log2;
+  if (options.period_log2 == 0) {
+    double duration_ns = 0;
+    triage::DeviceLimits limits;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto d = kernel.measured.get("gpu__time_duration.sum")) duration_ns = *d;
+      if (auto it = devices_.find(event.device); it != devices_.end()) limits = it->second.limits;
+    }
+    options.period_log2 = auto_sampling_period_log2(duration_ns, limits.sm_clock_hz, limits.sm_count);
+  }
+
+  auto active = std::make_unique<ActiveProfile>();
+  active->owner = this;
+  active->context = ctx;
+  active->kernel = &kernel;
+  active->launch_index = launch_index;
+  active->correlation_id = event.correlation_id;
+  active->event = event;
+  active->event.mangled_name = kernel.mangled;
+  active->pc_sampling = true;
+  active->gate = std::shared_lock<std::shared_mutex>(cupti_gate_);
+  collectors::Status started;
+  {
+    std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
+    // CUPTI refuses to enable PC sampling beside an enabled range profiler on one context.
+    if (ctx->profiler) (void)ctx->profiler->disable();
+    if (!ctx->sampler && !ctx->sampler_failed) {
+      collectors::Result<std::unique_ptr<collectors::PcSampler>> sampler = platform_.make_pc_sampler(ctx->event);
+      if (sampler.is_ok()) {
+        ctx->sampler = std::move(sampler).value();
+      } else {
+        ctx->sampler_failed = true;
+        ctx->sampler_error = sampler.status().message();
+        log_.log_once(LogLevel::kWarn, "pc-sampler",
+                      "PC sampling unavailable (" + ctx->sampler_error +
+                          "): Decisions 3 and 6 go without source lines");
+      }
+    }
+    started = ctx->sampler ? ctx->sampler->begin(options)
+                           : collectors::Status(StatusCode::kNotSupported, ctx->sampler_error);
+  }
+  if (!started.is_ok()) {
+    ctx->busy.store(false);
+    active.reset();  // releases the gate before writing
+    PcSummary failed;
+    failed.summary.error = "PC sampling could not start: " + started.message();
+    failed.summary.from_launch_index = launch_index;
+    failed.summary.sampling_period_log2 = options.period_log2;
+    finish_pc_sampling(kernel, std::move(failed));
+    return;
+  }
+  if (trace_started_.load()) {
+    // The sampled launch runs serialized and is waited for: keep it out of the duration
+    // statistics like a replayed one (its record comes back timed, marked "replayed").
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    replayed_correlations_.insert(event.correlation_id);
+  }
+  active_slot() = std::move(active);
+}
+
+void Agent::complete_pc_sampling(ActiveProfile& active) {
+  collectors::Result<collectors::PcSampleBatch> batch = [&] {
+    std::lock_guard<std::mutex> lock(active.context->profiler_mutex);
+    return active.context->sampler->end();
+  }();
+  PcSummary summary;
+  if (!batch.is_ok()) {
+    summary.summary.error = "PC sampling failed: " + batch.status().message();
+  } else {
+    collectors::PcSampleBatch& b = batch.value();
+    // Kernel-serialized collection covers what ran between start and the end's synchronize: only
+    // this launch, unless work queued earlier on other streams ran then too. Keep this launch's
+    // PCs when CUPTI tags them with correlation ids.
+    const auto mine = [&](const collectors::PcSampleRecord& r) { return r.correlation_id == active.correlation_id; };
+    if (std::any_of(b.pcs.begin(), b.pcs.end(), mine)) {
+      b.pcs.erase(std::remove_if(b.pcs.begin(), b.pcs.end(), [&](const auto& r) { return !mine(r); }), b.pcs.end());
+    }
+    summary = build_pc_summary(b, cubins_, platform_);
+    if (summary.summary.lines.empty()) {
+      summary.summary.error = "no samples came back for this launch (" + std::to_string(b.total_samples) +
+                              " in all, period 2^" + std::to_string(b.period_log2) + " cycles)";
+    }
+    if (summary.cubin_missing) {
+      log_.log_once(LogLevel::kInfo, "pc-cubin",
+                    "a sampled kernel's module cubin was not kept (loaded before the agent, or "
+                    "beyond CUTRIAGE_CUBIN_CACHE_MB): its samples show SASS offsets only");
+    }
+  }
+  summary.summary.from_launch_index = active.launch_index;
+  finish_pc_sampling(*active.kernel, std::move(summary));
+}
+
+void Agent::finish_pc_sampling(KernelState& kernel, PcSummary summary) {
+  wire::KernelRecord record;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kernel.pc_done = true;
+    update_candidate_locked(kernel);
+    if (!kernel.last_record) return;
+    record = *kernel.last_record;
+  }
+  record.input.pc_samples = std::move(summary.summary);
+  record.pc_code = std::move(summary.code);
+  record.pc_sm_arch = std::move(summary.sm_arch);
+  if (trace_started_.load()) {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    fill_trace_inputs_locked(kernel, record.input);
+  }
+  record.diagnosis = triage::triage_kernel(record.input, triage_options_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // The record of the profiled launch, written again with the samples: readers keep the
+    // highest revision of a launch.
+    record.revision = kernel.last_record ? kernel.last_record->revision + 1 : record.revision + 1;
+    kernel.diagnosis = record.diagnosis;
+    kernel.last_record = record;
+  }
+  write_kernel(record);
+}
+
 void Agent::launch_exit(const LaunchEvent& event) {
   std::unique_ptr<ActiveProfile>& slot = active_slot();
   if (!slot || slot->owner != this || slot->correlation_id != event.correlation_id) return;
-  complete_profile(*slot, event);
+  if (slot->pc_sampling) {
+    complete_pc_sampling(*slot);
+  } else {
+    complete_profile(*slot, event);
+  }
 }
 
 // ---- completion --------------------------------------------------------------------------
@@ -997,8 +1173,8 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
           record.diagnosis, kernel.measured, {kernel.attempted.begin(), kernel.attempted.end()});
       if (kernel.uncollected.empty()) kernel.complete = true;
     }
-    update_candidate_locked(kernel);
     kernel.last_record = record;
+    update_candidate_locked(kernel);  // after last_record: PC sampling follows a profiled record
   }
   write_kernel(record);
 }

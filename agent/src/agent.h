@@ -44,6 +44,7 @@
 #include "cutriage/wire/writer.h"
 #include "log.h"
 #include "output.h"
+#include "pc_summary.h"
 
 namespace cutriage::agent {
 
@@ -120,11 +121,30 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   KernelState* kernel_for_launch(const collectors::LaunchEvent& event);
   // Finds or creates the family (mutex_ held).
   KernelState* kernel_for_locked(std::string_view mangled, uint32_t device, const triage::Dim3& block);
-  // Decides under mutex_ whether this launch is profiled and with which counters.
-  std::optional<std::vector<std::string>> select(const collectors::LaunchEvent& event,
-                                                 const std::string& chip, KernelState& kernel);
+  // What select() decided for one launch.
+  struct Selection {
+    enum class Kind : uint8_t {
+      kSkip,        // runs untouched
+      kNoReplay,    // cooperative or communication kernel: record why, once
+      kCounters,    // the range profiler, with `metrics`
+      kPcSampling,  // PC sampling (the family's counters are done)
+    };
+    Kind kind = Kind::kSkip;
+    std::vector<std::string> metrics;
+  };
+  // Decides under mutex_ whether this launch is profiled and how.
+  Selection select(const collectors::LaunchEvent& event, const std::string& chip, KernelState& kernel);
   // Whether the family's next launch goes to select() (mutex_ held).
   void update_candidate_locked(KernelState& kernel);
+  bool counters_left_locked(const KernelState& kernel) const;      // mutex_ held
+  bool pc_sampling_left_locked(const KernelState& kernel) const;   // mutex_ held
+  // Disables the range profilers of the device's other contexts; false when one of them has a
+  // launch in flight (this launch then runs untouched).
+  bool claim_device(const std::shared_ptr<ContextState>& ctx);
+  void pc_sampling_enter(const collectors::LaunchEvent& event, KernelState& kernel, uint64_t launch_index);
+  void complete_pc_sampling(ActiveProfile& active);
+  // Writes the family's profiled record again with the samples (or why there are none).
+  void finish_pc_sampling(KernelState& kernel, PcSummary summary);
   // Whether the NVTX ranges open on the calling thread pass CUTRIAGE_NVTX_INCLUDE/EXCLUDE.
   bool nvtx_allows();
   NvtxThread& nvtx_thread();
@@ -169,6 +189,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   uint64_t start_time_ns_ = 0;
 
   const uint64_t instance_id_;  // tells thread-local caches of different agents apart
+  CubinCache cubins_;           // module cubins for source correlation of PC samples
   std::atomic<wire::AgentState> state_{wire::AgentState::kActive};
   std::atomic<bool> finished_{false};
   std::atomic<bool> subscribed_{false};

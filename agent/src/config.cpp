@@ -28,9 +28,11 @@ namespace {
 constexpr std::string_view kPrefix = "CUTRIAGE_";
 constexpr std::string_view kRegexPrefix = "regex:";  // case-sensitive, as in ncu
 
-// Variables of the `cutriage run` tool that share the prefix but are none of the agent's options.
+// Variables of the `cutriage run` tool and of tests/run.sh that share the prefix but are none of
+// the agent's options.
 // They are accepted silently and take part in "did you mean" suggestions.
-constexpr std::array<std::string_view, 1> kToolOnlyVariables = {"CUTRIAGE_LIBRARY"};
+constexpr std::array<std::string_view, 3> kToolOnlyVariables = {"CUTRIAGE_LIBRARY", "CUTRIAGE_CMAKE_ARGS",
+                                                              "CUTRIAGE_BUILD_DIR"};
 
 // A value longer than this is cut in messages, which must stay one readable line.
 constexpr std::size_t kMaxShownValue = 80;
@@ -367,7 +369,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 18> kOptions = {{
+const std::array<Option, 21> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -475,6 +477,32 @@ const std::array<Option, 18> kOptions = {{
       "never profile launches made inside an NVTX range named NAME (or matching RE)"},
      "an NVTX range name or regex:<ECMAScript regular expression>",
      [](std::string_view v, AgentConfig& c) { return apply_nvtx(v, c.nvtx_exclude); }},
+    {{"CUTRIAGE_PC_SAMPLING", "--pc-sampling", "1|0", "1",
+      "after a profiled kernel's counters are complete, sample its warp states on one more launch "
+      "(kernel-serialized PC sampling) for Decisions 3 and 6: stall reasons per source line"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.pc_sampling = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_PC_SAMPLING_PERIOD", "--pc-sampling-period", "auto|N", "auto",
+      "one warp-state sample per SM every 2^N cycles, N from 5 to 31; auto picks N from the "
+      "kernel's traced duration so that even a short kernel yields thousands of samples"},
+     "auto or an integer from 5 to 31",
+     [](std::string_view v, AgentConfig& c) {
+       if (iequals(trim(v), "auto")) {
+         c.pc_sampling_period_log2 = 0;
+         return ok();
+       }
+       return apply_unsigned(v, c.pc_sampling_period_log2, 5, 31);
+     }},
+    {{"CUTRIAGE_CUBIN_CACHE_MB", "--cubin-cache-mb", "MB", "256",
+      "memory for the cubins of loaded modules, kept to map sampled PCs to source lines (the "
+      "oldest are dropped beyond it; 0 keeps none: samples then show SASS offsets only)"},
+     "an integer from 0 to 65536",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.cubin_cache_mb, 0, 65536); }},
 }};
 
 const Option* find_option(std::string_view name) {

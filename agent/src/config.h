@@ -107,6 +107,11 @@ struct AgentConfig {
   // (NameBase is ignored: range names are plain strings).
   KernelFilter nvtx_include;
   KernelFilter nvtx_exclude;
+  // PC sampling: one kernel-serialized launch per profiled family after its counters, scheduled
+  // apart from the range profiler (they cannot share a context).
+  bool pc_sampling = true;
+  uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
+  uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
 };
 
 // "top:5", "all", "share:5%", "none"

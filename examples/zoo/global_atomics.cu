@@ -25,7 +25,7 @@ __global__ void zoo_global_atomics(unsigned long long* __restrict__ counters,
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const unsigned long long v = ((tid + k) & 0xFFu) + 1u;
-    seen |= atomicAdd(&counters[((threadIdx.x + k) % kCounters) * kStride], v);
+    seen |= atomicAdd(&counters[((threadIdx.x + k) % kCounters) * kStride], v);  // cutriage-hot: long_scoreboard|lg_throttle
   }
   // Counter values never reach 2^62: this store never happens, but it keeps
   // the atomics' return values (ATOM instead of fire-and-forget RED).

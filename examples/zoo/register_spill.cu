@@ -30,7 +30,7 @@ zoo_register_spill(const float* __restrict__ table, float* __restrict__ out, int
   for (int k = 0; k < iters; ++k) {
     const float x = table[(tid + k) & (kTable - 1)];
 #pragma unroll
-    for (int j = 0; j < kAcc; ++j) acc[j] = fmaf(acc[j], x, float(j + 1) * 0.001f);
+    for (int j = 0; j < kAcc; ++j) acc[j] = fmaf(acc[j], x, float(j + 1) * 0.001f);  // cutriage-hot: long_scoreboard|lg_throttle
   }
   float s = 0.f;
 #pragma unroll

@@ -20,7 +20,7 @@ __global__ void zoo_strided_load(const float* __restrict__ in, float* __restrict
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     unsigned r = i % rows, c = i / rows;
-    out[i] = in[size_t(r) * kCols + c] * 2.0f + 1.0f;
+    out[i] = in[size_t(r) * kCols + c] * 2.0f + 1.0f;  // cutriage-hot: long_scoreboard
   }
 }
 

@@ -31,7 +31,7 @@ __global__ void zoo_transpose_naive(const float* __restrict__ in, float* __restr
   x = blockIdx.y * kTile + threadIdx.x;  // column in `out`
   y = blockIdx.x * kTile + threadIdx.y;  // row in `out`
   for (int j = 0; j < kTile; j += kRowsPerPass)
-    out[size_t(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];  // 32-way conflict
+    out[size_t(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];  // 32-way conflict; cutriage-hot: short_scoreboard|mio_throttle
 }
 
 __global__ void zoo_transpose_padded(const float* __restrict__ in, float* __restrict__ out,

@@ -12,7 +12,9 @@
 # 5. a PyTorch program under the agent (results compared with a plain run);
 # 6. the trace: the timeline program (NVTX, streams, copies, a tiny-kernel burst) and the graph
 #    program in trace-only and profiling runs, `cutriage trace` exported and parsed as JSON;
-# 7. bench/trace_overhead.sh (BENCH=0 skips it): plain vs trace-only vs default, medians.
+# 7. PC sampling: strided_load without -lineinfo, `cutriage pprof` of the zoo files;
+# 8. bench/pcsampling_overhead.sh (PCBENCH=0 skips it) and bench/trace_overhead.sh (BENCH=0 skips
+#    it): plain vs agent modes, medians.
 # The .pb files go to tests/data/agent/ (committed) so CI replays them: see that README.
 set -u -o pipefail
 out="${OUT:-$PWD/gpu-out}"
@@ -76,6 +78,22 @@ for p in vector_add small_grid odd_block strided_load transpose register_spill w
   SELECT=all compare "zoo_$p" "$out/agent/zoo_$p.pb" 'regex:^(zoo_|nvjet)' "$zoo/zoo_$p"
   "$cli" report "$out/agent/zoo_$p.pb" >"$out/logs/zoo_$p.report.txt" 2>&1
 done
+# PC sampling (issue 5): every zoo run above also sampled its kernel once after the counters. The
+# strided load again without -lineinfo (SASS offsets only, and a note saying why); then every
+# zoo file exported with `cutriage pprof` and checked as gzip. Hot lines are checked in CI against
+# the `cutriage-hot:` markers of the zoo sources (tests/unit/tools/test_pcsampling_h200.cpp) on
+# the committed copies of these files (tests/data/pcsampling/).
+SELECT=all compare zoo_strided_load_nolineinfo "$out/agent/zoo_strided_load_nolineinfo.pb" 'regex:^zoo_' \
+  "$zoo/zoo_strided_load_nolineinfo"
+"$cli" report "$out/agent/zoo_strided_load_nolineinfo.pb" >"$out/logs/zoo_strided_load_nolineinfo.report.txt" 2>&1
+for p in strided_load transpose register_spill global_atomics strided_load_nolineinfo vector_add fma_chain; do
+  "$cli" pprof "$out/agent/zoo_$p.pb" -o "$out/logs/zoo_$p.pprof.pb.gz" >"$out/logs/zoo_$p.pprof.log" 2>&1
+  rc=$?
+  n=$(python3 -c "import gzip,sys; print(len(gzip.open(sys.argv[1]).read()))" "$out/logs/zoo_$p.pprof.pb.gz" 2>&1 | tail -1)
+  note "cutriage pprof zoo_$p: exit $rc, $n bytes uncompressed; hot line: $(grep -m1 -A1 'Source lines' "$out/logs/zoo_$p.report.txt" | tail -1)"
+done
+command -v nvdisasm >/dev/null && note "nvdisasm: $(nvdisasm --version | tail -1)" || note "nvdisasm: not found"
+
 for p in multithread two_contexts graphs timeline; do
   compare "prog_$p" "$out/agent/prog_$p.pb" '' "$PWD/$build/tests/gpu/gpu_$p"
   "$cli" report "$out/agent/prog_$p.pb" >"$out/logs/prog_$p.report.txt" 2>&1
@@ -114,10 +132,15 @@ for f in trace_timeline trace_torch trace_graphs prog_timeline torch_loop zoo_ti
 done
 
 note "result: $([ $fail = 0 ] && echo PASS || echo FAIL)"
+if [ "${PCBENCH:-1}" = 1 ]; then
+  OUT="$out" RUNS="${RUNS:-3}" bash bench/pcsampling_overhead.sh "$build" >"$out/logs/pcsampling_overhead.txt" 2>&1
+  note "pc sampling overhead: see pcsampling/pcsampling.md"
+fi
 if [ "${BENCH:-1}" = 1 ]; then
   OUT="$out" RUNS="${RUNS:-5}" bash bench/trace_overhead.sh "$build" >"$out/logs/overhead.txt" 2>&1
   note "overhead: see overhead/overhead.md"
 fi
-tar -C "$out" -czf "$out/logs.tgz" logs env.txt $( [ -d "$out/overhead" ] && echo overhead ) && rm -rf "$out/logs" "$out/overhead"
+tar -C "$out" -czf "$out/logs.tgz" logs env.txt $( [ -d "$out/overhead" ] && echo overhead ) \
+  $( [ -d "$out/pcsampling" ] && echo pcsampling ) && rm -rf "$out/logs" "$out/overhead" "$out/pcsampling"
 tar -C "$out" -czf "$out/agent.tgz" agent && rm -rf "$out/agent"
 exit $fail

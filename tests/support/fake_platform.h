@@ -41,7 +41,16 @@ struct FakeStats {
   std::array<std::atomic<uint64_t>, 8> enabled_context{};  // by device ordinal
   std::mutex mutex;
   std::vector<std::vector<std::string>> planned;  // metric lists, in plan() order
-};
+  // PC sampling.
+  std::atomic<int> pc_begins{0};
+  std::atomic<int> pc_ends{0};
+  std::atomic<int> sass_queries{0};
+  // Context with PC sampling enabled, by device, 0 = none. Like CUPTI, the range profiler cannot
+  // start on a context while it is set, and PC sampling cannot start beside an enabled profiler.
+  std::array<std::atomic<uint64_t>, 8> pc_context{};
+  std::vector<collectors::PcSamplingOptions> pc_options;  // every begin(), under `mutex`
+  std::vector<std::string> pc_kernels;                    // kernel in flight at each begin()
+}
 
 struct FakeConfig {
   Status subscribe_status;
@@ -58,6 +67,13 @@ struct FakeConfig {
   std::set<std::string> chip_rejects{"launch__grid_size"};  // names the chip "does not have"
   std::string chip = "GH100";
   uint32_t devices = 1;
+  // PC sampling: what end() returns for a kernel (by mangled name; an empty batch otherwise), and
+  // the line table sass_to_source answers from, by (function, pc offset).
+  Status pc_sampler_status;          // returned by make_pc_sampler
+  Status pc_begin_status;            // returned by every PcSampler::begin()
+  Status pc_end_status;              // returned by every PcSampler::end() (after disabling)
+  std::map<std::string, collectors::PcSampleBatch> pc_batches;
+  std::map<std::pair<std::string, uint64_t>, collectors::SourceLine> source_lines;
 };
 
 class FakeHost final : public collectors::ProfilerHost {
@@ -127,6 +143,10 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   }
   Status begin(const collectors::MetricPlan&) override {
     if (!cfg_.begin_status.is_ok()) return cfg_.begin_status;
+    if (stats_.pc_context[device_].load() == context_id_) {
+      return Status(StatusCode::kInvalidArgument, "cuptiRangeProfilerStart: CUPTI_ERROR_INVALID_PARAMETER "
+                                                  "(fake: PC sampling enabled on the context)");
+    }
     uint64_t none = 0;
     if (!stats_.enabled_context[device_].compare_exchange_strong(none, context_id_) &&
         none != context_id_) {
@@ -159,6 +179,49 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   uint64_t context_id_;
   uint32_t device_;
   std::string kernel_;
+};
+
+// Hands out the configured batch of the kernel in flight at begin(), stamped with the period asked
+// for. Enforces CUPTI's rule that PC sampling and the range profiler never share a context.
+class FakePcSampler final : public collectors::PcSampler {
+ public:
+  FakePcSampler(const FakeConfig& cfg, FakeStats& stats, std::function<std::string()> current_kernel,
+                uint64_t context_id, uint32_t device)
+      : cfg_(cfg), stats_(stats), current_kernel_(std::move(current_kernel)), context_id_(context_id),
+        device_(device % 8) {}
+  Status begin(const collectors::PcSamplingOptions& options) override {
+    if (!cfg_.pc_begin_status.is_ok()) return cfg_.pc_begin_status;
+    if (stats_.enabled_context[device_].load() == context_id_) {
+      return Status(StatusCode::kInternal, "cuptiPCSamplingEnable: CUPTI_ERROR_INVALID_OPERATION "
+                                           "(fake: range profiler enabled on the context)");
+    }
+    stats_.pc_context[device_].store(context_id_);
+    ++stats_.pc_begins;
+    kernel_ = current_kernel_();
+    options_ = options;
+    std::lock_guard<std::mutex> lock(stats_.mutex);
+    stats_.pc_options.push_back(options);
+    stats_.pc_kernels.push_back(kernel_);
+    return Status::ok();
+  }
+  Result<collectors::PcSampleBatch> end() override {
+    ++stats_.pc_ends;
+    stats_.pc_context[device_].store(0);
+    if (!cfg_.pc_end_status.is_ok()) return cfg_.pc_end_status;
+    collectors::PcSampleBatch b;
+    if (auto it = cfg_.pc_batches.find(kernel_); it != cfg_.pc_batches.end()) b = it->second;
+    b.period_log2 = options_.period_log2;
+    return b;
+  }
+
+ private:
+  const FakeConfig& cfg_;
+  FakeStats& stats_;
+  std::function<std::string()> current_kernel_;
+  uint64_t context_id_;
+  uint32_t device_;
+  std::string kernel_;
+  collectors::PcSamplingOptions options_;
 };
 
 class FakePlatform final : public collectors::Platform {
@@ -266,6 +329,26 @@ class FakePlatform final : public collectors::Platform {
     return std::unique_ptr<collectors::RangeProfiler>(std::make_unique<FakeRangeProfiler>(
         config, stats, *flag, [] { return current_kernel(); }, [] { began_on_this_thread() = true; },
         ctx.context_id, ctx.device));
+  }
+
+  Result<std::unique_ptr<collectors::PcSampler>> make_pc_sampler(const collectors::ContextEvent& ctx) override {
+    if (!config.pc_sampler_status.is_ok()) return config.pc_sampler_status;
+    return std::unique_ptr<collectors::PcSampler>(std::make_unique<FakePcSampler>(
+        config, stats, [] { return current_kernel(); }, ctx.context_id, ctx.device));
+  }
+  // FNV-1a over the bytes: any stable function of the cubin does for the fake.
+  Result<uint64_t> cubin_crc(const std::vector<uint8_t>& cubin) override { return fake_crc(cubin); }
+  static uint64_t fake_crc(const std::vector<uint8_t>& cubin) {
+    uint64_t h = 1469598103934665603ULL;
+    for (uint8_t b : cubin) h = (h ^ b) * 1099511628211ULL;
+    return h;
+  }
+  Result<collectors::SourceLine> sass_to_source(const std::vector<uint8_t>&, const std::string& function,
+                                                uint64_t pc_offset) override {
+    ++stats.sass_queries;
+    auto it = config.source_lines.find({function, pc_offset});
+    if (it == config.source_lines.end()) return Status(StatusCode::kNotSupported, "no line (fake)");
+    return it->second;
   }
 
   // Simulates one launch on the calling thread: enter callback, (the kernel), exit callback, and
