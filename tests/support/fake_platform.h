@@ -50,7 +50,7 @@ struct FakeStats {
   std::array<std::atomic<uint64_t>, 8> pc_context{};
   std::vector<collectors::PcSamplingOptions> pc_options;  // every begin(), under `mutex`
   std::vector<std::string> pc_kernels;                    // kernel in flight at each begin()
-}
+};
 
 struct FakeConfig {
   Status subscribe_status;

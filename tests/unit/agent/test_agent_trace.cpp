@@ -140,19 +140,25 @@ TEST_CASE("trace: profiled launches are marked replayed and kept out of the stat
   tools::ReadResult r = h.read();
   TraceView v = view(r);
   std::set<uint64_t> profiled_corr;
+  std::set<uint64_t> sampled_corr;  // the PC-sampled launch: serialized and waited for, so perturbed
   for (const v1::KernelProfile* p : v.profiles) {
     if (p->status() == v1::PROFILE_STATUS_PROFILED) profiled_corr.insert(p->correlation_id());
+    // Launch i has correlation id i in this test.
+    if (p->pc_sampling().from_launch_index() != 0) sampled_corr.insert(p->pc_sampling().from_launch_index());
   }
   REQUIRE(!profiled_corr.empty());
+  CHECK(sampled_corr.size() == 1);
   size_t replayed = 0;
   for (const v1::KernelExecution* e : v.kernels) {
-    CHECK(e->replayed() == (profiled_corr.count(e->correlation_id()) > 0));
+    const bool perturbed = profiled_corr.count(e->correlation_id()) + sampled_corr.count(e->correlation_id()) > 0;
+    CHECK(e->replayed() == perturbed);
     replayed += e->replayed() ? 1 : 0;
     // CUPTI returns a replayed launch's record untimed (the fake does too): the timeline holds
-    // the profiler's window instead, which spans the replay passes.
-    if (e->replayed()) CHECK(e->end_ns() - e->start_ns() >= 500000);
+    // the profiler's window instead, which spans the replay passes. The sampled launch keeps its
+    // own record.
+    if (profiled_corr.count(e->correlation_id())) CHECK(e->end_ns() - e->start_ns() >= 500000);
   }
-  CHECK(replayed == profiled_corr.size());
+  CHECK(replayed == profiled_corr.size() + sampled_corr.size());
   const v1::FamilyStats* f = stats_of(r, v, a.mangled);
   REQUIRE(f != nullptr);
   CHECK(f->launches() == 6);

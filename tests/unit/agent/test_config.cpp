@@ -61,6 +61,9 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_TRACE_FLUSH_MS") return "20";
   if (env == "CUTRIAGE_NVTX_INCLUDE") return "train_step";
   if (env == "CUTRIAGE_NVTX_EXCLUDE") return "regex:^warmup";
+  if (env == "CUTRIAGE_PC_SAMPLING") return "0";
+  if (env == "CUTRIAGE_PC_SAMPLING_PERIOD") return "9";
+  if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
   return {};
 }
 
@@ -356,6 +359,8 @@ TEST_CASE("config: an unknown CUTRIAGE_ variable warns, suggests the closest nam
 
 TEST_CASE("config: tool-only and foreign variables are accepted silently", "[config]") {
   const ConfigResult r = parse_config({{"CUTRIAGE_LIBRARY", "/opt/cutriage/lib/libcutriage.so"},
+                                       {"CUTRIAGE_CMAKE_ARGS", "-DCUTRIAGE_WERROR=ON"},  // tests/run.sh
+                                       {"CUTRIAGE_BUILD_DIR", "build"},
                                        {"cutriage_launch_count", "x"},
                                        {"CUTRIAGE", "x"},
                                        {"NOT_CUTRIAGE_ENABLE", "0"},
@@ -363,6 +368,29 @@ TEST_CASE("config: tool-only and foreign variables are accepted silently", "[con
   CHECK(r.ok());
   CHECK(r.issues.empty());
   CHECK(r.config.enabled);
+}
+
+TEST_CASE("config: PC sampling options", "[config]") {
+  const ConfigResult defaults = parse_config({});
+  CHECK(defaults.config.pc_sampling);
+  CHECK(defaults.config.pc_sampling_period_log2 == 0);  // auto
+  CHECK(defaults.config.cubin_cache_mb == 256);
+  const ConfigResult set = parse_config({{"CUTRIAGE_PC_SAMPLING", "0"},
+                                         {"CUTRIAGE_PC_SAMPLING_PERIOD", " 31 "},
+                                         {"CUTRIAGE_CUBIN_CACHE_MB", "0"}});
+  REQUIRE(set.ok());
+  CHECK_FALSE(set.config.pc_sampling);
+  CHECK(set.config.pc_sampling_period_log2 == 31);
+  CHECK(set.config.cubin_cache_mb == 0);
+  CHECK(parse_config({{"CUTRIAGE_PC_SAMPLING_PERIOD", "AUTO"}}).config.pc_sampling_period_log2 == 0);
+  // CUPTI's range is 2^5..2^31 cycles: anything else is one error naming the accepted values.
+  for (const char* bad : {"4", "32", "0", "-1", "fast"}) {
+    INFO(bad);
+    const ConfigResult r = parse_config({{"CUTRIAGE_PC_SAMPLING_PERIOD", bad}});
+    REQUIRE(errors(r).size() == 1);
+    CHECK(errors(r)[0].message.find("auto or an integer from 5 to 31") != std::string::npos);
+    CHECK_FALSE(r.config.enabled);
+  }
 }
 
 TEST_CASE("config: messages show long and odd values cut and escaped, on one line", "[config]") {
@@ -426,7 +454,9 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.trace_max_events != d.trace_max_events ||
                          c.trace_flush_ms != d.trace_flush_ms ||
                          c.nvtx_include.spec() != d.nvtx_include.spec() ||
-                         c.nvtx_exclude.spec() != d.nvtx_exclude.spec();
+                         c.nvtx_exclude.spec() != d.nvtx_exclude.spec() || c.pc_sampling != d.pc_sampling ||
+                         c.pc_sampling_period_log2 != d.pc_sampling_period_log2 ||
+                         c.cubin_cache_mb != d.cubin_cache_mb;
     CHECK(changed);
   }
   CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_KERNEL_NAME",
@@ -436,7 +466,8 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_SUMMARY", "CUTRIAGE_THRESHOLDS", "CUTRIAGE_SELECT",
                                        "CUTRIAGE_TRACE", "CUTRIAGE_TRACE_MAX_EVENTS",
                                        "CUTRIAGE_TRACE_FLUSH_MS", "CUTRIAGE_NVTX_INCLUDE",
-                                       "CUTRIAGE_NVTX_EXCLUDE"});
+                                       "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING",
+                                       "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB"});
   for (const auto& option : options) {
     if (option.env == "CUTRIAGE_OUTPUT") CHECK(option.flag == "-o, --output");
   }
