@@ -3,15 +3,17 @@
 // Blocking rules (a firing one makes the diagnosis untrusted, and routing stops):
 //   d0.duration_divergence, d0.metric_out_of_range, d0.metric_contradiction.
 // Non-blocking rules become trust notes (trust = suspect): d0.metric_slight_overshoot,
-//   d0.collection_settings, d0.build_config, d0.profiled_clock.
+//   d0.collection_settings, d0.build_config, d0.profiled_clock, d0.pc_samples_dropped.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "engine_regime.h"
+#include "pc_samples.h"
 #include "registry.h"
 #include "rule_helpers.h"
+#include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
@@ -323,6 +325,52 @@ RuleVerdict eval_build(RuleContext& ctx) {
   return RuleVerdict::not_fired(reading);
 }
 
+// Samples the sampler lost. Lost samples are not spread evenly: a buffer fills during the busiest
+// stretch of the kernel and everything sampled until it drains is gone, so the per-line and
+// per-reason shares lean towards the rest of the run.
+RuleVerdict eval_pc_samples_dropped(RuleContext& ctx) {
+  const auto& pcs = ctx.kernel().pc_samples;
+  // Without samples there is nothing to lose; the sample-based checks say "no PC samples"
+  // themselves, and a not-evaluated Decision 0 check would mark every kernel suspect.
+  if (!pcs) return RuleVerdict::not_fired("no PC samples were collected for this kernel");
+  if (!pcs->error.empty()) return RuleVerdict::not_evaluated("PC sampling failed: " + pcs->error);
+  uint64_t kept = 0;
+  for (const PcSampleLine& line : pcs->lines) {
+    for (const auto& [state, n] : warp_states(line)) kept += n;
+  }
+  // CUPTI's total counts the dropped samples (and those of driver-internal kernels); a writer that
+  // left the total out, or counted only the kept ones, still gets a share of what was sampled.
+  const uint64_t total = std::max(pcs->total_samples, kept + pcs->dropped_samples);
+  const double share =
+      total > 0 ? static_cast<double>(pcs->dropped_samples) / static_cast<double>(total) : 0.0;
+  ctx.note("cutriage__pc_samples_dropped", static_cast<double>(pcs->dropped_samples), "sample");
+  ctx.note("cutriage__pc_samples_total", static_cast<double>(total), "sample");
+  ctx.note("cutriage__pc_samples_dropped_share", share);
+  ctx.note("cutriage__pc_hardware_buffer_full", pcs->hardware_buffer_full ? 1.0 : 0.0);
+  const double limit = ctx.threshold("max_dropped_share");
+  std::string reading = std::to_string(pcs->dropped_samples) + " of " + std::to_string(total) +
+                        " PC samples dropped (" + pct(100.0 * share, 2) + ")";
+  if (pcs->hardware_buffer_full) reading += "; the sampler's hardware buffer was full";
+  if (pcs->sampling_period_log2 > 0) {
+    reading += "; one sample per SM every 2^" + std::to_string(pcs->sampling_period_log2) + " cycles";
+  }
+  reading += sampled_launch_note(ctx.kernel());
+  if (share > limit || pcs->hardware_buffer_full) {
+    RuleVerdict v = RuleVerdict::fired(
+        reading + " (> " + pct(100.0 * limit, 0) + (pcs->hardware_buffer_full ? " or buffer full)" : ")"),
+        pcs->hardware_buffer_full ? std::max(1.0, above(share, limit)) : above(share, limit));
+    std::string action = "Sample again with a longer period";
+    if (pcs->sampling_period_log2 > 0) {
+      action += " (2^" + std::to_string(pcs->sampling_period_log2 + 1) + " cycles or more)";
+    }
+    action += " or a larger hardware buffer; until then read the hot lines and stall shares as "
+              "approximate: samples are lost in bursts when a buffer fills, not evenly.";
+    v.next_action = std::move(action);
+    return v;
+  }
+  return RuleVerdict::not_fired(reading + " (<= " + pct(100.0 * limit, 0) + ", buffer not full)");
+}
+
 }  // namespace
 
 std::vector<Rule> make_d0_rules() {
@@ -441,6 +489,22 @@ std::vector<Rule> make_d0_rules() {
       .next_action = "Build with release optimization and -lineinfo, then profile again.",
       .priority = 40,
       .evaluate = eval_build,
+  });
+  rules.push_back(Rule{
+      .id = "d0.pc_samples_dropped",
+      .decision = Decision::kD0Trust,
+      .title = "PC sampling lost no significant share of its samples",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"max_dropped_share", 0.01,
+                      "project: samples are lost in bursts, not evenly, so beyond ~1% dropped the "
+                      "per-line and per-reason shares can lean; a full hardware buffer fires "
+                      "regardless (CUPTI then returns no data for the drained stretch)"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The PC sampler dropped samples: stall shares and hot lines are approximate.",
+      .next_action = "Sample again with a longer sampling period or a larger hardware buffer.",
+      .priority = 45,
+      .evaluate = eval_pc_samples_dropped,
   });
   return rules;
 }

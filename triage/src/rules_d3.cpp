@@ -1,7 +1,13 @@
 // Decision 3: the kernel is latency-limited; what keeps the schedulers from issuing?
 //
 // Every rule reads scheduler, warp-state and occupancy quantities. The stall-reason table (reason ->
-// what to change) lives here and is shared with Decision 6 through the two detail:: functions below.
+// what to change) lives here and is shared with Decisions 5 and 6 through the vocabulary functions
+// at the end (declared in pc_samples.h).
+//
+// The stall breakdown comes from the range profiler's per-reason ratios and from PC samples
+// (KernelInput::pc_samples). d3.dominant_stall decides on the ratios when they were measured, on
+// the samples otherwise, and in both cases places the dominant reason on its source lines from
+// the samples; d3.low_eligible_warps falls back on the sampled share of eligible warp states.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -11,22 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "pc_samples.h"
 #include "registry.h"
 #include "rule_helpers.h"
 #include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
-// Shared with rules_d6.cpp (declared there): stall-reason vocabulary.
-std::string_view canonical_stall_reason(std::string_view raw);
-bool is_issue_state_not_stall(std::string_view reason);
-std::optional<std::string_view> stall_next_action(std::string_view reason);
-
 namespace {
-
-
-
-
 
 constexpr std::string_view kStallPrefix = "smsp__average_warps_issue_stalled_";
 constexpr std::string_view kStallSuffix = "_per_issue_active.ratio";
@@ -37,7 +35,8 @@ struct StallAction {
 };
 
 // Project wording of the per-reason actions (guide 3.8.2). `gmma` is GH100's counter name for the
-// warp-group arrive/wait stall; `no_instructions` is the PC-sampling spelling of `no_instruction`.
+// warp-group arrive/wait stall. PC sampling's `no_instructions` reaches this table as
+// `no_instruction` (canonical_stall_reason).
 constexpr StallAction kStallActions[] = {
     {"long_scoreboard",
      "Warps wait on global/local/texture loads. Locate the producing load (the sample sits on its "
@@ -86,9 +85,6 @@ constexpr StallAction kStallActions[] = {
      "Constant-cache misses. Keep the constants a warp reads few and adjacent, and avoid "
      "per-thread divergent indices into constant memory."},
     {"no_instruction",
-     "Instruction fetch misses. Shrink the hot code (less unrolling or inlining in cold paths) or "
-     "make the kernel run long enough for the instruction cache to warm up."},
-    {"no_instructions",
      "Instruction fetch misses. Shrink the hot code (less unrolling or inlining in cold paths) or "
      "make the kernel run long enough for the instruction cache to warm up."},
     {"branch_resolving",
@@ -220,18 +216,53 @@ Rule issue_starved() {
   };
 }
 
+// The sampled stand-in for warps_eligible / warps_active: each PC sample catches one resident warp
+// in one state, and a warp is eligible exactly when that state is selected (it issued) or
+// not_selected (it could have), so the eligible share of all warp-state samples estimates the
+// share of active warp-cycles spent eligible.
+RuleVerdict sampled_eligible_share(RuleContext& ctx, const std::string& missing) {
+  if (auto why = samples_unusable(ctx.kernel())) return RuleVerdict::not_evaluated(missing + "; " + *why);
+  const SampleView view = aggregate_samples(*ctx.kernel().pc_samples);
+  const auto states = static_cast<double>(view.warp_state_samples);
+  ctx.note("pc_warp_state_samples", states, "sample");
+  const double min_samples = ctx.threshold("min_samples");
+  if (states < min_samples) {
+    return RuleVerdict::not_evaluated(missing + "; only " + std::to_string(view.warp_state_samples) +
+                                      " warp-state samples (< " + num(min_samples, 0) +
+                                      "): too few for a sampled eligible share");
+  }
+  const uint64_t eligible = view.selected + view.not_selected;
+  const double ratio = static_cast<double>(eligible) / states;
+  ctx.note("pc_sample_eligible_share", ratio);
+  const double limit = ctx.threshold("eligible_to_active");
+  std::string reading = "sampled: " + share_pct(ratio) + " of " + std::to_string(view.warp_state_samples) +
+                        " warp-state samples found the warp eligible (selected " +
+                        std::to_string(view.selected) + ", not_selected " +
+                        std::to_string(view.not_selected) + ")" + sampled_launch_note(ctx.kernel()) +
+                        ", standing in for eligible/active warps, which were not measured";
+  if (!(ratio < limit)) return RuleVerdict::not_fired(reading + "; >= " + num(limit));
+  RuleVerdict v = RuleVerdict::fired(reading + " (< " + num(limit) + ")", below(ratio, limit));
+  v.detail = "sampled";
+  return v;
+}
+
 Rule low_eligible_warps() {
   return Rule{
       .id = "d3.low_eligible_warps",
       .decision = Decision::kD3IssueStalls,
       .title = "Few of the active warps are eligible to issue",
       .parent = {},
-      .metrics = {{kWarpsEligible, true}, {kWarpsActive, true}},
+      // Optional: without them the check falls back on the PC samples' eligible share.
+      .metrics = {{kWarpsEligible, false}, {kWarpsActive, false}},
       .thresholds = {{"eligible_to_active", 0.5,
-                      "guide 3.2.5: eligible/active below ~0.5 is a strong latency signal"},
+                      "guide 3.2.5: eligible/active below ~0.5 is a strong latency signal; "
+                      "sampled: the share of samples in selected or not_selected"},
                      {"min_eligible", 4.0,
                       "guide 3.8.4: fewer than ~4 eligible warps per cycle starves the scheduler "
-                      "(reported, raises severity)"}},
+                      "(reported, raises severity; counters only)"},
+                     {"min_samples", kMinStallSamples,
+                      "project: the sampled share needs 100 warp-state samples (sampling error "
+                      "sqrt(p(1-p)/n), 5 points at 50%)"}},
       .limiter = Limiter::kLowEligibleWarps,
       .finding = "Most resident warps are stalled on any given cycle.",
       .next_action =
@@ -240,8 +271,16 @@ Rule low_eligible_warps() {
       .priority = 55,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        double eligible = ctx.required(kWarpsEligible);
-        double active = ctx.required(kWarpsActive);
+        std::optional<double> eligible_m = ctx.metric(kWarpsEligible);
+        std::optional<double> active_m = ctx.metric(kWarpsActive);
+        if (!eligible_m || !active_m) {
+          std::string missing = "missing ";
+          if (!eligible_m) missing += std::string(kWarpsEligible);
+          if (!active_m) missing += std::string(eligible_m ? "" : ", ") + std::string(kWarpsActive);
+          return sampled_eligible_share(ctx, missing);
+        }
+        double eligible = *eligible_m;
+        double active = *active_m;
         if (!(active > 0)) return RuleVerdict::not_evaluated("no active warps measured");
         double ratio = eligible / active;
         ctx.note("eligible_to_active_warps", ratio);
@@ -260,6 +299,130 @@ Rule low_eligible_warps() {
   };
 }
 
+// Lines named for the dominant reason: the hottest always, then up to two more.
+constexpr size_t kMaxStallSites = 3;
+
+// A fired dominant-stall verdict tied to its lines: where the reason's samples sit (top sites with
+// their counts), and a next action that starts there. For scoreboard waits the action names the
+// consuming instruction the samples sit on and the likely producer.
+RuleVerdict dominant_stall_verdict(RuleContext& ctx, std::string reading, double severity,
+                                   const std::string& reason, const SampleView* view,
+                                   const std::optional<std::string>& no_lines) {
+  std::vector<ReasonSite> sites;
+  if (view != nullptr) sites = sites_of_reason(*view, reason, kMaxStallSites, ctx.threshold("site_min_share"));
+  std::optional<std::string> action;
+  if (auto a = stall_next_action(reason)) action = std::string(*a);
+  if (!sites.empty()) {
+    std::string where;
+    for (const ReasonSite& s : sites) {
+      where += (where.empty() ? "" : ", ") + s.location->key + " (" + std::to_string(s.samples) +
+               " samples, " + share_pct(s.share) + ")";
+      ctx.note("pc_samples." + reason + "@" + s.location->key, static_cast<double>(s.samples), "sample");
+    }
+    reading += "; its samples sit on " + where + line_info_note(*view);
+    std::string at = "At " + describe_location(*sites.front().location);
+    if (sites.size() > 1) {
+      at += " (then ";
+      for (size_t i = 1; i < sites.size(); ++i) at += (i > 1 ? ", " : "") + sites[i].location->key;
+      at += ")";
+    }
+    std::string producer = consumer_producer_note(*ctx.kernel().pc_samples, sites.front(), reason);
+    action = at + ": " + (producer.empty() ? "" : producer + " ") +
+             action.value_or("Find what the '" + reason + "' stall waits on there.");
+  } else if (no_lines) {
+    reading += "; lines not named: " + *no_lines;
+  } else if (view != nullptr) {
+    reading += "; the PC samples hold no " + reason + " samples to place it on lines";
+  }
+  RuleVerdict v = RuleVerdict::fired(std::move(reading), severity);
+  v.detail = reason;
+  v.next_action = std::move(action);  // unset: the rule's generic action
+  return v;
+}
+
+// Decides from the PC samples alone (no stall-reason ratios measured).
+RuleVerdict dominant_stall_from_samples(RuleContext& ctx, const SampleView& view, double limit,
+                                        double min_ratio) {
+  const SampledReason top = *dominant_sampled_reason(view);  // the caller checked for stalls
+  ctx.note("pc_sample_stall_share." + top.reason, top.share);
+  std::string reading = top.reason + " holds " + share_pct(top.share) + " of " +
+                        std::to_string(view.stall_samples) + " stall samples (" +
+                        std::to_string(top.samples) + "; PC sampling" +
+                        sampled_launch_note(ctx.kernel()) + ", no stall-reason ratios measured)";
+  if (!(top.share > limit)) return RuleVerdict::not_fired(reading + "; no reason above " + share_pct(limit));
+  reading += " (> " + share_pct(limit) + ")";
+  // Samples of a reason per `selected` sample estimate the warps stalled on it per issued
+  // instruction: one warp is selected on each issue cycle.
+  if (view.selected > 0) {
+    const double per_issue = static_cast<double>(top.samples) / static_cast<double>(view.selected);
+    ctx.note("pc_sample_" + top.reason + "_per_selected", per_issue);
+    reading += ", " + num(per_issue) + " per selected sample";
+    if (!(per_issue > min_ratio)) {
+      return RuleVerdict::not_fired(reading + ", not above " + num(min_ratio) +
+                                    ": stalls are not what limits issue");
+    }
+  }
+  return dominant_stall_verdict(ctx, reading, above(top.share, limit), top.reason, &view, std::nullopt);
+}
+
+RuleVerdict eval_dominant_stall(RuleContext& ctx) {
+  StallBreakdown stalls = read_stalls(ctx);
+  SampleView view;
+  const std::optional<std::string> no_samples = read_stall_samples(ctx, view);
+  double limit = ctx.threshold("dominant_share");
+  double min_ratio = ctx.threshold("min_per_issue");
+  if (stalls.reasons.empty()) {
+    if (no_samples) {
+      return RuleVerdict::not_evaluated(
+          "missing smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio (no "
+          "stall-reason ratios measured), and " + *no_samples);
+    }
+    return dominant_stall_from_samples(ctx, view, limit, min_ratio);
+  }
+  if (!(stalls.total > 0)) return RuleVerdict::not_fired("no stall cycles measured");
+  auto top = std::max_element(stalls.reasons.begin(), stalls.reasons.end(),
+                              [](const auto& a, const auto& b) { return a.second < b.second; });
+  double share = top->second / stalls.total;
+  ctx.note("stall_total_per_issue_active", stalls.total);
+  ctx.note("stall_share." + top->first, share);
+  std::string reading = top->first + " holds " + share_pct(share) + " of stalls (" +
+                        num(top->second) + " of " + num(stalls.total) +
+                        " warps stalled per issued instruction)";
+  // The ratios decide (exact counts over the whole launch); the samples are a statistical view,
+  // possibly of another launch. When they name another reason first, the reading says so.
+  if (!no_samples) {
+    const SampledReason sampled = *dominant_sampled_reason(view);
+    auto it = view.stalls_by_reason.find(top->first);
+    const double same = it == view.stalls_by_reason.end()
+                            ? 0.0
+                            : static_cast<double>(it->second) / static_cast<double>(view.stall_samples);
+    ctx.note("pc_sample_stall_share." + top->first, same);
+    if (sampled.reason == top->first) {
+      reading += "; PC samples agree (" + share_pct(same) + " of " + std::to_string(view.stall_samples) +
+                 " stall samples)";
+    } else {
+      ctx.note("pc_sample_stall_share." + sampled.reason, sampled.share);
+      reading += "; PC samples disagree: they put " + sampled.reason + " first (" +
+                 share_pct(sampled.share) + " of " + std::to_string(view.stall_samples) +
+                 " stall samples" + sampled_launch_note(ctx.kernel()) + ") and " + top->first +
+                 " at " + share_pct(same);
+    }
+  }
+  if (!(share > limit)) {
+    return RuleVerdict::not_fired(reading + "; no reason above " + share_pct(limit));
+  }
+  if (!(top->second > min_ratio)) {
+    return RuleVerdict::not_fired(reading + "; its ratio is not above " + num(min_ratio) +
+                                  ", so stalls are not what limits issue");
+  }
+  // Lines are named from the samples; when there are none at all (an ncu CSV) nothing is said,
+  // Decision 6 reports that once. Samples that failed or are too few are named.
+  std::optional<std::string> no_lines;
+  if (no_samples && ctx.kernel().pc_samples) no_lines = no_samples;
+  return dominant_stall_verdict(ctx, reading + " (> " + share_pct(limit) + ")", above(share, limit),
+                                top->first, no_samples ? nullptr : &view, no_lines);
+}
+
 Rule dominant_stall() {
   return Rule{
       .id = "d3.dominant_stall",
@@ -269,45 +432,23 @@ Rule dominant_stall() {
       .metrics = stall_metric_needs(),
       .thresholds = {{"dominant_share", 0.30,
                       "guide 3.8.2: flag a reason holding more than ~30% of all stalls "
-                      "(selected and not_selected excluded)"},
+                      "(selected and not_selected excluded); of stall samples when only PC "
+                      "samples were collected"},
                      {"min_per_issue", 1.0,
                       "guide 3.2.5: the reason's stalled-warps-per-issue ratio must be well "
-                      "above 1 to matter; 1 is the floor used"}},
+                      "above 1 to matter; 1 is the floor used (sampled: its samples per "
+                      "selected sample)"},
+                     min_stall_samples_threshold(),
+                     {"site_min_share", 0.05,
+                      "project: beside the hottest line, a line is named only when it holds at "
+                      "least 5% of the dominant reason's samples (as "
+                      "d6.focused_stall_on_line.min_line_share)"}},
       .limiter = Limiter::kStallDominant,
       .finding = "A single stall reason accounts for most of the cycles warps cannot issue.",
       .next_action = "Act on the dominant stall reason (see detail).",
       .priority = 40,
       .blocking = false,
-      .evaluate = [](RuleContext& ctx) {
-        StallBreakdown stalls = read_stalls(ctx);
-        if (stalls.reasons.empty()) {
-          return RuleVerdict::not_evaluated(
-              "missing smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio "
-              "(no stall-reason ratios measured)");
-        }
-        if (!(stalls.total > 0)) return RuleVerdict::not_fired("no stall cycles measured");
-        auto top = std::max_element(stalls.reasons.begin(), stalls.reasons.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; });
-        double share = top->second / stalls.total;
-        ctx.note("stall_total_per_issue_active", stalls.total);
-        ctx.note("stall_share." + top->first, share);
-        double limit = ctx.threshold("dominant_share");
-        double min_ratio = ctx.threshold("min_per_issue");
-        std::string reading = top->first + " holds " + share_pct(share) + " of stalls (" +
-                              num(top->second) + " of " + num(stalls.total) +
-                              " warps stalled per issued instruction)";
-        if (!(share > limit)) {
-          return RuleVerdict::not_fired(reading + "; no reason above " + share_pct(limit));
-        }
-        if (!(top->second > min_ratio)) {
-          return RuleVerdict::not_fired(reading + "; its ratio is not above " + num(min_ratio) +
-                                        ", so stalls are not what limits issue");
-        }
-        RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
-        v.detail = top->first;
-        if (auto action = stall_next_action(top->first)) v.next_action = std::string(*action);
-        return v;
-      },
+      .evaluate = eval_dominant_stall,
   };
 }
 
@@ -515,8 +656,10 @@ Rule bytes_in_flight() {
                       "guide 3.6.2: no SM pipe, L1TEX or L2 near saturation; 60% is the "
                       "guide's low/high boundary"},
                      {"min_long_scoreboard_share", 0.25,
-                      "project: when stall reasons are measured, long_scoreboard must hold at "
-                      "least a quarter of the stalls for memory latency to be the story"}},
+                      "project: when stall reasons are measured (ratios, else PC samples), "
+                      "long_scoreboard must hold at least a quarter of the stalls for memory "
+                      "latency to be the story"},
+                     min_stall_samples_threshold()},
       .limiter = Limiter::kBytesInFlight,
       .finding = "Memory is far from busy yet warps wait on it: not enough requests are in flight.",
       .next_action =
@@ -557,21 +700,36 @@ Rule bytes_in_flight() {
                                         num(busy, 0) + "%)");
         }
         StallBreakdown stalls = read_stalls(ctx);
+        std::optional<double> ls_share;
         if (stalls.total > 0) {
           double ls = 0;
           for (const auto& [reason, value] : stalls.reasons) {
             if (reason == "long_scoreboard") ls = value;
           }
-          double share = ls / stalls.total;
-          ctx.note("long_scoreboard_share", share);
+          ls_share = ls / stalls.total;
+          ctx.note("long_scoreboard_share", *ls_share);
+          reading += ", long_scoreboard " + share_pct(*ls_share) + " of stalls";
+        } else {
+          SampleView view;
+          if (auto why = read_stall_samples(ctx, view)) {
+            reading += " (stall reasons not measured";
+            if (ctx.kernel().pc_samples) reading += "; PC samples unusable: " + *why;
+            reading += ")";
+          } else {
+            auto it = view.stalls_by_reason.find("long_scoreboard");
+            const uint64_t ls = it == view.stalls_by_reason.end() ? 0 : it->second;
+            ls_share = static_cast<double>(ls) / static_cast<double>(view.stall_samples);
+            ctx.note("pc_sample_long_scoreboard_share", *ls_share);
+            reading += ", long_scoreboard " + share_pct(*ls_share) + " of " +
+                       std::to_string(view.stall_samples) + " stall samples (PC sampling)";
+          }
+        }
+        if (ls_share) {
           double min_share = ctx.threshold("min_long_scoreboard_share");
-          reading += ", long_scoreboard " + share_pct(share) + " of stalls";
-          if (!(share >= min_share)) {
+          if (!(*ls_share >= min_share)) {
             return RuleVerdict::not_fired(reading + ": warps are not mainly waiting on memory (< " +
                                           share_pct(min_share) + ")");
           }
-        } else {
-          reading += " (stall reasons not measured)";
         }
         auto sectors = ctx.metric(kLdSectors);
         auto requests = ctx.metric(kLdRequests);
@@ -607,6 +765,9 @@ std::string_view canonical_stall_reason(std::string_view raw) {
       break;
     }
   }
+  // PC sampling says no_instructions where the counters say no_instruction: one name, so that the
+  // ratios and the samples can be compared.
+  if (raw == "no_instructions") return "no_instruction";
   return raw;
 }
 

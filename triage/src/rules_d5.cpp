@@ -12,15 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "pc_samples.h"
 #include "registry.h"
 #include "rule_helpers.h"
 #include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
-
-// Stall-reason vocabulary, defined in rules_d3.cpp.
-std::string_view canonical_stall_reason(std::string_view raw);
-bool is_issue_state_not_stall(std::string_view reason);
 
 namespace {
 
@@ -592,7 +589,8 @@ Rule memory_fences() {
       .metrics = {{kMembarStall, false}, {kL2MembarRequests, false}},
       .thresholds = {{"membar_share", 0.10,
                       "project: membar holding 10% or more of stalls (or PC samples); guide 3.7.2 "
-                      "names the symptom without a number"}},
+                      "names the symptom without a number"},
+                     min_stall_samples_threshold()},
       .limiter = Limiter::kMemoryFences,
       .finding = "A noticeable share of stalls waits on memory fences.",
       .next_action =
@@ -624,29 +622,17 @@ Rule memory_fences() {
           }
         }
         if (!share) {
-          if (const auto& pcs = ctx.kernel().pc_samples) {
-            uint64_t membar = 0;
-            uint64_t total = 0;
-            for (const PcSampleLine& line : pcs->lines) {
-              for (const auto& [reason, count] : line.samples_by_reason) {
-                std::string_view r = canonical_stall_reason(reason);
-                if (is_issue_state_not_stall(r)) continue;
-                total += count;
-                if (r == "membar") membar += count;
-              }
-            }
-            if (total > 0) {
-              share = static_cast<double>(membar) / static_cast<double>(total);
-              ctx.note("membar_pc_sample_share", *share);
-              reading = "membar holds " + share_pct(*share) + " of stall PC samples (" +
-                        std::to_string(membar) + " of " + std::to_string(total) + ")";
-            }
+          SampleView view;
+          if (auto why = read_stall_samples(ctx, view)) {
+            return RuleVerdict::not_evaluated("missing " + std::string(kMembarStall) + ", and " + *why +
+                                              ": fences leave no counter of their own");
           }
-        }
-        if (!share) {
-          return RuleVerdict::not_evaluated(
-              "missing " + std::string(kMembarStall) +
-              " and PC samples: fences leave no counter of their own");
+          auto it = view.stalls_by_reason.find("membar");
+          const uint64_t membar = it == view.stalls_by_reason.end() ? 0 : it->second;
+          share = static_cast<double>(membar) / static_cast<double>(view.stall_samples);
+          ctx.note("membar_pc_sample_share", *share);
+          reading = "membar holds " + share_pct(*share) + " of stall PC samples (" +
+                    std::to_string(membar) + " of " + std::to_string(view.stall_samples) + ")";
         }
         if (auto req = ctx.metric(kL2MembarRequests)) {
           reading += ", " + num(*req, 0) + " L2 membar requests";

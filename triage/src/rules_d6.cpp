@@ -1,9 +1,10 @@
 // Decision 6: which source lines contribute most?
 //
-// Reads KernelInput::pc_samples (cutriage's own PC sampling, correlated to source). Stall samples
-// exclude `selected` and `not_selected`: those are issue states, not stalls.
+// Reads KernelInput::pc_samples (cutriage's own PC sampling, correlated to source) through
+// pc_samples.h. Stall samples exclude `selected` and `not_selected`: those are issue states, not
+// stalls. Every check says why it was not evaluated when sampling failed, and the share checks
+// refuse kernels with fewer than min_stall_samples stall samples.
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -12,95 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include "pc_samples.h"
 #include "registry.h"
 #include "rule_helpers.h"
 #include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
-// Stall-reason vocabulary, defined in rules_d3.cpp.
-std::string_view canonical_stall_reason(std::string_view raw);
-bool is_issue_state_not_stall(std::string_view reason);
-std::optional<std::string_view> stall_next_action(std::string_view reason);
-
 namespace {
-
-
-
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  auto res = std::to_chars(buf, buf + sizeof buf, v, 16);
-  return "0x" + std::string(buf, res.ptr);
-}
-
-constexpr std::string_view kNoSamples =
-    "no PC samples (collected by cutriage's PC sampling, not by an ncu raw CSV)";
-
-// One source location (file:line, or a SASS offset without line info) with its stall samples.
-struct Location {
-  std::string key;       // "file.cu:42" or "pc 0x1a0"
-  std::string sass;      // instruction text of the hottest PC in it
-  std::string function;
-  uint64_t pc_offset = 0;
-  uint64_t stall_samples = 0;
-  uint64_t hottest_pc_samples = 0;
-  std::map<std::string, uint64_t> by_reason;  // canonical reason -> samples
-};
-
-struct SampleView {
-  std::vector<Location> locations;  // hottest first
-  uint64_t stall_samples = 0;
-  bool has_line_info = false;
-};
-
-SampleView aggregate(const PcSampleSummary& pcs) {
-  SampleView out;
-  out.has_line_info = pcs.has_line_info;
-  std::map<std::string, Location> by_key;
-  for (const PcSampleLine& line : pcs.lines) {
-    bool with_line = pcs.has_line_info && !line.file.empty();
-    std::string key = with_line ? line.file + ":" + std::to_string(line.line)
-                                : "pc " + hex(line.pc_offset);
-    if (!line.function.empty() && !with_line) key.insert(0, line.function + " ");
-    Location& loc = by_key[key];
-    loc.key = key;
-    uint64_t here = 0;
-    for (const auto& [reason, count] : line.samples_by_reason) {
-      std::string_view r = canonical_stall_reason(reason);
-      if (is_issue_state_not_stall(r)) continue;
-      loc.by_reason[std::string(r)] += count;
-      here += count;
-    }
-    loc.stall_samples += here;
-    out.stall_samples += here;
-    if (here >= loc.hottest_pc_samples) {
-      loc.hottest_pc_samples = here;
-      loc.sass = line.sass;
-      loc.pc_offset = line.pc_offset;
-      loc.function = line.function;
-    }
-  }
-  for (auto& [key, loc] : by_key) out.locations.push_back(std::move(loc));
-  std::stable_sort(out.locations.begin(), out.locations.end(),
-                   [](const Location& a, const Location& b) { return a.stall_samples > b.stall_samples; });
-  return out;
-}
-
-std::string describe(const Location& loc) {
-  std::string s = loc.key;
-  if (!loc.sass.empty()) s += " [" + loc.sass + " @" + hex(loc.pc_offset) + "]";
-  if (!loc.function.empty() && loc.key.find(loc.function) == std::string::npos) {
-    s += " in " + loc.function;
-  }
-  return s;
-}
-
-std::string line_info_note(const SampleView& view) {
-  return view.has_line_info ? std::string()
-                            : "; no line information in the cubin (build with -lineinfo), SASS "
-                              "offsets shown";
-}
 
 Rule hot_line() {
   return Rule{
@@ -111,7 +31,8 @@ Rule hot_line() {
       .metrics = {},
       .thresholds = {{"line_share", 0.30,
                       "guide 3.2.8: a line with more than ~30% of stall samples is the primary "
-                      "target"}},
+                      "target"},
+                     min_stall_samples_threshold()},
       .limiter = Limiter::kHotSourceLine,
       .finding = "A single source line accounts for a large share of the stalls.",
       .next_action =
@@ -121,31 +42,26 @@ Rule hot_line() {
       .priority = 20,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        const auto& pcs = ctx.kernel().pc_samples;
-        if (!pcs) return RuleVerdict::not_evaluated(std::string(kNoSamples));
-        SampleView view = aggregate(*pcs);
-        if (view.stall_samples == 0) {
-          return RuleVerdict::not_evaluated("PC samples hold no stall samples (selected and "
-                                            "not_selected excluded)");
-        }
-        const Location& top = view.locations.front();
+        SampleView view;
+        if (auto why = read_stall_samples(ctx, view)) return RuleVerdict::not_evaluated(*why);
+        const SampleLocation& top = view.locations.front();
         double share = static_cast<double>(top.stall_samples) / static_cast<double>(view.stall_samples);
         ctx.note("hot_line_stall_samples", static_cast<double>(top.stall_samples));
         ctx.note("stall_samples_total", static_cast<double>(view.stall_samples));
         ctx.note("hot_line_share", share);
         double limit = ctx.threshold("line_share");
-        std::string reading = describe(top) + " holds " + std::to_string(top.stall_samples) +
+        std::string reading = describe_location(top) + " holds " + std::to_string(top.stall_samples) +
                               " of " + std::to_string(view.stall_samples) + " stall samples (" +
                               share_pct(share) + ")";
         std::string others;
         for (size_t i = 1; i < view.locations.size() && i < 5; ++i) {
-          const Location& l = view.locations[i];
+          const SampleLocation& l = view.locations[i];
           if (l.stall_samples == 0) break;
           others += (others.empty() ? "" : ", ") + l.key + " " +
                     share_pct(static_cast<double>(l.stall_samples) / static_cast<double>(view.stall_samples));
         }
         if (!others.empty()) reading += "; next: " + others;
-        reading += line_info_note(view);
+        reading += line_info_note(view) + sampled_launch_note(ctx.kernel());
         if (!(share > limit)) return RuleVerdict::not_fired(reading + "; no line above " + share_pct(limit));
         RuleVerdict v = RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
         v.detail = top.key;
@@ -165,33 +81,29 @@ Rule focused_stall_on_line() {
                       "guide 3.2.8: one reason above ~50% of a line's stall samples"},
                      {"min_line_share", 0.05,
                       "project: only lines with at least 5% of the kernel's stall samples are "
-                      "considered, so a handful of samples cannot fire"}},
+                      "considered, so a handful of samples cannot fire"},
+                     min_stall_samples_threshold()},
       .limiter = Limiter::kFocusedStallOnLine,
       .finding = "A hot line stalls mostly for one reason: a focused root cause.",
       .next_action = "Act on the line's dominant stall reason (see detail).",
       .priority = 15,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        const auto& pcs = ctx.kernel().pc_samples;
-        if (!pcs) return RuleVerdict::not_evaluated(std::string(kNoSamples));
-        SampleView view = aggregate(*pcs);
-        if (view.stall_samples == 0) {
-          return RuleVerdict::not_evaluated("PC samples hold no stall samples (selected and "
-                                            "not_selected excluded)");
-        }
+        SampleView view;
+        if (auto why = read_stall_samples(ctx, view)) return RuleVerdict::not_evaluated(*why);
         double reason_limit = ctx.threshold("reason_share");
         double min_line = ctx.threshold("min_line_share");
         std::string best_reading;
-        for (const Location& loc : view.locations) {
+        for (const SampleLocation& loc : view.locations) {
           double line_share =
               static_cast<double>(loc.stall_samples) / static_cast<double>(view.stall_samples);
           if (line_share < min_line || loc.stall_samples == 0) break;  // sorted: rest are colder
-          auto top = std::max_element(loc.by_reason.begin(), loc.by_reason.end(),
+          auto top = std::max_element(loc.stalls_by_reason.begin(), loc.stalls_by_reason.end(),
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
           double share = static_cast<double>(top->second) / static_cast<double>(loc.stall_samples);
           std::string reading = top->first + " holds " + share_pct(share) + " of the " +
                                 std::to_string(loc.stall_samples) + " stall samples at " +
-                                describe(loc) + " (" + share_pct(line_share) + " of the kernel's)";
+                                describe_location(loc) + " (" + share_pct(line_share) + " of the kernel's)";
           if (best_reading.empty()) best_reading = reading;
           if (share > reason_limit) {
             ctx.note("focused_line_reason_share", share);
@@ -201,6 +113,10 @@ Rule focused_stall_on_line() {
                                                above(share, reason_limit));
             v.detail = top->first + " at " + loc.key;
             std::string action = "At " + loc.key + ": ";
+            // Scoreboard waits: the samples sit on the consumer; point at the producer.
+            std::string producer =
+                consumer_producer_note(*ctx.kernel().pc_samples, site_at(loc, top->first), top->first);
+            if (!producer.empty()) action += producer + " ";
             if (auto a = stall_next_action(top->first)) {
               action += std::string(*a);
             } else {
@@ -236,7 +152,7 @@ Rule sass_excess_transactions() {
       .priority = 16,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        if (!ctx.kernel().pc_samples) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        if (auto why = samples_unusable(ctx.kernel())) return RuleVerdict::not_evaluated(*why);
         return RuleVerdict::not_evaluated(
             "needs per-instruction actual and ideal sector/wavefront counts (SASS source "
             "counters), which cutriage does not collect yet");
@@ -258,7 +174,7 @@ Rule absolute_tracking() {
       .priority = 90,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        if (!ctx.kernel().pc_samples) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        if (auto why = samples_unusable(ctx.kernel())) return RuleVerdict::not_evaluated(*why);
         return RuleVerdict::not_evaluated(
             "needs a baseline profile of the same kernel to compare per-line sample counts with");
       },
@@ -280,7 +196,7 @@ Rule hot_line_convergence() {
       .priority = 22,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        if (!ctx.kernel().pc_samples) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        if (auto why = samples_unusable(ctx.kernel())) return RuleVerdict::not_evaluated(*why);
         return RuleVerdict::not_evaluated(
             "needs per-line predicated-on thread counts (SASS source counters); PC samples do "
             "not carry them");
@@ -308,7 +224,8 @@ Rule shared_helper() {
       .metrics = {},
       .thresholds = {{"function_share", 0.30,
                       "project: a function other than the kernel holding more than 30% of stall "
-                      "samples (the guide's hot-line share)"}},
+                      "samples (the guide's hot-line share)"},
+                     min_stall_samples_threshold()},
       .limiter = Limiter::kHotSourceLine,
       .finding = "Most stalls sit in a helper called from the kernel, which hides the expensive "
                  "call site.",
@@ -318,29 +235,22 @@ Rule shared_helper() {
       .priority = 25,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        const auto& pcs = ctx.kernel().pc_samples;
-        if (!pcs) return RuleVerdict::not_evaluated(std::string(kNoSamples));
+        SampleView view;
+        if (auto why = read_stall_samples(ctx, view)) return RuleVerdict::not_evaluated(*why);
         const KernelInput& k = ctx.kernel();
         if (k.mangled_name.empty() && k.function_name.empty() && k.demangled_name.empty()) {
           return RuleVerdict::not_evaluated("kernel name unknown");
         }
         std::map<std::string, uint64_t> by_function;
-        uint64_t total = 0;
+        const uint64_t total = view.stall_samples;
         bool any_function = false;
-        for (const PcSampleLine& line : pcs->lines) {
-          uint64_t here = 0;
-          for (const auto& [reason, count] : line.samples_by_reason) {
-            if (!is_issue_state_not_stall(reason)) here += count;
+        for (const SampleLocation& loc : view.locations) {
+          for (const SampledPc& pc : loc.pcs) {
+            if (!pc.line->function.empty()) any_function = true;
+            by_function[pc.line->function] += pc.stall_samples;
           }
-          total += here;
-          if (!line.function.empty()) any_function = true;
-          by_function[line.function] += here;
         }
         if (!any_function) return RuleVerdict::not_evaluated("PC samples carry no function names");
-        if (total == 0) {
-          return RuleVerdict::not_evaluated("PC samples hold no stall samples (selected and "
-                                            "not_selected excluded)");
-        }
         std::string best;
         uint64_t best_count = 0;
         for (const auto& [fn, count] : by_function) {

@@ -2,6 +2,10 @@
 // inputs and threshold overrides. Inputs are synthetic metric sets on a GH100 launch.
 #include <cmath>
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "catch.h"
 #include "cutriage/triage/engine.h"
@@ -313,4 +317,41 @@ TEST_CASE("every rule has an id with its decision's prefix and unique", "[routin
   auto sorted = ids;
   std::sort(sorted.begin(), sorted.end());
   CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+}
+
+TEST_CASE("PC samples alone carry a latency-bound kernel to Decision 5 and name its line (synthetic)", "[routing][pc]") {
+  KernelInput k = kernel(30, 25);  // both low: Decision 3
+  PcSampleSummary s;
+  s.has_line_info = true;
+  s.total_samples = 1400;  // CUPTI's total counts dropped samples too
+  auto pc = [](uint64_t offset, uint32_t line, std::string sass, std::map<std::string, uint64_t> states) {
+    PcSampleLine l;
+    l.function = "kernel";
+    l.file = "gather.cu";
+    l.line = line;
+    l.pc_offset = offset;
+    l.sass = std::move(sass);
+    l.samples_by_reason = std::move(states);
+    return l;
+  };
+  s.lines.push_back(pc(0x100, 40, "LDG.E R2, desc[UR4][R6.64]", {{"selected", 100}}));
+  s.lines.push_back(pc(0x1a0, 42, "FFMA R4, R2, R3, R4", {{"long_scoreboard", 900}, {"wait", 100}}));
+  k.pc_samples = s;
+  Diagnosis d = triage_kernel(k);
+  CHECK(d.trust == Trust::kTrusted);  // nothing dropped: no caveat
+  REQUIRE(d.fired("d3.dominant_stall"));
+  CHECK(d.check("d3.dominant_stall")->finding->detail == "long_scoreboard");
+  CHECK(d.check("d3.dominant_stall")->reason.find("gather.cu:42 (900 samples") != std::string::npos);
+  // The memory-wait follow-up is taken on the sampled verdict as on the measured one.
+  CHECK(d.visited(Decision::kD5MemoryMechanism));
+  CHECK(because(d, Decision::kD5MemoryMechanism).find("long_scoreboard dominates") != std::string::npos);
+
+  // Dropped samples: a trust note, not a block.
+  k.pc_samples->dropped_samples = 300;
+  Diagnosis dropped = triage_kernel(k);
+  CHECK(dropped.trust == Trust::kSuspect);
+  CHECK(dropped.classification == Classification::kLatencyBound);
+  bool noted = false;
+  for (const auto& n : dropped.trust_notes) noted = noted || n.find("d0.pc_samples_dropped: 300 of 1400") != std::string::npos;
+  CHECK(noted);
 }

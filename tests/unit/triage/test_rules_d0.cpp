@@ -200,3 +200,62 @@ TEST_CASE("d0.duration_divergence tolerates the profiler's fixed cost on tiny ke
   k.unprofiled_durations_ns = {8000};
   CHECK(run_one("d0.duration_divergence", k).outcome == Outcome::kFired);
 }
+
+TEST_CASE("d0.pc_samples_dropped (synthetic)", "[d0][pc]") {
+  const Rule* r = find_rule("d0.pc_samples_dropped");
+  REQUIRE(r != nullptr);
+  CHECK_FALSE(r->blocking);  // lost samples make the per-line shares approximate, not the counters
+
+  PcSampleSummary s;
+  s.total_samples = 100000;
+  s.sampling_period_log2 = 10;
+  PcSampleLine line;
+  line.samples_by_reason = {{"long_scoreboard", 90000}, {"selected", 8000}};
+  s.lines.push_back(line);
+
+  // 2,000 of 100,000 dropped: 2% > 1%.
+  KernelInput k;
+  s.dropped_samples = 2000;
+  k.pc_samples = s;
+  auto c = run_one("d0.pc_samples_dropped", k);
+  REQUIRE(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("2000 of 100000 PC samples dropped (2.00%)") != std::string::npos);
+  CHECK(c.reason.find("2^10 cycles") != std::string::npos);
+  REQUIRE(c.finding.has_value());
+  CHECK(c.finding->limiter == Limiter::kUntrustedMetrics);
+  CHECK(c.finding->next_action.find("2^11 cycles or more") != std::string::npos);
+
+  // 500 of 100,000: 0.5%, below the threshold; named but not firing.
+  k.pc_samples->dropped_samples = 500;
+  auto ok = run_one("d0.pc_samples_dropped", k);
+  CHECK(ok.outcome == Outcome::kNotFired);
+  CHECK(ok.reason.find("500 of 100000") != std::string::npos);
+  Thresholds strict;
+  strict.set("d0.pc_samples_dropped.max_dropped_share", 0.001);
+  CHECK(run_one("d0.pc_samples_dropped", k, strict).outcome == Outcome::kFired);
+
+  // A full hardware buffer fires whatever the count.
+  k.pc_samples->dropped_samples = 0;
+  k.pc_samples->hardware_buffer_full = true;
+  auto full = run_one("d0.pc_samples_dropped", k);
+  CHECK(full.outcome == Outcome::kFired);
+  CHECK(full.reason.find("hardware buffer was full") != std::string::npos);
+
+  // A writer that left the total out: the share is of what was kept plus what was lost.
+  KernelInput no_total;
+  PcSampleSummary s2 = s;
+  s2.total_samples = 0;
+  s2.dropped_samples = 2000;
+  no_total.pc_samples = s2;
+  CHECK(run_one("d0.pc_samples_dropped", no_total).reason.find("2000 of 100000") != std::string::npos);
+
+  // No samples: nothing to lose (not a caveat on every kernel); failed sampling: not evaluated.
+  CHECK(run_one("d0.pc_samples_dropped", KernelInput{}).outcome == Outcome::kNotFired);
+  KernelInput failed;
+  PcSampleSummary f;
+  f.error = "CUPTI_ERROR_OUT_OF_MEMORY";
+  failed.pc_samples = f;
+  auto fc = run_one("d0.pc_samples_dropped", failed);
+  CHECK(fc.outcome == Outcome::kNotEvaluated);
+  CHECK(fc.reason == "PC sampling failed: CUPTI_ERROR_OUT_OF_MEMORY");
+}

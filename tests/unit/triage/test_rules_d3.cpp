@@ -1,5 +1,5 @@
-// Decision 3 rules, one at a time. All inputs here are synthetic: hand-picked metric values that put
-// each check on either side of its threshold.
+// Decision 3 rules, one at a time. All inputs here are synthetic: hand-picked metric values and PC
+// samples (written as text, pc_sample_text.h) that put each check on either side of its threshold.
 #include <cmath>
 #include <initializer_list>
 #include <optional>
@@ -9,6 +9,7 @@
 
 #include "catch.h"
 #include "cutriage/triage/rule.h"
+#include "pc_sample_text.h"
 #include "rule_test_support.h"
 
 using namespace cutriage::triage;
@@ -280,4 +281,230 @@ TEST_CASE("d3.bytes_in_flight (synthetic)", "[d3]") {
   auto ne = run("d3.bytes_in_flight", no_dram);
   CHECK(ne.outcome == Outcome::kNotEvaluated);
   CHECK(contains(ne.reason, "dram__throughput.avg.pct_of_peak_sustained_elapsed"));
+}
+
+// ---- Decision 3 from PC samples ------------------------------------------------------------------
+
+namespace {
+
+// Synthetic: a gather loop. The load at gather.cu:40 (0x100) feeds the FFMA at gather.cu:42
+// (0x1a0), which carries the long_scoreboard samples; the device reports each state twice (all
+// samples and the _not_issued subset), which must count once. Stall samples: wait 20, long_
+// scoreboard 500 + 40 + 60 = 600, barrier 200: 820. Selected 120.
+constexpr std::string_view kGather = R"(
+%line_info
+%period 12
+kernel 0x100 gather.cu:40 | LDG.E R2, desc[UR4][R6.64] | selected=50
+kernel 0x110 gather.cu:41 | IMAD R3, R0, 0x4, RZ | selected=50 wait=20
+kernel 0x140 gather.cu:41 | STG.E desc[UR4][R8.64], R9 | selected=0
+kernel 0x1a0 gather.cu:42 | FFMA R4, R2, R3, R4 | smsp__pcsamp_warps_issue_stalled_long_scoreboard=500 smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued=450 smsp__pcsamp_warps_issue_stalled_selected=20
+kernel 0x1b0 gather.cu:42 | IADD3 R5, R5, 0x1, RZ | long_scoreboard=40
+kernel 0x2c0 gather.cu:57 | BAR.SYNC.DEFER_BLOCKING 0x0 | barrier=200 not_selected=300
+kernel 0x300 gather.cu:60 | FADD R9, R2, R8 | long_scoreboard=60
+)";
+
+bool has_evidence(const CheckResult& c, std::string_view name, double value) {
+  for (const Evidence& e : c.evidence) {
+    if (e.metric == name) return std::abs(e.value - value) < 1e-9;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("d3.dominant_stall from PC samples alone names the lines and the producer (synthetic)", "[d3][pc]") {
+  auto c = run("d3.dominant_stall", kernel_with_samples(kGather));
+  REQUIRE(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding);
+  CHECK(c.finding->detail == "long_scoreboard");  // the engine's Decision 5 follow-up reads it
+  CHECK(c.finding->limiter == Limiter::kStallDominant);
+  // 600 of 820: the _not_issued spelling did not count again (it would read 1050 of 1270).
+  CHECK(contains(c.reason, "73.2% of 820 stall samples"));
+  CHECK(contains(c.reason, "PC sampling"));
+  CHECK(contains(c.reason, "5.00 per selected sample"));
+  // Tied to its lines, with counts: 540 of the 600 at line 42, then line 60.
+  CHECK(contains(c.reason, "gather.cu:42 (540 samples, 90.0%), gather.cu:60 (60 samples, 10.0%)"));
+  CHECK(has_evidence(c, "pc_samples.long_scoreboard@gather.cu:42", 540));
+  CHECK(has_evidence(c, "pc_stall_samples", 820));
+  // The samples sit on the consumer; the producer is the nearest sampled load before it (the STG
+  // in between is not a load).
+  const std::string& action = c.finding->next_action;
+  CHECK(contains(action, "At gather.cu:42 [FFMA R4, R2, R3, R4 @0x1a0]"));
+  CHECK(contains(action, "(then gather.cu:60)"));
+  CHECK(contains(action, "waits for the result"));
+  CHECK(contains(action, "likely producer is LDG.E R2, desc[UR4][R6.64] @0x100 (gather.cu:40)"));
+  CHECK(contains(action, "latency"));  // the reason's own action follows
+}
+
+TEST_CASE("d3.dominant_stall from samples: thresholds (synthetic)", "[d3][pc]") {
+  // Flat: four reasons at 25% each.
+  auto flat = run("d3.dominant_stall", kernel_with_samples(R"(
+kernel 0x10 - | | long_scoreboard=100 wait=100 barrier=100 mio_throttle=100 selected=50
+)"));
+  CHECK(flat.outcome == Outcome::kNotFired);
+  CHECK(contains(flat.reason, "25.0%"));
+
+  // Dominant by share but fewer stalled samples than issuing ones: not what limits issue.
+  auto busy = run("d3.dominant_stall", kernel_with_samples(R"(
+kernel 0x10 - | | long_scoreboard=150 wait=50 selected=400
+)"));
+  CHECK(busy.outcome == Outcome::kNotFired);
+  CHECK(contains(busy.reason, "0.38 per selected sample"));
+
+  // Just over the share threshold fires; an override moves it.
+  auto just = kernel_with_samples(R"(
+kernel 0x10 - | | long_scoreboard=31 wait=23 barrier=23 misc=23
+)");
+  CHECK(run("d3.dominant_stall", just).outcome == Outcome::kFired);
+  Thresholds t;
+  t.set("d3.dominant_stall.dominant_share", 0.35);
+  CHECK(run("d3.dominant_stall", just, t).outcome == Outcome::kNotFired);
+}
+
+TEST_CASE("d3.dominant_stall: too few samples, failed sampling, no samples (synthetic)", "[d3][pc]") {
+  auto few = run("d3.dominant_stall", kernel_with_samples(R"(
+kernel 0x10 a.cu:1 | FFMA R1, R2, R3, R1 | long_scoreboard=60 selected=5000
+)"));
+  CHECK(few.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(few.reason, "only 60 stall samples (< 100)"));
+
+  auto failed = run("d3.dominant_stall", kernel_with_samples("%error CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\n"));
+  CHECK(failed.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(failed.reason, "PC sampling failed: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"));
+
+  auto none = run("d3.dominant_stall", kernel_with({}));
+  CHECK(none.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(none.reason, "no PC samples"));
+  CHECK(contains(none.reason, "smsp__average_warps_issue_stalled_"));
+}
+
+TEST_CASE("d3.dominant_stall with ratios and samples: agreement and disagreement (synthetic)", "[d3][pc]") {
+  // The ratios say long_scoreboard (75%); the samples agree.
+  KernelInput agree = kernel_with_samples(kGather);
+  agree.metrics.set(stall("long_scoreboard"), 6.0);
+  agree.metrics.set(stall("wait"), 2.0);
+  auto a = run("d3.dominant_stall", agree);
+  REQUIRE(a.outcome == Outcome::kFired);
+  CHECK(a.finding->detail == "long_scoreboard");
+  CHECK(contains(a.reason, "75.0% of stalls"));
+  CHECK(contains(a.reason, "PC samples agree (73.2% of 820 stall samples)"));
+  CHECK(contains(a.reason, "gather.cu:42 (540 samples"));
+
+  // The ratios say barrier; the samples put long_scoreboard first. The ratios decide, the reading
+  // says so, and the lines are the barrier's.
+  KernelInput disagree = kernel_with_samples(kGather);
+  disagree.metrics.set(stall("barrier"), 6.0);
+  disagree.metrics.set(stall("long_scoreboard"), 2.0);
+  auto d = run("d3.dominant_stall", disagree);
+  REQUIRE(d.outcome == Outcome::kFired);
+  CHECK(d.finding->detail == "barrier");
+  CHECK(contains(d.reason, "PC samples disagree: they put long_scoreboard first (73.2% of 820 stall samples) "
+                           "and barrier at 24.4%"));
+  CHECK(has_evidence(d, "pc_sample_stall_share.long_scoreboard", 600.0 / 820.0));
+  CHECK(has_evidence(d, "pc_sample_stall_share.barrier", 200.0 / 820.0));
+  CHECK(contains(d.reason, "its samples sit on gather.cu:57 (200 samples, 100.0%)"));
+  CHECK(contains(d.finding->next_action, "At gather.cu:57"));
+  CHECK_FALSE(contains(d.finding->next_action, "producer"));  // not a scoreboard wait
+
+  // Ratios with too few samples, or failed sampling: evaluated on the ratios, lines not named.
+  KernelInput few = kernel_with_samples("kernel 0x10 a.cu:1 | | long_scoreboard=60\n");
+  few.metrics.set(stall("long_scoreboard"), 6.0);
+  auto f = run("d3.dominant_stall", few);
+  REQUIRE(f.outcome == Outcome::kFired);
+  CHECK(contains(f.reason, "lines not named: only 60 stall samples"));
+  KernelInput failed = kernel_with_samples("%error CUPTI_ERROR_NOT_SUPPORTED\n");
+  failed.metrics.set(stall("long_scoreboard"), 6.0);
+  auto x = run("d3.dominant_stall", failed);
+  REQUIRE(x.outcome == Outcome::kFired);
+  CHECK(contains(x.reason, "lines not named: PC sampling failed: CUPTI_ERROR_NOT_SUPPORTED"));
+  // No samples at all (an ncu CSV): nothing said about lines; Decision 6 says it once.
+  KernelInput csv = kernel_with({});
+  csv.metrics.set(stall("long_scoreboard"), 6.0);
+  auto n = run("d3.dominant_stall", csv);
+  REQUIRE(n.outcome == Outcome::kFired);
+  CHECK_FALSE(contains(n.reason, "samples"));
+}
+
+TEST_CASE("d3.dominant_stall: producer of a scoreboard wait from SASS text (synthetic)", "[d3][pc]") {
+  // short_scoreboard: the nearest preceding shared-memory load, not the global load before it, not
+  // a load after the consumer, not one in another function.
+  auto s = run("d3.dominant_stall", kernel_with_samples(R"(
+%line_info
+kernel 0x080 mm.cu:20 | LDG.E.128 R8, desc[UR4][R2.64] | selected=10
+kernel 0x0c0 mm.cu:30 | LDS.U.128 R12, [R0+0x10] | selected=10
+kernel 0x0d0 mm.cu:30 | @!P0 LDSM.16.M88.4 R16, [R1] | selected=10
+kernel 0x0e0 mm.cu:31 | HMMA.16816.F32 R20, R16, R12, R20 | short_scoreboard=300 wait=20
+kernel 0x0f0 mm.cu:33 | LDS R4, [R0] | selected=10
+helper 0x0d8 mm.cu:90 | LDS R5, [R7] | selected=10
+)"));
+  REQUIRE(s.outcome == Outcome::kFired);
+  CHECK(s.finding->detail == "short_scoreboard");
+  CHECK(contains(s.finding->next_action, "likely producer is @!P0 LDSM.16.M88.4 R16, [R1] @0xd0 (mm.cu:30)"));
+
+  // No SASS text: the producer is an earlier load on this or a preceding line.
+  auto bare = run("d3.dominant_stall", kernel_with_samples(R"(
+%line_info
+kernel 0x1a0 gather.cu:42 | | long_scoreboard=500 selected=20
+)"));
+  REQUIRE(bare.outcome == Outcome::kFired);
+  CHECK(contains(bare.finding->next_action, "@0x1a0"));
+  CHECK(contains(bare.finding->next_action, "the producer is an earlier global/local/texture load on this or a "
+                                            "preceding line"));
+
+  // No line information: the site is the function and PC offset.
+  auto nolines = run("d3.dominant_stall", kernel_with_samples(R"(
+kernel 0x100 - | LDG.E R2, [R6.64] | selected=50
+kernel 0x1a0 - | FFMA R4, R2, R3, R4 | long_scoreboard=500 selected=20
+)"));
+  REQUIRE(nolines.outcome == Outcome::kFired);
+  CHECK(contains(nolines.reason, "kernel pc 0x1a0 (500 samples, 100.0%)"));
+  CHECK(contains(nolines.reason, "-lineinfo"));
+  CHECK(contains(nolines.finding->next_action, "likely producer is LDG.E R2, [R6.64] @0x100 (no line information)"));
+}
+
+TEST_CASE("d3.low_eligible_warps from PC samples when the counters are missing (synthetic)", "[d3][pc]") {
+  // 120 selected + 300 not_selected of 1240 warp-state samples: 33.9% eligible.
+  auto c = run("d3.low_eligible_warps", kernel_with_samples(kGather));
+  REQUIRE(c.outcome == Outcome::kFired);
+  CHECK(c.finding->detail == "sampled");
+  CHECK(contains(c.reason, "sampled: 33.9% of 1240 warp-state samples"));
+  CHECK(contains(c.reason, "selected 120, not_selected 300"));
+  CHECK(has_evidence(c, "pc_sample_eligible_share", 420.0 / 1240.0));
+
+  auto busy = run("d3.low_eligible_warps", kernel_with_samples(R"(
+kernel 0x10 - | | long_scoreboard=100 selected=80 not_selected=60
+)"));
+  CHECK(busy.outcome == Outcome::kNotFired);
+  CHECK(contains(busy.reason, "58.3%"));
+
+  auto few = run("d3.low_eligible_warps", kernel_with_samples("kernel 0x10 - | | long_scoreboard=90\n"));
+  CHECK(few.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(few.reason, "only 90 warp-state samples"));
+
+  auto failed = run("d3.low_eligible_warps", kernel_with_samples("%error sampler busy\n"));
+  CHECK(failed.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(failed.reason, "PC sampling failed: sampler busy"));
+  CHECK(contains(failed.reason, "smsp__warps_eligible.avg.per_cycle_active"));
+
+  // The counters win when measured: 5 of 8 eligible does not fire whatever the samples say.
+  KernelInput both = kernel_with_samples(kGather);
+  both.metrics.set("smsp__warps_eligible.avg.per_cycle_active", 5.0);
+  both.metrics.set("smsp__warps_active.avg.per_cycle_active", 8.0);
+  auto m = run("d3.low_eligible_warps", both);
+  CHECK(m.outcome == Outcome::kNotFired);
+  CHECK_FALSE(contains(m.reason, "sampled"));
+}
+
+TEST_CASE("d3.bytes_in_flight reads the long_scoreboard share from samples without ratios (synthetic)", "[d3][pc]") {
+  KernelInput k = kernel_with_samples(kGather);
+  k.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 20);
+  k.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 15);
+  auto c = run("d3.bytes_in_flight", k);
+  REQUIRE(c.outcome == Outcome::kFired);
+  CHECK(contains(c.reason, "long_scoreboard 73.2% of 820 stall samples (PC sampling)"));
+
+  KernelInput other = kernel_with_samples("kernel 0x10 - | | barrier=300 long_scoreboard=20\n");
+  other.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 20);
+  other.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 15);
+  CHECK(run("d3.bytes_in_flight", other).outcome == Outcome::kNotFired);
 }

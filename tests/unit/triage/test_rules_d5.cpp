@@ -294,6 +294,24 @@ TEST_CASE("d5.memory_fences (synthetic)", "[d5]") {
   auto ne = run("d5.memory_fences", kernel_with({}));
   CHECK(ne.outcome == Outcome::kNotEvaluated);
   CHECK(contains(ne.reason, "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio"));
+
+  // Sampling that failed, or too few stall samples, says so.
+  auto failed = kernel_with({});
+  PcSampleSummary f;
+  f.error = "CUPTI_ERROR_NOT_SUPPORTED";
+  failed.pc_samples = f;
+  auto fc = run("d5.memory_fences", failed);
+  CHECK(fc.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(fc.reason, "PC sampling failed: CUPTI_ERROR_NOT_SUPPORTED"));
+  auto few = kernel_with({});
+  PcSampleSummary fs;
+  PcSampleLine fl;
+  fl.samples_by_reason = {{"membar", 40}, {"wait", 20}};
+  fs.lines.push_back(fl);
+  few.pc_samples = fs;
+  auto fw = run("d5.memory_fences", few);
+  CHECK(fw.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(fw.reason, "only 60 stall samples"));
 }
 
 TEST_CASE("d5.sysmem_peer_placement (synthetic)", "[d5]") {

@@ -8,6 +8,7 @@
 
 #include "catch.h"
 #include "cutriage/triage/rule.h"
+#include "pc_sample_text.h"
 #include "rule_test_support.h"
 
 using namespace cutriage::triage;
@@ -174,4 +175,87 @@ TEST_CASE("d6.shared_helper (synthetic)", "[d6]") {
   s3.lines.push_back(line("", 0, 0x40, "LDG", "", {{"long_scoreboard", 700}}));
   nameless.pc_samples = s3;
   CHECK(run("d6.shared_helper", nameless).outcome == Outcome::kNotEvaluated);
+}
+
+TEST_CASE("d6 rules say why when PC sampling failed (synthetic)", "[d6][pc]") {
+  KernelInput k = kernel();
+  PcSampleSummary s;
+  s.error = "cuptiPCSamplingEnable: CUPTI_ERROR_NOT_SUPPORTED";
+  k.pc_samples = s;
+  for (const Rule* r : rules_for(Decision::kD6SourceLines)) {
+    INFO(r->id);
+    auto c = run(r->id, k);
+    CHECK(c.outcome == Outcome::kNotEvaluated);
+    CHECK(contains(c.reason, "PC sampling failed: cuptiPCSamplingEnable: CUPTI_ERROR_NOT_SUPPORTED"));
+  }
+}
+
+TEST_CASE("d6 share checks refuse kernels with too few stall samples (synthetic)", "[d6][pc]") {
+  // 99 stall samples, all on one line: a 100% share of almost nothing.
+  KernelInput k = kernel_with_samples(R"(
+%line_info
+kernel 0x10 few.cu:3 | FFMA R1, R2, R3, R1 | long_scoreboard=99 selected=4000
+helper 0x20 few.cu:9 | MUFU.EX2 R4, R4 | selected=10
+)");
+  for (std::string_view id : {"d6.hot_line", "d6.focused_stall_on_line", "d6.shared_helper"}) {
+    INFO(id);
+    auto c = run(id, k);
+    CHECK(c.outcome == Outcome::kNotEvaluated);
+    CHECK(contains(c.reason, "only 99 stall samples (< 100)"));
+  }
+  // At the threshold they are evaluated; an override can lower it.
+  Thresholds t;
+  t.set("d6.hot_line.min_stall_samples", 50);
+  CHECK(run("d6.hot_line", k, t).outcome == Outcome::kFired);
+}
+
+TEST_CASE("d6 counts each warp state once across the device's spellings (synthetic)", "[d6][pc]") {
+  // The same kernel as hot_kernel(), in the names the CUDA 13 PC sampling API reports: every
+  // state with its _not_issued subset, plus a sample-count total that is not a warp state.
+  KernelInput k = kernel_with_samples(R"(
+%line_info
+kernel 0x1a0 gather.cu:42 | FFMA R4, R2, R3, R4 | smsp__pcsamp_warps_issue_stalled_long_scoreboard=500 smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued=480 smsp__pcsamp_warps_issue_stalled_wait=50 smsp__pcsamp_warps_issue_stalled_wait_not_issued=10 smsp__pcsamp_warps_issue_stalled_selected=5000 smsp__pcsamp_sample_count=9999
+kernel 0x1b0 gather.cu:42 | IADD3 R5, R5, 1, RZ | smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued=100
+kernel 0x2c0 gather.cu:57 | BAR.SYNC 0 | smsp__pcsamp_warps_issue_stalled_barrier=200 smsp__pcsamp_warps_issue_stalled_not_selected=3000
+kernel 0x300 gather.cu:60 | STG.E [R2], R4 | smsp__pcsamp_warps_issue_stalled_drain=150 smsp__pcsamp_warps_issue_stalled_drain_not_issued=150
+)");
+  auto c = run("d6.hot_line", k);
+  REQUIRE(c.outcome == Outcome::kFired);
+  CHECK(contains(c.reason, "650 of 1000"));  // as with the bare names
+  CHECK(c.finding->detail == "gather.cu:42");
+
+  auto f = run("d6.focused_stall_on_line", k);
+  REQUIRE(f.outcome == Outcome::kFired);
+  CHECK(f.finding->detail == "long_scoreboard at gather.cu:42");
+}
+
+TEST_CASE("d6.focused_stall_on_line points from the consumer to the producing load (synthetic)", "[d6][pc]") {
+  auto c = run("d6.focused_stall_on_line", kernel_with_samples(R"(
+%line_info
+kernel 0x180 gather.cu:41 | @P0 LDG.E.CONSTANT R2, desc[UR4][R6.64] | selected=40
+kernel 0x1a0 gather.cu:42 | FFMA R4, R2, R3, R4 | long_scoreboard=500 wait=50
+kernel 0x2c0 gather.cu:57 | BAR.SYNC 0 | barrier=200
+)"));
+  REQUIRE(c.outcome == Outcome::kFired);
+  const std::string& action = c.finding->next_action;
+  CHECK(contains(action, "At gather.cu:42: The long_scoreboard samples sit on the instruction that waits for "
+                         "the result (FFMA R4, R2, R3, R4 @0x1a0)"));
+  CHECK(contains(action, "likely producer is @P0 LDG.E.CONSTANT R2, desc[UR4][R6.64] @0x180 (gather.cu:41)"));
+
+  // A line dominated by a non-scoreboard reason gets no producer sentence.
+  auto b = run("d6.focused_stall_on_line", kernel_with_samples(R"(
+%line_info
+kernel 0x2c0 sync.cu:57 | BAR.SYNC 0 | barrier=500 wait=50
+)"));
+  REQUIRE(b.outcome == Outcome::kFired);
+  CHECK_FALSE(contains(b.finding->next_action, "producer"));
+}
+
+TEST_CASE("d6.hot_line says which launch was sampled (synthetic)", "[d6][pc]") {
+  KernelInput k = hot_kernel();
+  k.launch_index = 9;
+  k.pc_samples->from_launch_index = 12;
+  CHECK(contains(run("d6.hot_line", k).reason, "(sampled on launch 12)"));
+  k.pc_samples->from_launch_index = 9;
+  CHECK_FALSE(contains(run("d6.hot_line", k).reason, "sampled on launch"));
 }
