@@ -232,6 +232,12 @@ RuleVerdict sampled_eligible_share(RuleContext& ctx, const std::string& missing)
                                       "): too few for a sampled eligible share");
   }
   const uint64_t eligible = view.selected + view.not_selected;
+  // No warp issued in any sample: the sampler was not asked for the issue states (a stall-reason
+  // subset was configured), not a kernel that never issues.
+  if (eligible == 0) {
+    return RuleVerdict::not_evaluated(missing + "; the PC samples carry no selected or not_selected "
+                                                "states to count eligible warps by");
+  }
   const double ratio = static_cast<double>(eligible) / states;
   ctx.note("pc_sample_eligible_share", ratio);
   const double limit = ctx.threshold("eligible_to_active");

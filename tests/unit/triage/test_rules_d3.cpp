@@ -477,6 +477,11 @@ kernel 0x10 - | | long_scoreboard=100 selected=80 not_selected=60
   CHECK(busy.outcome == Outcome::kNotFired);
   CHECK(contains(busy.reason, "58.3%"));
 
+  // Samples without the issue states (a stall-reason subset was collected): no share, not 0%.
+  auto stalls_only = run("d3.low_eligible_warps", kernel_with_samples("kernel 0x10 - | | long_scoreboard=900\n"));
+  CHECK(stalls_only.outcome == Outcome::kNotEvaluated);
+  CHECK(contains(stalls_only.reason, "no selected or not_selected states"));
+
   auto few = run("d3.low_eligible_warps", kernel_with_samples("kernel 0x10 - | | long_scoreboard=90\n"));
   CHECK(few.outcome == Outcome::kNotEvaluated);
   CHECK(contains(few.reason, "only 90 warp-state samples"));
