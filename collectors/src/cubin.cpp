@@ -1,4 +1,5 @@
-// inspect_cubin (cubin.h): reads the ELF headers of a cubin, never the code.
+// inspect_cubin and function_code (cubin.h): read the ELF headers of a cubin, and the bytes of one
+// function's code section.
 //
 // The image comes from outside (a module-load callback copies whatever the application loaded),
 // so it is treated as hostile: every offset, size and count is checked against the buffer before
@@ -18,11 +19,15 @@
 //     executable section (.text.<name>). Device functions have their own .text.<name> section and
 //     .nv.info.<name> under -G or -rdc too, but never the entry bit; static and anonymous-namespace
 //     kernels are LOCAL symbols with the bit, so the binding is not looked at.
+//   * Every function (kernel, or non-inlined device function) has its code alone in an executable
+//     section named .text.<mangled name>, starting at section offset 0: the PC offsets of CUPTI's
+//     PC-sampling records are offsets into that section (function_code returns it as is).
 #include "cutriage/collectors/cubin.h"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 namespace cutriage::collectors {
@@ -35,6 +40,7 @@ constexpr size_t kShdrSize = 64;
 constexpr size_t kSymSize = 24;
 constexpr uint32_t kShtSymtab = 2;
 constexpr uint32_t kShtStrtab = 3;
+constexpr uint32_t kShtProgbits = 1;
 constexpr uint32_t kShtNobits = 8;
 constexpr uint64_t kShfExecinstr = 0x4;
 constexpr uint16_t kShnXindex = 0xffff;
@@ -163,6 +169,12 @@ class Image {
 
   [[nodiscard]] const std::vector<Section>& sections() const { return sections_; }
 
+  // The bytes of a section read_sections() accepted: within the image (checked there).
+  [[nodiscard]] std::vector<uint8_t> contents(const Section& s) const {
+    const uint8_t* begin = data_ + s.offset;
+    return {begin, begin + s.size};
+  }
+
  private:
   const uint8_t* data_;
   size_t size_;
@@ -188,9 +200,21 @@ std::string describe_non_elf(const uint8_t* data, size_t size) {
   return "no ELF magic";
 }
 
-}  // namespace
+// A name from the caller or the image, fit for a one-line error message: control bytes become '?',
+// and a very long name is cut.
+std::string printable(std::string_view name) {
+  constexpr size_t kMaxShown = 200;
+  std::string out(name.substr(0, kMaxShown));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  if (name.size() > kMaxShown) out += "...";
+  return out;
+}
 
-Result<CubinInfo> inspect_cubin(const uint8_t* data, size_t size) {
+// The ELF header checks both entry points make before reading the section table: afterwards the
+// 64-byte header is known to be inside the image.
+Status check_header(const uint8_t* data, size_t size) {
   if (data == nullptr || size == 0) return invalid("empty image");
   if (size < 4 || std::memcmp(data,
                               "\x7f"
@@ -203,6 +227,13 @@ Result<CubinInfo> inspect_cubin(const uint8_t* data, size_t size) {
   const uint16_t machine = u16(data + 18);
   if (machine != kEmCuda)
     return invalid("ELF for machine " + std::to_string(machine) + ", not CUDA (190)");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<CubinInfo> inspect_cubin(const uint8_t* data, size_t size) {
+  if (Status s = check_header(data, size); !s.is_ok()) return s;
 
   CubinInfo info;
   const uint32_t flags = u32(data + 48);
@@ -223,6 +254,46 @@ Result<CubinInfo> inspect_cubin(const uint8_t* data, size_t size) {
   }
   if (Status s = image.read_kernels(info.kernels); !s.is_ok()) return s;
   return info;
+}
+
+Result<std::vector<uint8_t>> function_code(const uint8_t* data, size_t size,
+                                           std::string_view mangled_name) {
+  if (mangled_name.empty()) return invalid("no function name given");
+  if (Status s = check_header(data, size); !s.is_ok()) return s;
+  Image image(data, size);
+  if (Status s = image.read_sections(); !s.is_ok()) return s;
+  constexpr std::string_view kPrefix = ".text.";
+  const std::string shown = printable(mangled_name);
+  const std::vector<Section>& sections = image.sections();
+  for (size_t i = 1; i < sections.size(); ++i) {  // section 0 is the null section, never code
+    const Section& section = sections[i];
+    std::optional<std::string_view> name = image.section_name(section);
+    if (!name) return invalid("a section name lies outside the section name table");
+    if (name->size() != kPrefix.size() + mangled_name.size() || name->substr(0, kPrefix.size()) != kPrefix ||
+        name->substr(kPrefix.size()) != mangled_name) {
+      continue;
+    }
+    // A NOBITS section has no bytes in the image (read_sections does not bound its offset), and
+    // a non-executable one is not code: either would be a forged name.
+    if (section.type != kShtProgbits || (section.flags & kShfExecinstr) == 0) {
+      return invalid("section .text." + shown + " is not executable code");
+    }
+    if (section.size == 0) return invalid("section .text." + shown + " is empty");
+    // read_sections() checked this already; checked again here because this is the one read of
+    // section contents, and a wrong bound would read outside the image.
+    if (!in_bounds(section.offset, section.size, size)) {
+      return invalid("section .text." + shown + " lies past the end of the image");
+    }
+    return image.contents(section);
+  }
+  // A well-formed cubin without that function: not "not a usable cubin" (invalid()'s prefix).
+  return Status(StatusCode::kInvalidArgument,
+                "no function " + shown + " with code in this cubin (no section .text." + shown + ")");
+}
+
+std::string sm_arch_name(uint32_t sm_arch) {
+  if (sm_arch == 0) return {};
+  return "sm_" + std::to_string(sm_arch);
 }
 
 }  // namespace cutriage::collectors

@@ -1,7 +1,7 @@
 // The CUPTI-backed Platform: callback subscription (launches, contexts, modules, NVTX), device
 // and function facts from the driver, the Activity API trace (activity_trace.cpp), NVTX
-// translation (nvtx_trace.cpp), and the range profiler and profiler host from range_profiler.cpp
-// and profiler_host.cpp.
+// translation (nvtx_trace.cpp), the range profiler and profiler host from range_profiler.cpp
+// and profiler_host.cpp, and PC sampling with cubin source correlation from pc_sampling.cpp.
 //
 // Driver entry points are looked up with dlsym in the already-loaded libcuda.so.1 rather than
 // linked: binaries holding this code (the collector tests) must start on machines without a
@@ -29,6 +29,7 @@
 #include "cupti_check.h"
 #include "cutriage/collectors/platform.h"
 #include "nvtx_trace.h"
+#include "pc_sampling.h"
 
 namespace cutriage::collectors {
 
@@ -425,16 +426,14 @@ class CuptiPlatform final : public Platform {
     return make_cupti_range_profiler(context.context);
   }
 
-  // TODO(issue 5): PC sampling collector (collectors/src/pc_sampling.cpp) replaces these.
-  Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& /*context*/) override {
-    return Status(StatusCode::kNotSupported, "PC sampling not built yet");
+  // PC sampling and source correlation: pc_sampling.cpp.
+  Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& context) override {
+    return make_cupti_pc_sampler(context.context);
   }
-  Result<uint64_t> cubin_crc(const std::vector<uint8_t>& /*cubin*/) override {
-    return Status(StatusCode::kNotSupported, "PC sampling not built yet");
-  }
-  Result<SourceLine> sass_to_source(const std::vector<uint8_t>& /*cubin*/, const std::string& /*function*/,
-                                    uint64_t /*pc_offset*/) override {
-    return Status(StatusCode::kNotSupported, "PC sampling not built yet");
+  Result<uint64_t> cubin_crc(const std::vector<uint8_t>& cubin) override { return cupti_cubin_crc(cubin); }
+  Result<SourceLine> sass_to_source(const std::vector<uint8_t>& cubin, const std::string& function,
+                                    uint64_t pc_offset) override {
+    return cupti_sass_to_source(cubin, function, pc_offset);
   }
 
  private:

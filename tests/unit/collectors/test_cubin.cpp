@@ -4,11 +4,14 @@
 // -G, and sm_80), when the toolkit is there (CUTRIAGE_CUBIN_DIR). SYNTHETIC inputs: the small ELF
 // images MiniElf assembles below, and every corruption of a real or synthetic image, are made up
 // here to exercise the parser's bounds checks; they come from no compiler.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "catch.h"
@@ -17,7 +20,9 @@
 #include "fuzz_replay.h"
 
 using cutriage::collectors::CubinInfo;
+using cutriage::collectors::function_code;
 using cutriage::collectors::inspect_cubin;
+using cutriage::collectors::sm_arch_name;
 using cutriage::collectors::StatusCode;
 using cutriage::fuzz::exercise_cubin;
 
@@ -63,6 +68,39 @@ void set_section_field32(Bytes& b, size_t index, size_t field_off, uint32_t v) {
   put32(b, static_cast<size_t>(get64(b, kShoff)) + index * get16(b, 58) + field_off, v);
 }
 
+// A section found by name with the test's own reading of the ELF tables (trusting the image), to
+// check function_code against: its index, file offset and size.
+struct RawSection {
+  size_t index = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+std::optional<RawSection> find_section(const Bytes& b, const std::string& name) {
+  const uint64_t shstr_off = section_field(b, get16(b, kShstrndx), 24);
+  for (size_t i = 0; i < get16(b, kShnum); ++i) {
+    const auto name_off = static_cast<size_t>(shstr_off + get32(b, static_cast<size_t>(get64(b, kShoff)) + i * get16(b, 58)));
+    if (std::string(reinterpret_cast<const char*>(b.data() + name_off)) == name) {
+      return RawSection{i, section_field(b, i, 24), section_field(b, i, 32)};
+    }
+  }
+  return std::nullopt;
+}
+
+Bytes code_ok(const Bytes& b, std::string_view name) {
+  auto r = function_code(b.data(), b.size(), name);
+  INFO(name << ": " << r.status().message());
+  REQUIRE(r.is_ok());
+  return r.value();
+}
+
+std::string code_error(const Bytes& b, std::string_view name) {
+  auto r = function_code(b.data(), b.size(), name);
+  INFO(name);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  return r.status().message();
+}
+
 CubinInfo inspect_ok(const Bytes& b) {
   auto r = inspect_cubin(b.data(), b.size());
   INFO(r.status().message());
@@ -79,6 +117,13 @@ std::string inspect_error(const Bytes& b) {
 
 bool contains(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
+}
+
+// 16 bytes first, first + 1, ...: the synthetic code of one function in mini_elf.
+Bytes mini_code(uint8_t first) {
+  Bytes code(16);
+  for (size_t i = 0; i < code.size(); ++i) code[i] = static_cast<uint8_t>(first + i);
+  return code;
 }
 
 // A minimal CUDA ELF (SYNTHETIC): a kernel "kern" (entry bit set) and a device function "helper"
@@ -109,10 +154,14 @@ Bytes mini_elf(bool line_info = false) {
   sym[48 + 4] = 0x12;
   put16(sym, 48 + 6, 5);  // .text.helper
   const size_t sym_off = append(sym.data(), sym.size());
-  const Bytes code(16, 0);
-  const size_t kern_off = append(code.data(), code.size());
-  const size_t helper_off = append(code.data(), code.size());
-  const size_t line_off = append(code.data(), code.size());
+  // The "code" of each function is a distinct byte pattern, so that function_code can be checked
+  // to return the right section's bytes.
+  const Bytes kern_code = mini_code(0x10);
+  const Bytes helper_code = mini_code(0x20);
+  const Bytes line_table(16, 0);
+  const size_t kern_off = append(kern_code.data(), kern_code.size());
+  const size_t helper_off = append(helper_code.data(), helper_code.size());
+  const size_t line_off = append(line_table.data(), line_table.size());
   while (b.size() % 8 != 0) b.push_back(0);
 
   struct Sh {
@@ -253,6 +302,73 @@ TEST_CASE("cubin: random corruption of a real cubin never breaks the contract", 
                 .empty());
   }
 }
+
+TEST_CASE("cubin: function_code returns each function's .text section of nvcc's builds", "[cubin]") {
+  for (const char* file : {"kernels_plain.cubin", "kernels_lineinfo.cubin", "kernels_debug.cubin",
+                           "kernels_sm80.cubin"}) {
+    INFO(file);
+    const Bytes b = read_cubin(file);
+    std::vector<std::string> functions = inspect_ok(b).kernels;
+    REQUIRE(functions.size() == 5);
+    // Under -G the device function keeps its own code (elsewhere it is inlined): PCs can be in it.
+    const bool debug = std::string_view(file) == "kernels_debug.cubin";
+    if (debug) functions.emplace_back("_Z9scale_onef");
+    for (const std::string& f : functions) {
+      INFO(f);
+      const std::optional<RawSection> raw = find_section(b, ".text." + f);
+      REQUIRE(raw.has_value());
+      const Bytes code = code_ok(b, f);
+      CHECK(code.size() == raw->size);
+      CHECK(Bytes(b.begin() + static_cast<long>(raw->offset),
+                  b.begin() + static_cast<long>(raw->offset + raw->size)) == code);
+      // Volta and later encode every instruction in 16 bytes; the first one is never all zeros.
+      CHECK(code.size() % 16 == 0);
+      REQUIRE(code.size() >= 16);
+      CHECK(std::any_of(code.begin(), code.begin() + 16, [](uint8_t c) { return c != 0; }));
+    }
+    // Names that are not functions of this cubin, or only part of one.
+    CHECK(contains(code_error(b, "no_such_kernel"), "no section .text.no_such_kernel"));
+    code_error(b, "plain_kerne");
+    code_error(b, "lain_kernel");
+    code_error(b, "");
+    if (!debug) code_error(b, "_Z9scale_onef");  // inlined: no code of its own
+    // Sections that merely end with a function's name (.nv.info.*, .rela.text.*, .nv.constant0.*)
+    // are never taken for its code.
+    code_error(b, "nv.info.plain_kernel");
+    code_error(b, "text.plain_kernel");
+  }
+}
+
+TEST_CASE("cubin: function_code on truncated and corrupted real cubins is an error", "[cubin]") {
+  const Bytes full = read_cubin("kernels_lineinfo.cubin");
+  const std::optional<RawSection> text = find_section(full, ".text.plain_kernel");
+  REQUIRE(text.has_value());
+  // Cut inside the function's code, right after it, and inside the section table.
+  const uint64_t table_end = get64(full, kShoff) + uint64_t{get16(full, kShnum)} * get16(full, 58);
+  for (uint64_t cut : {text->offset + 1, text->offset + text->size - 1, text->offset + text->size,
+                       table_end - 1}) {
+    INFO("cut at " << cut);
+    const Bytes prefix(full.begin(), full.begin() + static_cast<long>(cut));
+    code_error(prefix, "plain_kernel");
+  }
+  Bytes b = full;
+  set_section_field64(b, text->index, 24, full.size() - 8);  // code runs past the end
+  CHECK(contains(code_error(b, "plain_kernel"), "past the end"));
+  b = full;
+  set_section_field64(b, text->index, 32, 0xfffffffffffffff0ULL);  // size that overflows
+  code_error(b, "plain_kernel");
+  b = full;
+  set_section_field32(b, text->index, 4, 8);  // SHT_NOBITS: no bytes in the image
+  CHECK(contains(code_error(b, "plain_kernel"), "not executable code"));
+  b = full;
+  set_section_field64(b, text->index, 8, 0x2);  // SHF_ALLOC only: not code
+  CHECK(contains(code_error(b, "plain_kernel"), "not executable code"));
+  b = full;
+  set_section_field64(b, text->index, 32, 0);
+  CHECK(contains(code_error(b, "plain_kernel"), "empty"));
+  // The other functions are still found in an image whose plain_kernel section is broken.
+  CHECK(code_ok(b, "_Z13static_kernelPi").size() == find_section(full, ".text._Z13static_kernelPi")->size);
+}
 #endif
 
 TEST_CASE("cubin: a minimal synthetic image", "[cubin]") {
@@ -262,6 +378,45 @@ TEST_CASE("cubin: a minimal synthetic image", "[cubin]") {
   CHECK_FALSE(info.debug_build);
   CHECK(info.kernels == std::vector<std::string>{"kern"});
   CHECK(inspect_ok(mini_elf(/*line_info=*/true)).has_line_info);
+}
+
+TEST_CASE("cubin: function_code on a minimal synthetic image", "[cubin]") {
+  const Bytes b = mini_elf();
+  CHECK(code_ok(b, "kern") == mini_code(0x10));
+  CHECK(code_ok(b, "helper") == mini_code(0x20));  // a device function: code of its own, no entry bit
+  code_error(b, "ker");
+  code_error(b, "kern\n");
+  CHECK(code_error(b, std::string_view("kern\0x", 6)).find('\n') == std::string::npos);
+  code_error(b, "debug_line");  // a section that is not named .text.*
+  CHECK_FALSE(function_code(nullptr, 0, "kern").is_ok());
+  CHECK_FALSE(function_code(nullptr, 64, "kern").is_ok());
+  const Bytes fatbin = [] {
+    Bytes f(64, 0);
+    put32(f, 0, 0xba55ed50);
+    return f;
+  }();
+  CHECK(contains(code_error(fatbin, "kern"), "fatbinary"));
+  // Every prefix of the image: an error or the right bytes, never a read outside it.
+  for (size_t n = 0; n < b.size(); ++n) {
+    const Bytes prefix(b.begin(), b.begin() + static_cast<long>(n));
+    auto r = function_code(prefix.data(), prefix.size(), "kern");
+    if (r.is_ok()) CHECK(r.value() == mini_code(0x10));
+  }
+  // Section 0 (the null section) named like a function with code past the end: never read.
+  Bytes forged = b;
+  set_section_field32(forged, 0, 0, 27);  // ".text.kern"
+  set_section_field32(forged, 0, 4, 1);
+  set_section_field64(forged, 0, 8, 0x6);
+  set_section_field64(forged, 0, 24, 0xffffff00);
+  set_section_field64(forged, 0, 32, 16);
+  CHECK(code_ok(forged, "kern") == mini_code(0x10));
+}
+
+TEST_CASE("cubin: sm_arch_name", "[cubin]") {
+  CHECK(sm_arch_name(90) == "sm_90");
+  CHECK(sm_arch_name(80) == "sm_80");
+  CHECK(sm_arch_name(120) == "sm_120");
+  CHECK(sm_arch_name(0).empty());
 }
 
 TEST_CASE("cubin: what is not a cubin is an error, never a crash", "[cubin]") {
