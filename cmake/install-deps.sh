@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   protobuf-compiler libprotobuf-dev   # schema classes for the tool and tests (FindProtobuf)
+  zlib1g-dev                          # `cutriage pprof` gzips its profiles (FindZLIB)
   libprotozero-dev                    # header-only wire encoder used by the agent
   libspdlog-dev libfmt-dev            # header-only logging in the agent
   catch2                              # tests (v2.13 on Debian 12; v3 also works)

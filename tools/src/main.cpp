@@ -3,7 +3,8 @@
 // Exit codes (stable, scripts rely on them):
 //   0 ok; 1 usage error; 2 input missing or unreadable; 3 not a cutriage file;
 //   4 truncated cutriage file (complete records were used); 5 CSV not usable;
-//   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`).
+//   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`) or no
+//   PC samples (`pprof`).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "file_reader.h"
 #include "import.h"
 #include "ncu_csv.h"
+#include "pprof_export.h"
 #include "report.h"
 #include "run.h"
 #include "trace_export.h"
@@ -34,7 +36,8 @@ enum Exit : int {
   kWriteFailed = 6,
   kBadThresholds = 7,
   // 8 and 9 are `run`'s (agent library not found, application not started).
-  kNoTrace = 10,
+  kNoTrace = 10,    // `trace`: the file has no trace; `pprof`: it has no PC samples
+  kNoSamples = 10,
 };
 
 constexpr const char* kMainHelp =
@@ -46,13 +49,14 @@ constexpr const char* kMainHelp =
     "  report FILE.pb                    human summary, kernels sorted by time\n"
     "  json FILE.pb                      the file's records in the proto3 JSON mapping\n"
     "  trace FILE.pb [-o OUT.json]       the GPU timeline as Chrome trace JSON (Perfetto)\n"
+    "  pprof FILE.pb [-o OUT.pb.gz]      PC samples (stall reasons per line and SASS) for pprof\n"
     "  rules                             list the triage rules and their thresholds\n"
     "  metrics [--ncu]                   list the metrics the rules read\n"
     "\n"
     "`cutriage <command> --help` describes each command.\n"
     "exit codes: 0 ok, 1 usage, 2 unreadable input, 3 not a cutriage file, 4 truncated file,\n"
     "            5 unusable CSV, 6 cannot write output, 7 bad thresholds file,\n"
-    "            10 no trace in the file (`trace`);\n"
+    "            10 no trace in the file (`trace`), no PC samples (`pprof`);\n"
     "            `run` returns the application's own status (8 agent library not found,\n"
     "            9 application could not be started)\n";
 
@@ -95,6 +99,22 @@ constexpr const char* kTraceHelp =
     "  -o, --output OUT.json   where to write it (default: FILE.pb with .trace.json appended;\n"
     "                          - for stdout)\n"
     "exit code 10 when the file has no trace (the run was made without tracing).\n";
+
+constexpr const char* kPprofHelp =
+    "usage: cutriage pprof FILE.pb [-o OUT.pb.gz] [--kernel NAME]\n"
+    "\n"
+    "Writes the warp-state samples of PC sampling as a gzip-compressed pprof profile, for\n"
+    "`go tool pprof`, Perfetto or speedscope. Stacks, root to leaf: kernel (demangled name) >\n"
+    "source line (\"stencil.cu:42\", or \"pc 0x01a0\" without -lineinfo) > SASS PC (\"0x01a0\n"
+    "LDG.E ...\", the SASS from nvdisasm when it is installed) > warp state (\"long_scoreboard\").\n"
+    "Values are sample counts; the period is 2^N cycles per SM. The issue states selected and\n"
+    "not_selected are kept as leaves; every sample is labelled kind=stall or kind=issue\n"
+    "(`pprof -tagignore=kind=issue` shows the stalls only).\n"
+    "  -o, --output OUT.pb.gz   where to write it (default: FILE.pb with .pprof.pb.gz appended;\n"
+    "                           - for stdout)\n"
+    "  --kernel NAME            only kernels whose mangled or demangled name contains NAME\n"
+    "nvdisasm is looked for in $CUTRIAGE_NVDISASM, $PATH, $CUDA_HOME/bin, /usr/local/cuda/bin.\n"
+    "exit code 10 when the file (or the kernels NAME selects) has no PC samples.\n";
 
 bool wants_help(const std::vector<std::string>& args) {
   for (const std::string& a : args) {
@@ -358,6 +378,76 @@ int cmd_trace(const std::vector<std::string>& args) {
   return exit_for(r.status);
 }
 
+int cmd_pprof(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kPprofHelp;
+    return kOk;
+  }
+  std::string path, out_path;
+  tools::PprofOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-o" || a == "--output") {
+      if (i + 1 >= args.size()) return usage_error(a + " needs a file", kPprofHelp);
+      out_path = args[++i];
+    } else if (a == "--kernel") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return usage_error("--kernel needs a name", kPprofHelp);
+      options.kernel = args[++i];
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'", kPprofHelp);
+    } else if (path.empty()) {
+      path = a;
+    } else {
+      return usage_error("one file at a time", kPprofHelp);
+    }
+  }
+  if (path.empty()) return usage_error("which file?", kPprofHelp);
+  if (out_path.empty()) out_path = path + ".pprof.pb.gz";
+  options.source_name = path;
+  tools::ReadResult r;
+  if (!load(path, r)) return exit_for(r.status);
+  // Made in memory before the output is opened, so that no empty file is left behind when
+  // there is nothing to export.
+  tools::SassResolver sass;
+  tools::PprofStats stats;
+  std::ostringstream buffer;
+  if (std::optional<tools::PprofError> error = tools::export_pprof(r, options, sass, buffer, &stats)) {
+    if (error->kind == tools::PprofError::Kind::kNoSamples) {
+      std::cerr << "cutriage: " << path << ": " << error->message << "\n";
+      return kNoSamples;
+    }
+    std::cerr << "cutriage: cannot encode the profile"
+              << (error->message.empty() ? "" : ": " + error->message) << "\n";
+    return kWriteFailed;
+  }
+  for (const std::string& note : stats.notes) std::cerr << "cutriage: note: " << note << "\n";
+  const std::string compressed = buffer.str();
+  if (out_path == "-") {
+    std::cout.write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "cutriage: cannot write to stdout\n";
+      return kWriteFailed;
+    }
+    return exit_for(r.status);
+  }
+  {
+    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    if (out) out.write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+    out.close();
+    if (!out) {
+      std::cerr << "cutriage: cannot write '" << out_path << "'\n";
+      // Best effort: a partial profile would only mislead; the error above is what matters.
+      (void)std::remove(out_path.c_str());
+      return kWriteFailed;
+    }
+  }
+  std::cerr << "cutriage: " << stats.kernels << (stats.kernels == 1 ? " kernel, " : " kernels, ")
+            << stats.samples << " samples (" << stats.stall_samples << " stalls) in " << stats.stacks
+            << " stacks -> " << out_path << "\n";
+  return exit_for(r.status);
+}
+
 int cmd_rules() {
   for (const triage::Rule& rule : triage::all_rules()) {
     std::cout << rule.id << "  [" << triage::to_string(rule.decision) << "] " << rule.title << "\n";
@@ -416,6 +506,7 @@ int main(int argc, char** argv) {
     if (cmd == "report") return cmd_report(args);
     if (cmd == "json") return cmd_json(args);
     if (cmd == "trace") return cmd_trace(args);
+    if (cmd == "pprof") return cmd_pprof(args);
     if (cmd == "rules") return cmd_rules();
     if (cmd == "metrics") return cmd_metrics(args);
   } catch (const std::exception& e) {

@@ -14,6 +14,8 @@
 #include "cutriage/triage/rule.h"
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/writer.h"
+#include "demangle.h"
+#include "pc_samples.h"
 
 namespace cutriage::tools {
 
@@ -207,8 +209,114 @@ std::string verdict_text(const v1::Diagnosis& d) {
   return text;
 }
 
+// `s` in `width` columns, cut at the front ("…/src/stencil.cu:42"): a location's end (file name
+// and line) is what identifies it.
+std::string fit_tail(std::string_view s, size_t width) {
+  size_t w = text_width(s);
+  if (w <= width) return std::string(s) + std::string(width - w, ' ');
+  size_t skip = w - (width - 1);  // code points to drop
+  size_t i = 0;
+  for (size_t seen = 0; i < s.size(); ++i) {
+    bool starts = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    if (starts && seen++ == skip) break;
+  }
+  return "\u2026" + std::string(s.substr(i));
+}
+
+// "helper" for "_Z6helperf": how a device function is named next to a PC.
+std::string function_label(std::string_view mangled) {
+  std::string base = function_base_name(demangle(mangled));
+  return base.empty() ? std::string(mangled) : base;
+}
+
+// PC sampling of the kernel (KernelProfile.pc_sampling): the source lines holding the most stall
+// samples, each with its share of the kernel's stall samples, its dominant stall reason and the
+// instruction of its hottest PC; then the totals and what limits them (dropped samples, a full
+// hardware buffer, no line table, no disassembler).
+constexpr size_t kSourceLines = 5;
+constexpr size_t kSourceLinesVerbose = 20;
+void render_source_lines(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
+                         SassResolver& sass, const ReportOptions& options) {
+  const v1::PcSampling& pcs = k.pc_sampling();
+  const std::string label = "    source    ";
+  const std::string indent(label.size(), ' ');
+  const uint64_t launch = pcs.from_launch_index() != 0 ? pcs.from_launch_index() : k.launch_index();
+  const std::string what = "PC sampling" + (launch != 0 ? " of launch #" + std::to_string(launch) : std::string());
+  if (!pcs.error().empty()) {
+    put_wrapped(out, label, indent, what + " failed: " + pcs.error());
+    return;
+  }
+  const PcSamplingView view = read_pc_sampling(file, pcs);
+  const uint64_t total = pcs.total_samples() != 0 ? pcs.total_samples() : view.samples;
+  std::string totals = what + ": " + with_commas(total) + " samples (" + with_commas(view.stall_samples) + " stalls)";
+  if (pcs.dropped_samples() != 0) {
+    totals += ", " + with_commas(pcs.dropped_samples()) + " dropped (the sampler's buffers filled: shares are approximate)";
+  }
+  if (pcs.sampling_period_log2() != 0) {
+    totals += ", one sample per SM every 2^" + std::to_string(pcs.sampling_period_log2()) + " cycles";
+  }
+  if (pcs.hardware_buffer_full()) totals += ", hardware buffer full";
+  put_wrapped(out, label, indent, totals);
+  if (view.samples == 0) {
+    put_wrapped(out, indent, indent, "no samples were taken on this launch");
+  } else if (view.stall_samples == 0) {
+    put_wrapped(out, indent, indent,
+                "no stall samples: every sample found the warp issuing or eligible (selected, not_selected)");
+  } else {
+    const std::vector<SourceLineSamples> lines = source_lines(view);
+    const size_t limit = std::min(lines.size(), options.verbose ? kSourceLinesVerbose : kSourceLines);
+    constexpr size_t kLocationWidth = 36;
+    out << indent << " #  " << fit("line", kLocationWidth) << right("stalls", 8) << right("share", 8)
+        << "  dominant stall\n";
+    const std::string kernel_mangled(lookup(file, k.mangled_name_iid()));
+    for (size_t i = 0; i < limit; ++i) {
+      const SourceLineSamples& line = lines[i];
+      if (line.stall_samples == 0) break;  // the rest are issue states only
+      const SampledInstruction& hottest = view.pcs[line.hottest];
+      std::string location = line.file.empty()
+                                 ? "pc " + pc_hex(line.pc_offset) + " in " + function_label(line.function)
+                                 : line.file + ":" + std::to_string(line.line);
+      out << indent << right(std::to_string(i + 1), 2) << "  " << fit_tail(location, kLocationWidth)
+          << right(with_commas(line.stall_samples), 8)
+          << right(percent(double(line.stall_samples), double(view.stall_samples)), 8);
+      if (!line.stalls.empty()) {
+        out << "  " << line.stalls.front().first << " "
+            << percent(double(line.stalls.front().second), double(line.stall_samples));
+      }
+      out << "\n";
+      std::string text = hottest.sass.empty() ? sass.instruction(file, pcs, hottest.function, hottest.pc_offset)
+                                              : hottest.sass;
+      std::string where = pc_hex(hottest.pc_offset);
+      if (!line.file.empty() && !hottest.function.empty() && hottest.function != kernel_mangled) {
+        where += " in " + function_label(hottest.function);
+      }
+      const std::string sub = indent + "    ";
+      if (!text.empty()) {
+        where.append("  ").append(text);
+        std::string row = fit(where, kReportWidth - sub.size());
+        row.erase(row.find_last_not_of(' ') + 1);  // fit() pads; the row ends the line
+        out << sub << row << "\n";
+      } else if (!line.file.empty()) {
+        out << sub << "pc " << where << "\n";  // the line's hottest PC, without its SASS
+      }
+    }
+    if (lines.size() > limit) {
+      uint64_t rest = 0;
+      for (size_t i = limit; i < lines.size(); ++i) rest += lines[i].stall_samples;
+      if (rest != 0) {
+        const size_t more = lines.size() - limit;
+        out << indent << "(" << with_commas(more) << (more == 1 ? " more line, " : " more lines, ")
+            << percent(double(rest), double(view.stall_samples)) << " of the stall samples"
+            << (options.verbose ? "" : "; --verbose lists 20") << ")\n";
+      }
+    }
+  }
+  if (!pcs.has_line_info()) put_wrapped(out, indent, indent, "note: built without -lineinfo: showing SASS offsets");
+  for (const std::string& note : sass.take_notes()) put_wrapped(out, indent, indent + "      ", "note: " + note);
+}
+
 void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
-                   size_t rank, const ReportOptions& options) {
+                   size_t rank, const ReportOptions& options, SassResolver& sass) {
   std::string name(lookup(file, k.function_name_iid()));
   if (name.empty()) name = std::string(lookup(file, k.demangled_name_iid()));
   if (name.empty()) name = std::string(lookup(file, k.mangled_name_iid()));
@@ -302,6 +410,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     }
     out << "\n";
   }
+  if (k.has_pc_sampling()) render_source_lines(out, file, k, sass, options);
   // Other findings, one line each: what else fired besides the verdict. Decision 0's notes are
   // under "trust" and Decision 2's classifiers are the path itself, so they are left out here.
   bool header = false;
@@ -803,9 +912,10 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
   out << kernels.size() << " profiled kernel" << (kernels.size() == 1 ? "" : "s")
       << ", longest first\n\n";
   size_t rank = 0;
+  SassResolver sass(options.nvdisasm);  // one per report: each nvdisasm note is said once
   for (const auto* k : kernels) {
     if (options.max_kernels != 0 && rank == options.max_kernels) break;
-    render_kernel(out, file, *k, ++rank, options);
+    render_kernel(out, file, *k, ++rank, options, sass);
   }
   if (!unprofiled.empty()) {
     out << "not profiled\n";

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "file_reader.h"
+#include "sass.h"
 
 namespace cutriage::tools {
 
@@ -13,6 +14,8 @@ struct ReportOptions {
   // Kernel families listed in the application view (the rest are summed up in one line);
   // 0 = all. --verbose lists all.
   size_t max_families = 20;
+  // Where nvdisasm is looked for, to show the SASS of sampled PCs (sass.h); tests pin it.
+  NvdisasmSearch nvdisasm;
 };
 
 // When the file has a trace summary, the report opens with the application view: per device the
@@ -20,7 +23,9 @@ struct ReportOptions {
 // with their duration statistics, share and Amdahl ceiling, and per family the verdict and next
 // action of its profiled launch or why it was not profiled; then the session-level findings.
 // Then the kernels sorted by profiled duration, longest first; per kernel: verdict, trust, the path
-// through the decisions, the numbers behind the verdict, next action, estimated gain.
+// through the decisions, the numbers behind the verdict, next action, estimated gain, and for a
+// kernel with PC samples its "source" section: the lines with the most stall samples, their
+// share, dominant stall reason and hottest instruction, and the sampling totals.
 std::string render_report(const ReadResult& file, const ReportOptions& options);
 
 // The proto3 JSON mapping of the file's records. Empty string and `error` set on failure.

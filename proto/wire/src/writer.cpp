@@ -138,6 +138,113 @@ void put_diagnosis(protozero::pbf_writer& w, protozero::pbf_tag_type tag,
   put_string(m, 11, d.primary_rule);
 }
 
+// ---- PC sampling (KernelProfile.pc_sampling) ----------------------------------------------------
+
+// The interned ids of one PcSampling, resolved before the kernel record is opened (intern() appends
+// InternedString records to the output, which must precede the record that uses them).
+struct PcSamplingIds {
+  std::vector<size_t> order;  // indexes into PcSampleSummary::lines, hottest first
+  std::vector<uint64_t> function;  // by line index
+  std::vector<uint64_t> file;      // by line index
+  // By line index: (reason id, samples), most samples first, then by name.
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> stalls;
+  std::vector<uint64_t> code_function;  // by KernelRecord::pc_code index
+};
+
+// A PC's samples for ordering, each sample once: a "<state>_not_issued" count is the subset of
+// "<state>"'s in which nothing issued, so it counts only when "<state>" is absent; other
+// smsp__pcsamp_* names (smsp__pcsamp_sample_count) are totals, not warp states.
+uint64_t total_samples(const triage::PcSampleLine& line) {
+  constexpr std::string_view kNotIssued = "_not_issued";
+  constexpr std::string_view kPcSamp = "smsp__pcsamp_";
+  constexpr std::string_view kPcSampState = "smsp__pcsamp_warps_issue_stalled_";
+  uint64_t n = 0;
+  for (const auto& [reason, samples] : line.samples_by_reason) {
+    std::string_view r = reason;
+    if (r.substr(0, kPcSamp.size()) == kPcSamp && r.substr(0, kPcSampState.size()) != kPcSampState) continue;
+    if (r.size() > kNotIssued.size() && r.substr(r.size() - kNotIssued.size()) == kNotIssued &&
+        line.samples_by_reason.count(std::string(r.substr(0, r.size() - kNotIssued.size()))) != 0) {
+      continue;
+    }
+    n += samples;
+  }
+  return n;
+}
+
+// SampledPc order on the wire is hottest first (every warp state counted once), ties by function
+// and offset so that the same samples always encode to the same bytes.
+template <typename Intern>
+PcSamplingIds intern_pc_sampling(const triage::PcSampleSummary& pcs, const std::vector<FunctionCode>& code,
+                                 Intern&& intern) {
+  PcSamplingIds ids;
+  const size_t n = pcs.lines.size();
+  std::vector<uint64_t> totals(n);
+  for (size_t i = 0; i < n; ++i) totals[i] = total_samples(pcs.lines[i]);
+  ids.order.resize(n);
+  for (size_t i = 0; i < n; ++i) ids.order[i] = i;
+  std::sort(ids.order.begin(), ids.order.end(), [&](size_t a, size_t b) {
+    if (totals[a] != totals[b]) return totals[a] > totals[b];
+    const triage::PcSampleLine& la = pcs.lines[a];
+    const triage::PcSampleLine& lb = pcs.lines[b];
+    if (la.function != lb.function) return la.function < lb.function;
+    if (la.pc_offset != lb.pc_offset) return la.pc_offset < lb.pc_offset;
+    return a < b;
+  });
+  ids.function.resize(n);
+  ids.file.resize(n);
+  ids.stalls.resize(n);
+  for (size_t i : ids.order) {
+    const triage::PcSampleLine& line = pcs.lines[i];
+    ids.function[i] = intern(line.function);
+    ids.file[i] = intern(line.file);
+    std::vector<std::pair<const std::string*, uint64_t>> reasons;
+    reasons.reserve(line.samples_by_reason.size());
+    for (const auto& [reason, samples] : line.samples_by_reason) reasons.emplace_back(&reason, samples);
+    std::stable_sort(reasons.begin(), reasons.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (const auto& [reason, samples] : reasons) ids.stalls[i].emplace_back(intern(*reason), samples);
+  }
+  ids.code_function.reserve(code.size());
+  for (const FunctionCode& fc : code) ids.code_function.push_back(intern(fc.function));
+  return ids;
+}
+
+void put_pc_sampling(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const triage::PcSampleSummary& pcs,
+                     const PcSamplingIds& ids, const KernelRecord& k) {
+  protozero::pbf_writer m(w, tag);
+  // Written even when 0: a PcSampling with every field unset (an empty sampling, no error) would
+  // be dropped by protozero, and the reader could not tell it from a launch never sampled.
+  m.add_uint64(1, pcs.from_launch_index);
+  put_u32(m, 2, pcs.sampling_period_log2);
+  put_u64(m, 3, pcs.total_samples);
+  put_u64(m, 4, pcs.dropped_samples);
+  put_bool(m, 5, pcs.hardware_buffer_full);
+  put_bool(m, 6, pcs.has_line_info);
+  put_string(m, 7, pcs.error);
+  for (size_t i : ids.order) {
+    const triage::PcSampleLine& line = pcs.lines[i];
+    protozero::pbf_writer sp(m, 8);
+    put_u64(sp, 1, ids.function[i]);
+    sp.add_uint64(2, line.pc_offset);  // even 0 (the first instruction): keeps the SampledPc
+    put_u64(sp, 3, ids.file[i]);
+    put_u32(sp, 4, line.line);
+    put_string(sp, 5, line.sass);
+    for (const auto& [reason, samples] : ids.stalls[i]) {
+      protozero::pbf_writer sc(sp, 6);
+      put_u64(sc, 1, reason);
+      sc.add_uint64(2, samples);  // even 0: keeps the StallCount
+    }
+  }
+  for (size_t i = 0; i < k.pc_code.size(); ++i) {
+    const FunctionCode& fc = k.pc_code[i];
+    protozero::pbf_writer code(m, 9);
+    put_u64(code, 1, ids.code_function[i]);
+    // Raw bytes, not text: never through put_text's UTF-8 repair. Written even when empty.
+    code.add_bytes(2, reinterpret_cast<const char*>(fc.text.data()), fc.text.size());
+  }
+  put_string(m, 10, k.pc_sm_arch);
+}
+
 // One Record holding `payload` as its oneof field `tag`, as a File.records field. The payload is
 // written even when it is empty: protozero drops empty nested messages, and a Record without its
 // payload reads as corrupt, which would end the reader's salvage there (an empty TraceChunk, a
@@ -232,6 +339,13 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     uint64_t u = intern(value.unit, out);
     ids.push_back({n, u});
   }
+  // PC sampling's functions, files and warp-state names; pc_code and pc_sm_arch are written only
+  // inside a PcSampling (the schema has no other place for them), so without samples they are not.
+  PcSamplingIds pc_ids;
+  if (in.pc_samples) {
+    pc_ids = intern_pc_sampling(*in.pc_samples, k.pc_code,
+                                [&](std::string_view v) { return intern(v, out); });
+  }
 
   std::string payload;
   {
@@ -291,6 +405,7 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     for (const std::string& name : k.rejected_metrics) put_text(m, 25, name);
     put_u64(m, 26, k.family_id);
     put_u32(m, 27, k.revision);
+    if (in.pc_samples) put_pc_sampling(m, 28, *in.pc_samples, pc_ids, k);
   }
   out += as_record(f::kRecordKernel, payload);
   return out;

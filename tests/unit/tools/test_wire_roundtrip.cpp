@@ -9,6 +9,7 @@
 #include "cutriage/v1/cutriage.pb.h"
 #include "cutriage/wire/writer.h"
 #include "file_reader.h"
+#include "pc_sampling_fixture.h"
 #include "trace_fixture.h"
 
 #if __has_include(<catch2/catch_approx.hpp>)
@@ -647,4 +648,120 @@ TEST_CASE("wire: the trace enums of the engine, the records and the schema agree
   CHECK(static_cast<int>(wire::FamilySelection::kTraceOnly) == v1::FamilyStats::SELECTION_TRACE_ONLY);
   CHECK(v1::FamilyStats::Selection_MAX == static_cast<int>(wire::FamilySelection::kTraceOnly));
   CHECK(v1::CopyExecution::Kind_MAX == static_cast<int>(triage::CopyKind::kOther));
+}
+
+TEST_CASE("wire: PC sampling parses with the generated classes, field by field (synthetic samples)",
+          "[wire][pc]") {
+  using P = cutriage::testing::SyntheticPc;
+  const wire::KernelRecord k = cutriage::testing::synthetic_pc_kernel();
+  wire::RecordEncoder enc;
+  std::string bytes = enc.session(cutriage::testing::synthetic_pc_session());
+  bytes += enc.kernel(k);
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  // Interned definitions precede the record that uses them.
+  int kernel_record = -1;
+  for (int i = 0; i < r.file.records_size(); ++i) {
+    if (r.file.records(i).has_kernel()) kernel_record = i;
+  }
+  REQUIRE(kernel_record == r.file.records_size() - 1);
+  const v1::KernelProfile& kp = r.file.records(kernel_record).kernel();
+  REQUIRE(kp.has_pc_sampling());
+  const v1::PcSampling& pcs = kp.pc_sampling();
+  CHECK(pcs.from_launch_index() == P::kSampledLaunch);
+  CHECK(pcs.sampling_period_log2() == 12);
+  CHECK(pcs.total_samples() == P::kSamples);
+  CHECK(pcs.dropped_samples() == 7);
+  CHECK_FALSE(pcs.hardware_buffer_full());
+  CHECK(pcs.has_line_info());
+  CHECK(pcs.error().empty());
+  CHECK(pcs.sm_arch() == "sm_90");
+
+  // Hottest first, each sample counted once: the _not_issued subset of long_scoreboard and the
+  // smsp__pcsamp_sample_count total do not weigh in the order.
+  const std::vector<uint64_t> expected_order = {0x0110, 0x0130, 0x00d0, 0x01a0, 0x0010, 0x0020, 0x0040, 0x0180};
+  REQUIRE(pcs.pcs_size() == static_cast<int>(expected_order.size()));
+  for (int i = 0; i < pcs.pcs_size(); ++i) {
+    INFO("SampledPc " << i);
+    CHECK(pcs.pcs(i).pc_offset() == expected_order[static_cast<size_t>(i)]);
+  }
+  // Every field of every SampledPc against the input line it came from.
+  const triage::PcSampleSummary& in = *k.input.pc_samples;
+  for (const v1::SampledPc& pc : pcs.pcs()) {
+    const triage::PcSampleLine* src = nullptr;
+    for (const triage::PcSampleLine& l : in.lines) {
+      if (l.pc_offset == pc.pc_offset() && l.function == tools::lookup(r, pc.function_iid())) src = &l;
+    }
+    INFO("pc " << pc.pc_offset());
+    REQUIRE(src != nullptr);
+    CHECK(tools::lookup(r, pc.file_iid()) == src->file);
+    CHECK(pc.line() == src->line);
+    CHECK(pc.sass() == src->sass);
+    REQUIRE(pc.stalls_size() == static_cast<int>(src->samples_by_reason.size()));
+    uint64_t previous = UINT64_MAX;
+    for (const v1::StallCount& sc : pc.stalls()) {
+      const std::string reason(tools::lookup(r, sc.reason_iid()));
+      REQUIRE(src->samples_by_reason.count(reason) == 1);
+      CHECK(sc.samples() == src->samples_by_reason.at(reason));
+      CHECK(sc.samples() <= previous);  // most samples first
+      previous = sc.samples();
+    }
+  }
+  const v1::SampledPc& store = pcs.pcs(3);
+  CHECK(store.sass() == "STG.E desc[UR4][R2.64], R9");
+  CHECK(tools::lookup(r, store.function_iid()) == P::kKernel);
+  CHECK(tools::lookup(r, pcs.pcs(4).function_iid()) == P::kHelper);
+  CHECK(tools::lookup(r, pcs.pcs(4).file_iid()) == P::kHeader);
+  CHECK(pcs.pcs(4).line() == 12);
+  CHECK(tools::lookup(r, pcs.pcs(0).stalls(0).reason_iid()) ==
+        "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
+
+  REQUIRE(pcs.code_size() == 2);
+  CHECK(tools::lookup(r, pcs.code(0).function_iid()) == P::kKernel);
+  CHECK(pcs.code(0).text() == std::string(k.pc_code[0].text.begin(), k.pc_code[0].text.end()));
+  CHECK(pcs.code(0).text().size() == P::kKernelCodeBytes);
+  CHECK(tools::lookup(r, pcs.code(1).function_iid()) == P::kHelper);
+  CHECK(pcs.code(1).text() == std::string(k.pc_code[1].text.begin(), k.pc_code[1].text.end()));
+
+  // The same kernel again: its names, files and warp states are interned already.
+  const std::string again = enc.kernel(k);
+  v1::File second;
+  REQUIRE(second.ParseFromString(again));
+  REQUIRE(second.records_size() == 1);
+  CHECK(second.records(0).has_kernel());
+}
+
+TEST_CASE("wire: PC sampling that failed, or that holds nothing, is still written (synthetic)", "[wire][pc]") {
+  wire::RecordEncoder enc;
+  std::string bytes = enc.session(cutriage::testing::synthetic_pc_session());
+  bytes += enc.kernel(cutriage::testing::synthetic_pc_kernel_failed());
+  wire::KernelRecord empty;  // sampled, no sample, no error: present, every field at its default
+  empty.input.mangled_name = "_Z5emptyv";
+  empty.input.pc_samples = triage::PcSampleSummary{};
+  bytes += enc.kernel(empty);
+  wire::KernelRecord code_only;  // code without samples has nowhere to go: not written
+  code_only.input.mangled_name = "_Z4codev";
+  code_only.pc_code = {{"_Z4codev", {1, 2, 3}}};
+  code_only.pc_sm_arch = "sm_90";
+  bytes += enc.kernel(code_only);
+  wire::KernelRecord first_pc;  // a SampledPc at offset 0 with nothing else set survives
+  first_pc.input.mangled_name = "_Z5firstv";
+  first_pc.input.pc_samples = triage::PcSampleSummary{};
+  first_pc.input.pc_samples->lines.emplace_back();
+  bytes += enc.kernel(first_pc);
+
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const auto kernels = tools::current_kernels(r);
+  REQUIRE(kernels.size() == 4);
+  REQUIRE(kernels[0]->has_pc_sampling());
+  CHECK(kernels[0]->pc_sampling().error() == "cuptiPCSamplingEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES");
+  CHECK(kernels[0]->pc_sampling().from_launch_index() == 41);
+  CHECK(kernels[0]->pc_sampling().pcs_size() == 0);
+  CHECK(kernels[1]->has_pc_sampling());
+  CHECK(kernels[1]->pc_sampling().pcs_size() == 0);
+  CHECK_FALSE(kernels[2]->has_pc_sampling());
+  REQUIRE(kernels[3]->has_pc_sampling());
+  REQUIRE(kernels[3]->pc_sampling().pcs_size() == 1);
+  CHECK(kernels[3]->pc_sampling().pcs(0).pc_offset() == 0);
 }

@@ -124,6 +124,7 @@ struct KernelRecord {
   uint32_t revision = 0;
   // PC sampling: the samples are input.pc_samples (KernelProfile.pc_sampling on the wire); these
   // are the raw instructions of the sampled functions for the tool to disassemble, and their arch.
+  // They travel inside PcSampling, so they are written only when input.pc_samples is set.
   std::vector<FunctionCode> pc_code;
   std::string pc_sm_arch;  // "sm_90"
 };
