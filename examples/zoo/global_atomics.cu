@@ -25,12 +25,14 @@ __global__ void zoo_global_atomics(unsigned long long* __restrict__ counters,
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const unsigned long long v = ((tid + k) & 0xFFu) + 1u;
-    seen |= atomicAdd(&counters[((threadIdx.x + k) % kCounters) * kStride], v);  // cutriage-hot: long_scoreboard|lg_throttle
+    seen |= atomicAdd(&counters[((threadIdx.x + k) % kCounters) * kStride], v);
   }
   // Counter values never reach 2^62: this store never happens, but it keeps
   // the atomics' return values (ATOM instead of fire-and-forget RED).
-  if (seen >> 62) *sentinel = tid;
+  if (seen >> 62) *sentinel = tid;  // cutriage-hot: long_scoreboard (waits on line 28's atomics)
 }
+// Hot line: the warps wait for the atomics where their results are first used;
+// PC samples sit on that consuming instruction, not on the atomic (seen on the H200).
 
 int main() {
   const unsigned n = 8u << 20;

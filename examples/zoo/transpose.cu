@@ -31,8 +31,11 @@ __global__ void zoo_transpose_naive(const float* __restrict__ in, float* __restr
   x = blockIdx.y * kTile + threadIdx.x;  // column in `out`
   y = blockIdx.x * kTile + threadIdx.y;  // row in `out`
   for (int j = 0; j < kTile; j += kRowsPerPass)
-    out[size_t(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];  // 32-way conflict; cutriage-hot: short_scoreboard|mio_throttle
+    out[size_t(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];  // 32-way conflict; cutriage-hot: barrier|short_scoreboard|mio_throttle
 }
+// Hot line of the naive kernel: its conflicted shared loads wait on short_scoreboard and
+// mio_throttle, and the warps waiting at __syncthreads() are sampled on the next instruction,
+// that line's first LDS, so barrier is there too (seen on the H200).
 
 __global__ void zoo_transpose_padded(const float* __restrict__ in, float* __restrict__ out,
                                      int rows, int cols) {
