@@ -77,7 +77,7 @@ for r in $(seq "$runs"); do
       if [ "$mode" = sampled ] && [ -f "$pb" ]; then n=$(sampled_launches "$pb"); fi
       echo "$p $mode run$r rc=$rc wall_s=$d sampled_launches=$n" >>"$raw"
       wall[$p.$mode]+="$d "
-      samples[$p]="$n"
+      if [ "$mode" = sampled ]; then samples[$p]="$n"; fi
       rm -f "$pb" "$out"/ncu-tmp.ncu-rep
     done
   done
