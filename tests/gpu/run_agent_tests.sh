@@ -94,7 +94,7 @@ for p in strided_load transpose register_spill global_atomics strided_load_nolin
 done
 command -v nvdisasm >/dev/null && note "nvdisasm: $(nvdisasm --version | tail -1)" || note "nvdisasm: not found"
 
-for p in multithread two_contexts graphs timeline; do
+for p in multithread two_contexts graphs timeline jit_ptx; do
   compare "prog_$p" "$out/agent/prog_$p.pb" '' "$PWD/$build/tests/gpu/gpu_$p"
   "$cli" report "$out/agent/prog_$p.pb" >"$out/logs/prog_$p.report.txt" 2>&1
 done
