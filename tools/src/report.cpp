@@ -266,17 +266,19 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
     const std::vector<SourceLineSamples> lines = source_lines(view);
     const size_t limit = std::min(lines.size(), options.verbose ? kSourceLinesVerbose : kSourceLines);
     constexpr size_t kLocationWidth = 36;
-    out << indent << " #  " << fit("line", kLocationWidth) << right("stalls", 8) << right("share", 8)
+    out << indent << " #  " << fit("location", kLocationWidth) << right("stalls", 8) << right("share", 8)
         << "  dominant stall\n";
     const std::string kernel_mangled(lookup(file, k.mangled_name_iid()));
     for (size_t i = 0; i < limit; ++i) {
       const SourceLineSamples& line = lines[i];
       if (line.stall_samples == 0) break;  // the rest are issue states only
       const SampledInstruction& hottest = view.pcs[line.hottest];
-      std::string location = line.file.empty()
-                                 ? "pc " + pc_hex(line.pc_offset) + " in " + function_label(line.function)
-                                 : line.file + ":" + std::to_string(line.line);
-      out << indent << right(std::to_string(i + 1), 2) << "  " << fit_tail(location, kLocationWidth)
+      // "file:line" keeps its end when cut (the file name and line); "pc 0x.. in fn" its start.
+      const std::string location = line.file.empty()
+                                       ? fit("pc " + pc_hex(line.pc_offset) + " in " + function_label(line.function),
+                                             kLocationWidth)
+                                       : fit_tail(line.file + ":" + std::to_string(line.line), kLocationWidth);
+      out << indent << right(std::to_string(i + 1), 2) << "  " << location
           << right(with_commas(line.stall_samples), 8)
           << right(percent(double(line.stall_samples), double(view.stall_samples)), 8);
       if (!line.stalls.empty()) {
@@ -305,7 +307,9 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
       for (size_t i = limit; i < lines.size(); ++i) rest += lines[i].stall_samples;
       if (rest != 0) {
         const size_t more = lines.size() - limit;
-        out << indent << "(" << with_commas(more) << (more == 1 ? " more line, " : " more lines, ")
+        const char* more_text = view.has_line_info ? (more == 1 ? " more line, " : " more lines, ")
+                                                   : (more == 1 ? " more PC, " : " more PCs, ");
+        out << indent << "(" << with_commas(more) << more_text
             << percent(double(rest), double(view.stall_samples)) << " of the stall samples"
             << (options.verbose ? "" : "; --verbose lists 20") << ")\n";
       }

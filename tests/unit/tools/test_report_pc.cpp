@@ -69,7 +69,7 @@ TEST_CASE("report: source lines of a sampled kernel, PCs as offsets without nvdi
   CHECK(stencil ==
         "    source    PC sampling of launch #18: 1,095 samples (965 stalls), 7 dropped (the sampler's\n"
         "              buffers filled: shares are approximate), one sample per SM every 2^12 cycles\n"
-        "               #  line                                  stalls   share  dominant stall\n"
+        "               #  location                              stalls   share  dominant stall\n"
         "               1  src/stencil.cu:5                         700   72.5%  long_scoreboard 85.7%\n"
         "                  pc 0x0110\n"
         "               2  src/stencil.cu:6                         120   12.4%  wait 75.0%\n"
@@ -90,7 +90,7 @@ TEST_CASE("report: source lines of a sampled kernel, PCs as offsets without nvdi
   // Without line information: the PC and its function stand for the line, and a note says why.
   CHECK(block(text, "    source    PC sampling of launch #31") ==
         "    source    PC sampling of launch #31: 80 samples (60 stalls), one sample per SM every 2^10 cycles\n"
-        "               #  line                                  stalls   share  dominant stall\n"
+        "               #  location                              stalls   share  dominant stall\n"
         "               1  pc 0x0050 in scale                        60  100.0%  long_scoreboard 100.0%\n"
         "              note: built without -lineinfo: showing SASS offsets\n");
   // A failed sampling says why, and nothing else.
@@ -151,6 +151,12 @@ TEST_CASE("report: only issue states, no samples, a full buffer, a long path", "
     if (!l.file.empty()) l.file = "/home/someone/projects/a/rather/long/path/to/the/sources/" + l.file;
   }
   bytes += enc.kernel(deep);
+  wire::KernelRecord long_name = testing::synthetic_pc_kernel_without_lines();
+  long_name.input.mangled_name = "_Z34a_very_long_kernel_name_for_widthsPfi";
+  long_name.input.launch_index = 70;
+  long_name.input.pc_samples->from_launch_index = 71;
+  long_name.input.pc_samples->lines[0].function = long_name.input.mangled_name;
+  bytes += enc.kernel(long_name);
 
   const std::string text = report(bytes, testing::no_nvdisasm());
   INFO(text);
@@ -166,6 +172,9 @@ TEST_CASE("report: only issue states, no samples, a full buffer, a long path", "
   // own launch stands in when the sampled launch is not named.
   const std::string deep_section = block(text, "    source    PC sampling of launch #60");
   CHECK(deep_section.find("               1  \u2026ath/to/the/sources/src/stencil.cu:5     700") != std::string::npos);
+  // Without a line the PC leads, so a long function name is cut at its end instead.
+  CHECK(block(text, "    source    PC sampling of launch #71").find(
+            "               1  pc 0x0050 in a_very_long_kernel_nam\u2026      60  100.0%") != std::string::npos);
   for (const std::string& line : lines_of(text)) {
     INFO(line);
     CHECK(columns(line) <= 100);
