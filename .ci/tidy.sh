@@ -19,7 +19,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="${CUTRIAGE_CLANGXX:-clang++-14}" -DCUTRIAGE_CUDA=AUTO \
   -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_BUILD_FUZZERS=ON "-DCUTRIAGE_SANITIZE=address;undefined" >/dev/null
 # Generated headers the sources include.
-cmake --build "$build" --target proto/gen/cutriage/v1/cutriage.pb.h >/dev/null
+cmake --build "$build" --target proto/gen/cutriage/v1/cutriage.pb.h tools/gen/pprof/profile.pb.h >/dev/null
 
 if (($# > 0)); then
   files=()

@@ -88,6 +88,64 @@ struct CubinFacts {
   uint32_t sm_arch = 0;
 };
 
+// The line of every instruction of one function (sm_70 and later: 16-byte instructions).
+struct FunctionLines {
+  bool queried = false;
+  std::string home_file;  // the file of the first instruction with a line
+  std::vector<std::pair<std::string, uint32_t>> by_instruction;  // "" = no line
+};
+
+constexpr uint64_t kInstructionBytes = 16;
+
+void attribute_inlined(triage::PcSampleSummary& s, const std::map<uint64_t, CubinFacts>& by_crc,
+                       const std::map<std::string, std::pair<uint64_t, uint64_t>>& function_samples,
+                       collectors::Platform& platform, const PcSummaryLimits& limits) {
+  if (!s.has_line_info) return;
+  size_t queries = 0;
+  std::map<std::string, FunctionLines> functions;
+  auto lines_of = [&](const std::string& name) -> const FunctionLines* {
+    FunctionLines& fl = functions[name];
+    if (fl.queried) return &fl;
+    fl.queried = true;
+    auto fs = function_samples.find(name);
+    if (fs == function_samples.end()) return nullptr;
+    auto facts = by_crc.find(fs->second.second);
+    if (facts == by_crc.end() || !facts->second.cubin || !facts->second.has_line_info ||
+        facts->second.sm_arch < 70) {
+      return nullptr;
+    }
+    const std::vector<uint8_t>& cubin = *facts->second.cubin;
+    collectors::Result<std::vector<uint8_t>> text = collectors::function_code(cubin.data(), cubin.size(), name);
+    if (!text.is_ok()) return nullptr;
+    const size_t n = text.value().size() / kInstructionBytes;
+    if (queries + n > limits.max_inline_queries) return nullptr;
+    queries += n;
+    fl.by_instruction.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      collectors::Result<collectors::SourceLine> src = platform.sass_to_source(cubin, name, i * kInstructionBytes);
+      if (!src.is_ok() || src.value().file.empty()) continue;
+      fl.by_instruction[i] = {src.value().file, src.value().line};
+      if (fl.home_file.empty()) fl.home_file = src.value().file;
+    }
+    return &fl;
+  };
+  for (triage::PcSampleLine& line : s.lines) {
+    if (line.file.empty()) continue;
+    const FunctionLines* fl = lines_of(line.function);
+    if (fl == nullptr || fl->home_file.empty() || line.file == fl->home_file) continue;
+    // Walk back to the nearest instruction of the function's own file: the calling line.
+    for (size_t i = std::min<size_t>(line.pc_offset / kInstructionBytes, fl->by_instruction.size()); i-- > 0;) {
+      const auto& [file, ln] = fl->by_instruction[i];
+      if (file != fl->home_file) continue;
+      line.inlined_file = std::move(line.file);
+      line.inlined_line = line.line;
+      line.file = file;
+      line.line = ln;
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 PcSummary build_pc_summary(const collectors::PcSampleBatch& batch, CubinCache& cubins,
@@ -173,6 +231,7 @@ PcSummary build_pc_summary(const collectors::PcSampleBatch& batch, CubinCache& c
     s.lines.push_back(std::move(line));
   }
   s.has_line_info = any_line_table && out.correlated_pcs > 0;
+  attribute_inlined(s, by_crc, function_samples, platform, limits);
 
   // The hottest functions' instructions, for the tool's disassembly.
   std::vector<std::pair<uint64_t, std::string>> functions;

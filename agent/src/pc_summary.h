@@ -62,6 +62,9 @@ struct PcSummaryLimits {
   size_t max_correlated_pcs = 2000;     // hottest distinct PCs mapped to lines; the rest keep offsets
   size_t max_code_bytes = size_t{512} << 10;  // per function, for the tool's disassembly
   size_t max_functions_with_code = 8;
+  // Line queries for finding the calling lines of inlined helpers (every instruction of a function
+  // that has samples in another file than its own), over the whole batch.
+  size_t max_inline_queries = 50000;
 };
 
 // A batch turned into what the engine and the file need.
@@ -78,6 +81,13 @@ struct PcSummary {
 // batch's reason table, orders the PCs hottest first and maps them to source lines through the
 // cached cubins. A cubin without a line table (built without -lineinfo) is not queried: its PCs
 // keep their offsets and the summary says has_line_info = false.
+//
+// Inlined helpers: CUPTI's line of an instruction inlined from a helper (atomicAdd's body in
+// device_atomic_functions.hpp) is the helper's. Such a PC is attributed to the calling line: the
+// nearest earlier instruction of its function whose line is in the function's own file (the file
+// of its first instruction), and the helper's position is kept as inlined_file/inlined_line. A
+// heuristic (code motion can put the call site's instructions elsewhere), used because neither
+// CUPTI nor the cubin API says which line an inlined instruction was called from.
 PcSummary build_pc_summary(const collectors::PcSampleBatch& batch, CubinCache& cubins,
                            collectors::Platform& platform, const PcSummaryLimits& limits = {});
 

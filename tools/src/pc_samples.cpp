@@ -62,6 +62,8 @@ PcSamplingView read_pc_sampling(const ReadResult& file, const v1::PcSampling& pc
     in.file = std::string(lookup(file, pc.file_iid()));
     in.line = pc.line();
     in.sass = pc.sass();
+    in.inlined_file = std::string(lookup(file, pc.inlined_file_iid()));
+    in.inlined_line = pc.inlined_line();
     // Canonical state -> (samples of the plain form, seen; samples of the _not_issued form).
     struct Forms {
       uint64_t all = 0;

@@ -42,6 +42,9 @@ struct SampledInstruction {
   std::string file;      // "" = unknown
   uint32_t line = 0;     // 0 = unknown
   std::string sass;      // as the writer knew it; "" = not written (see sass.h)
+  // In a helper inlined into `function`: file/line are the calling line, these the helper's.
+  std::string inlined_file;
+  uint32_t inlined_line = 0;
   std::vector<WarpStateSamples> states;  // most samples first, then by name; none with 0
   uint64_t samples = 0;        // every state
   uint64_t stall_samples = 0;  // stall states only

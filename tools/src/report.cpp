@@ -292,6 +292,13 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
       if (!line.file.empty() && !hottest.function.empty() && hottest.function != kernel_mangled) {
         where += " in " + function_label(hottest.function);
       }
+      if (!hottest.inlined_file.empty()) {
+        // Attributed to the calling line; say where the instruction's own code is.
+        const size_t slash = hottest.inlined_file.find_last_of('/');
+        where += " (inlined from " +
+                 (slash == std::string::npos ? hottest.inlined_file : hottest.inlined_file.substr(slash + 1)) + ":" +
+                 std::to_string(hottest.inlined_line) + ")";
+      }
       const std::string sub = indent + "    ";
       if (!text.empty()) {
         where.append("  ").append(text);

@@ -146,6 +146,7 @@ struct PcSamplingIds {
   std::vector<size_t> order;  // indexes into PcSampleSummary::lines, hottest first
   std::vector<uint64_t> function;  // by line index
   std::vector<uint64_t> file;      // by line index
+  std::vector<uint64_t> inlined_file;  // by line index; 0 = not inlined
   // By line index: (reason id, samples), most samples first, then by name.
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> stalls;
   std::vector<uint64_t> code_function;  // by KernelRecord::pc_code index
@@ -192,11 +193,13 @@ PcSamplingIds intern_pc_sampling(const triage::PcSampleSummary& pcs, const std::
   });
   ids.function.resize(n);
   ids.file.resize(n);
+  ids.inlined_file.resize(n);
   ids.stalls.resize(n);
   for (size_t i : ids.order) {
     const triage::PcSampleLine& line = pcs.lines[i];
     ids.function[i] = intern(line.function);
     ids.file[i] = intern(line.file);
+    ids.inlined_file[i] = intern(line.inlined_file);
     std::vector<std::pair<const std::string*, uint64_t>> reasons;
     reasons.reserve(line.samples_by_reason.size());
     for (const auto& [reason, samples] : line.samples_by_reason) reasons.emplace_back(&reason, samples);
@@ -234,6 +237,8 @@ void put_pc_sampling(protozero::pbf_writer& w, protozero::pbf_tag_type tag, cons
       put_u64(sc, 1, reason);
       sc.add_uint64(2, samples);  // even 0: keeps the StallCount
     }
+    put_u64(sp, 7, ids.inlined_file[i]);
+    put_u32(sp, 8, line.inlined_line);
   }
   for (size_t i = 0; i < k.pc_code.size(); ++i) {
     const FunctionCode& fc = k.pc_code[i];

@@ -311,3 +311,38 @@ TEST_CASE("pc sampling: the cubin cache is bounded and finds cubins by CRC", "[a
   none.add(a);
   CHECK(none.bytes() == 0);
 }
+
+TEST_CASE("pc sampling: a PC inlined from a helper is attributed to its calling line", "[agent][pcsampling]") {
+  // Synthetic line table: the kernel's own file at 0x0 and 0x80, a helper header at 0xa0 (as
+  // atomicAdd's body in device_atomic_functions.hpp is, seen on the H200).
+  Run run = make_run(testing::select_all());
+  auto& lines = run.h->platform.config.source_lines;
+  lines.clear();
+  lines[{kKernel, 0x0}] = {"/src/kernels.cu", 10};
+  lines[{kKernel, 0x40}] = {"/src/kernels.cu", 12};
+  lines[{kKernel, 0x80}] = {"/src/kernels.cu", 14};
+  lines[{kKernel, 0xa0}] = {"/usr/local/cuda/include/helper.hpp", 226};
+  launch_n(run, 8);
+  run.h->ag->finish();
+  auto r = run.h->read();
+  auto ks = kernel_records(r);
+  REQUIRE(!ks.empty());
+  const v1::PcSampling& pcs = ks.back()->pc_sampling();
+  const v1::SampledPc* inlined = nullptr;
+  const v1::SampledPc* own = nullptr;
+  for (const v1::SampledPc& pc : pcs.pcs()) {
+    if (pc.pc_offset() == 0xa0) inlined = &pc;
+    if (pc.pc_offset() == 0x80) own = &pc;
+  }
+  REQUIRE(inlined != nullptr);
+  REQUIRE(own != nullptr);
+  // The calling line: the nearest earlier instruction in the kernel's own file (0x80, line 14).
+  CHECK(tools::lookup(r, inlined->file_iid()) == "/src/kernels.cu");
+  CHECK(inlined->line() == 14);
+  CHECK(tools::lookup(r, inlined->inlined_file_iid()) == "/usr/local/cuda/include/helper.hpp");
+  CHECK(inlined->inlined_line() == 226);
+  // A PC of the kernel's own file is left alone.
+  CHECK(own->line() == 14);
+  CHECK(own->inlined_file_iid() == 0);
+  CHECK(own->inlined_line() == 0);
+}

@@ -98,6 +98,11 @@ struct PcSampleLine {
   uint64_t pc_offset = 0;  // byte offset of the instruction in its function
   std::string sass;      // the instruction text, when known (the agent does not disassemble)
   std::string function;  // mangled name of the function holding the PC (a kernel or a helper)
+  // Set when the PC lies in a helper inlined into `function` (its line is in another file than
+  // the function's own code): file/line above are then the calling line, and these the helper's
+  // own position ("device_atomic_functions.hpp", 226).
+  std::string inlined_file;
+  uint32_t inlined_line = 0;
   // Warp state -> samples, with the names the device reports (smsp__pcsamp_warps_issue_stalled_*
   // or the bare reason); includes the issue states `selected` and `not_selected`.
   std::map<std::string, uint64_t> samples_by_reason;
