@@ -297,7 +297,7 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
         const size_t slash = hottest.inlined_file.find_last_of('/');
         where += " (inlined from " +
                  (slash == std::string::npos ? hottest.inlined_file : hottest.inlined_file.substr(slash + 1)) + ":" +
-                 std::to_string(hottest.inlined_line) + ")";
+                 std::to_string(hottest.inlined_line) + "; calling line estimated)";
       }
       const std::string sub = indent + "    ";
       if (!text.empty()) {
