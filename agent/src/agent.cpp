@@ -806,29 +806,13 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     update_candidate_locked(*kernel);
   };
 
-  std::shared_ptr<ContextState> ctx = context_for(event);
-  bool expected = false;
-  if (!ctx->busy.compare_exchange_strong(expected, true)) {
-    // Another thread is profiling on this context right now: let this launch run unprofiled
-    // rather than wait (the range profiler serves one launch per context at a time).
+  std::shared_ptr<ContextState> ctx = claim_context(event);
+  if (!ctx) {
     unselect();
     return;
   }
 
-  if (!claim_device(ctx)) {
-    ctx->busy.store(false);
-    unselect();
-    return;
-  }
-
-  auto active = std::make_unique<ActiveProfile>();
-  active->owner = this;
-  active->context = ctx;
-  active->kernel = kernel;
-  active->launch_index = launch_index;
-  active->correlation_id = event.correlation_id;
-  active->event = event;
-  active->event.mangled_name = kernel->mangled;  // the callback's string is gone by the exit
+  std::unique_ptr<ActiveProfile> active = new_active(ctx, *kernel, event, launch_index);
 
   auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
     ctx->busy.store(false);
@@ -911,6 +895,34 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   active_slot() = std::move(active);
 }
 
+std::shared_ptr<Agent::ContextState> Agent::claim_context(const LaunchEvent& event) {
+  std::shared_ptr<ContextState> ctx = context_for(event);
+  bool expected = false;
+  if (!ctx->busy.compare_exchange_strong(expected, true)) {
+    // Another thread is profiling on this context right now: let this launch run untouched
+    // rather than wait (one profiled or sampled launch per context at a time).
+    return nullptr;
+  }
+  if (!claim_device(ctx)) {
+    ctx->busy.store(false);
+    return nullptr;
+  }
+  return ctx;
+}
+
+std::unique_ptr<Agent::ActiveProfile> Agent::new_active(const std::shared_ptr<ContextState>& ctx, KernelState& kernel,
+                                                        const LaunchEvent& event, uint64_t launch_index) {
+  auto active = std::make_unique<ActiveProfile>();
+  active->owner = this;
+  active->context = ctx;
+  active->kernel = &kernel;
+  active->launch_index = launch_index;
+  active->correlation_id = event.correlation_id;
+  active->event = event;
+  active->event.mangled_name = kernel.mangled;  // the callback's string is gone by the exit
+  return active;
+}
+
 bool Agent::claim_device(const std::shared_ptr<ContextState>& ctx) {
   // One range profiler per device holds the counters while it is enabled: a second context's
   // Start fails with CUPTI_ERROR_HARDWARE_BUSY (seen on the H200). Switch the device over to this
@@ -939,14 +951,8 @@ void Agent::pc_sampling_enter(const LaunchEvent& event, KernelState& kernel, uin
     kernel.pc_started = false;
     update_candidate_locked(kernel);
   };
-  std::shared_ptr<ContextState> ctx = context_for(event);
-  bool expected = false;
-  if (!ctx->busy.compare_exchange_strong(expected, true)) {
-    unpick();
-    return;
-  }
-  if (!claim_device(ctx)) {
-    ctx->busy.store(false);
+  std::shared_ptr<ContextState> ctx = claim_context(event);
+  if (!ctx) {
     unpick();
     return;
   }
@@ -963,14 +969,7 @@ void Agent::pc_sampling_enter(const LaunchEvent& event, KernelState& kernel, uin
     options.period_log2 = auto_sampling_period_log2(duration_ns, limits.sm_clock_hz, limits.sm_count);
   }
 
-  auto active = std::make_unique<ActiveProfile>();
-  active->owner = this;
-  active->context = ctx;
-  active->kernel = &kernel;
-  active->launch_index = launch_index;
-  active->correlation_id = event.correlation_id;
-  active->event = event;
-  active->event.mangled_name = kernel.mangled;
+  std::unique_ptr<ActiveProfile> active = new_active(ctx, kernel, event, launch_index);
   active->pc_sampling = true;
   active->gate = std::shared_lock<std::shared_mutex>(cupti_gate_);
   collectors::Status started;

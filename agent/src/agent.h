@@ -141,6 +141,10 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // Disables the range profilers of the device's other contexts; false when one of them has a
   // launch in flight (this launch then runs untouched).
   bool claim_device(const std::shared_ptr<ContextState>& ctx);
+  // The launch's context, marked busy and with its device claimed; null when either is taken.
+  std::shared_ptr<ContextState> claim_context(const collectors::LaunchEvent& event);
+  std::unique_ptr<ActiveProfile> new_active(const std::shared_ptr<ContextState>& ctx, KernelState& kernel,
+                                            const collectors::LaunchEvent& event, uint64_t launch_index);
   void pc_sampling_enter(const collectors::LaunchEvent& event, KernelState& kernel, uint64_t launch_index);
   void complete_pc_sampling(ActiveProfile& active);
   // Writes the family's profiled record again with the samples (or why there are none).

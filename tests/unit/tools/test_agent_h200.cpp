@@ -20,6 +20,7 @@
 #include "cutriage/triage/engine.h"
 #include "file_reader.h"
 #include "ncu_csv.h"
+#include "record_support.h"
 
 using namespace cutriage;
 using cutriage::testing::slurp;
@@ -60,24 +61,8 @@ const v1::KernelProfile& final_of(const AgentFile& f, const char* function) {
   return *it->second;
 }
 
-// The engine's input rebuilt from a record: measured metrics, launch, device limits.
+// The engine's input rebuilt from a record, with the device limits the session header recorded.
 triage::KernelInput input_from(const AgentFile& f, const v1::KernelProfile& k) {
-  triage::KernelInput in;
-  in.mangled_name = tools::lookup(f.read, k.mangled_name_iid());
-  in.function_name = tools::lookup(f.read, k.function_name_iid());
-  for (const v1::Metric& m : k.metrics()) {
-    if (m.derived()) continue;
-    in.metrics.set(std::string(tools::lookup(f.read, m.name_iid())), m.value(),
-                   std::string(tools::lookup(f.read, m.unit_iid())));
-  }
-  triage::LaunchConfig lc;
-  lc.grid = {k.launch().grid().x(), k.launch().grid().y(), k.launch().grid().z()};
-  lc.block = {k.launch().block().x(), k.launch().block().y(), k.launch().block().z()};
-  lc.registers_per_thread = k.launch().registers_per_thread();
-  lc.static_shared_bytes = k.launch().static_shared_bytes();
-  lc.dynamic_shared_bytes = k.launch().dynamic_shared_bytes();
-  lc.local_bytes_per_thread = k.launch().local_bytes_per_thread();
-  in.launch = lc;
   REQUIRE(f.header != nullptr);
   REQUIRE(f.header->gpus_size() == 1);
   const v1::Gpu& g = f.header->gpus(0);
@@ -90,12 +75,7 @@ triage::KernelInput input_from(const AgentFile& f, const v1::KernelProfile& k) {
   d.shared_bytes_per_sm = g.limits().shared_bytes_per_sm();
   d.shared_bytes_per_block_optin = g.limits().shared_bytes_per_block_optin();
   d.reserved_shared_bytes_per_block = g.limits().reserved_shared_bytes_per_block();
-  in.device_limits = d;
-  in.collection.replay_mode = triage::ReplayMode::kKernel;
-  in.collection.clock_control = triage::ClockControl::kNone;
-  in.collection.passes = k.passes();
-  in.collection.cache_control = "all";
-  return in;
+  return testing::input_from_record(f.read, k, d);
 }
 
 struct Expected {

@@ -21,9 +21,7 @@
 #include "file_reader.h"
 #include "pc_samples.h"
 #include "pprof_export.h"
-
-#define ZLIB_CONST  // next_in is const
-#include <zlib.h>
+#include "record_support.h"
 
 using namespace cutriage;
 
@@ -75,46 +73,7 @@ const v1::KernelProfile* sampled_record(const tools::ReadResult& r, const std::s
 
 // The engine's input rebuilt from a record: measured metrics, launch, samples.
 triage::KernelInput input_from(const tools::ReadResult& r, const v1::KernelProfile& k) {
-  triage::KernelInput in;
-  in.mangled_name = tools::lookup(r, k.mangled_name_iid());
-  in.function_name = tools::lookup(r, k.function_name_iid());
-  for (const v1::Metric& m : k.metrics()) {
-    if (m.derived()) continue;
-    in.metrics.set(std::string(tools::lookup(r, m.name_iid())), m.value(), std::string(tools::lookup(r, m.unit_iid())));
-  }
-  triage::LaunchConfig lc;
-  lc.grid = {k.launch().grid().x(), k.launch().grid().y(), k.launch().grid().z()};
-  lc.block = {k.launch().block().x(), k.launch().block().y(), k.launch().block().z()};
-  lc.registers_per_thread = k.launch().registers_per_thread();
-  lc.static_shared_bytes = k.launch().static_shared_bytes();
-  lc.dynamic_shared_bytes = k.launch().dynamic_shared_bytes();
-  lc.local_bytes_per_thread = k.launch().local_bytes_per_thread();
-  in.launch = lc;
-  in.device_limits = *triage::known_device_limits("GH100");
-  in.collection.replay_mode = triage::ReplayMode::kKernel;
-  in.collection.clock_control = triage::ClockControl::kNone;
-  in.collection.passes = k.passes();
-  const v1::PcSampling& p = k.pc_sampling();
-  triage::PcSampleSummary s;
-  s.total_samples = p.total_samples();
-  s.dropped_samples = p.dropped_samples();
-  s.hardware_buffer_full = p.hardware_buffer_full();
-  s.has_line_info = p.has_line_info();
-  s.sampling_period_log2 = p.sampling_period_log2();
-  s.from_launch_index = p.from_launch_index();
-  s.error = p.error();
-  for (const v1::SampledPc& pc : p.pcs()) {
-    triage::PcSampleLine line;
-    line.file = tools::lookup(r, pc.file_iid());
-    line.line = pc.line();
-    line.pc_offset = pc.pc_offset();
-    line.sass = pc.sass();
-    line.function = tools::lookup(r, pc.function_iid());
-    for (const v1::StallCount& st : pc.stalls()) line.samples_by_reason[std::string(tools::lookup(r, st.reason_iid()))] += st.samples();
-    s.lines.push_back(std::move(line));
-  }
-  in.pc_samples = std::move(s);
-  return in;
+  return testing::input_from_record(r, k, *triage::known_device_limits("GH100"));
 }
 
 const triage::CheckResult* find_rule(const triage::Diagnosis& d, const std::string& id) {
@@ -146,24 +105,6 @@ const HotCase kHot[] = {
     {"global_atomics", "zoo_global_atomics"},  // contended atomics, waited on where used
 };
 
-std::string gunzip(const std::string& in) {
-  z_stream zs{};
-  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
-  zs.next_in = reinterpret_cast<const Bytef*>(in.data());
-  zs.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char buf[4096];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
-    out.append(buf, sizeof buf - zs.avail_out);
-  }
-  inflateEnd(&zs);
-  return out;
-}
 
 }  // namespace
 
@@ -355,7 +296,7 @@ TEST_CASE("pc sampling on the H200: the pprof export of a capture parses and add
   tools::PprofStats stats;
   REQUIRE_FALSE(tools::export_pprof(r, tools::PprofOptions{}, sass, gz, &stats).has_value());
   perftools::profiles::Profile p;
-  REQUIRE(p.ParseFromString(gunzip(gz.str())));
+  REQUIRE(p.ParseFromString(testing::gunzip(gz.str())));
   REQUIRE(p.string_table_size() > 0);
   CHECK(p.string_table(0).empty());
   auto str = [&](int64_t i) -> std::string { return p.string_table(static_cast<int>(i)); };

@@ -2,9 +2,6 @@
 // inflated with zlib, the bytes parsed with the classes protoc generated from
 // tools/proto/pprof/profile.proto, and every stack checked against the record's PcSampling, on
 // the SYNTHETIC samples of pc_sampling_fixture.h.
-#define ZLIB_CONST
-#include <zlib.h>
-
 #include <map>
 #include <set>
 #include <sstream>
@@ -17,6 +14,7 @@
 #include "nvdisasm_stub.h"
 #include "pc_sampling_fixture.h"
 #include "pprof/profile.pb.h"
+#include "record_support.h"
 #include "pprof_export.h"
 #include "trace_fixture.h"
 
@@ -26,26 +24,6 @@ using testing::SyntheticPc;
 
 namespace {
 
-// One gzip member, inflated (windowBits 15 + 16: gzip framing only, no zlib or raw deflate).
-std::string gunzip(const std::string& in) {
-  z_stream zs{};
-  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
-  zs.next_in = reinterpret_cast<const Bytef*>(in.data());
-  zs.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char buf[4096];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
-    out.append(buf, sizeof buf - zs.avail_out);
-  }
-  CHECK(zs.avail_in == 0);  // nothing after the member
-  inflateEnd(&zs);
-  return out;
-}
 
 // A profile as pprof resolves it: per sample, its frames root first, as names.
 struct Stack {
@@ -62,7 +40,7 @@ struct Decoded {
 
 Decoded decode(const std::string& gz) {
   Decoded d;
-  REQUIRE(d.profile.ParseFromString(gunzip(gz)));
+  REQUIRE(d.profile.ParseFromString(testing::gunzip(gz)));
   const pp::Profile& p = d.profile;
   REQUIRE(p.string_table_size() > 0);
   REQUIRE(p.string_table(0).empty());
@@ -334,6 +312,6 @@ TEST_CASE("pprof: gzip_compress makes one gzip member zlib inflates back", "[ppr
     std::string gz, error;
     REQUIRE(tools::gzip_compress(in, gz, error));
     CHECK(error.empty());
-    CHECK(gunzip(gz) == in);
+    CHECK(testing::gunzip(gz) == in);
   }
 }

@@ -1,0 +1,90 @@
+// Shared by the tests that read cutriage files back: the triage engine's input rebuilt from a
+// KernelProfile record (to re-run today's engine on a capture), and gzip inflation (pprof output).
+#pragma once
+
+#define ZLIB_CONST  // next_in is const
+#include <zlib.h>
+
+#include <string>
+#include <utility>
+
+#include "catch.h"
+#include "cutriage/triage/inputs.h"
+#include "file_reader.h"
+
+namespace cutriage::testing {
+
+// Measured metrics (derived ones left out: the engine derives them again), launch shape, device
+// limits as given, kernel replay with clocks as found, and the PC samples when the record has them.
+inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v1::KernelProfile& k,
+                                             const triage::DeviceLimits& limits) {
+  triage::KernelInput in;
+  in.mangled_name = tools::lookup(r, k.mangled_name_iid());
+  in.function_name = tools::lookup(r, k.function_name_iid());
+  for (const v1::Metric& m : k.metrics()) {
+    if (m.derived()) continue;
+    in.metrics.set(std::string(tools::lookup(r, m.name_iid())), m.value(), std::string(tools::lookup(r, m.unit_iid())));
+  }
+  triage::LaunchConfig lc;
+  lc.grid = {k.launch().grid().x(), k.launch().grid().y(), k.launch().grid().z()};
+  lc.block = {k.launch().block().x(), k.launch().block().y(), k.launch().block().z()};
+  lc.registers_per_thread = k.launch().registers_per_thread();
+  lc.static_shared_bytes = k.launch().static_shared_bytes();
+  lc.dynamic_shared_bytes = k.launch().dynamic_shared_bytes();
+  lc.local_bytes_per_thread = k.launch().local_bytes_per_thread();
+  in.launch = lc;
+  in.device_limits = limits;
+  in.collection.replay_mode = triage::ReplayMode::kKernel;
+  in.collection.clock_control = triage::ClockControl::kNone;
+  in.collection.passes = k.passes();
+  in.collection.cache_control = "all";
+  if (!k.has_pc_sampling()) return in;
+  const v1::PcSampling& p = k.pc_sampling();
+  triage::PcSampleSummary s;
+  s.total_samples = p.total_samples();
+  s.dropped_samples = p.dropped_samples();
+  s.hardware_buffer_full = p.hardware_buffer_full();
+  s.has_line_info = p.has_line_info();
+  s.sampling_period_log2 = p.sampling_period_log2();
+  s.from_launch_index = p.from_launch_index();
+  s.error = p.error();
+  for (const v1::SampledPc& pc : p.pcs()) {
+    triage::PcSampleLine line;
+    line.file = tools::lookup(r, pc.file_iid());
+    line.line = pc.line();
+    line.pc_offset = pc.pc_offset();
+    line.sass = pc.sass();
+    line.function = tools::lookup(r, pc.function_iid());
+    line.inlined_file = tools::lookup(r, pc.inlined_file_iid());
+    line.inlined_line = pc.inlined_line();
+    for (const v1::StallCount& st : pc.stalls()) {
+      line.samples_by_reason[std::string(tools::lookup(r, st.reason_iid()))] += st.samples();
+    }
+    s.lines.push_back(std::move(line));
+  }
+  in.pc_samples = std::move(s);
+  return in;
+}
+
+// One gzip member, inflated (windowBits 15 + 16: gzip framing only, no zlib or raw deflate).
+inline std::string gunzip(const std::string& in) {
+  z_stream zs{};
+  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
+  zs.next_in = reinterpret_cast<const Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::string out;
+  char buf[4096];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
+    out.append(buf, sizeof buf - zs.avail_out);
+  }
+  CHECK(zs.avail_in == 0);  // nothing after the member
+  inflateEnd(&zs);
+  return out;
+}
+
+}  // namespace cutriage::testing
