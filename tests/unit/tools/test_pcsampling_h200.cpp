@@ -137,6 +137,16 @@ TEST_CASE("pc sampling on the H200: each zoo kernel's hot line is the marked one
     REQUIRE(!top.stalls.empty());
     INFO("dominant reason on the line: " << top.stalls.front().first);
     CHECK(std::find(want.reasons.begin(), want.reasons.end(), top.stalls.front().first) != want.reasons.end());
+    if (std::string(c.program) == "transpose") {
+      // The bank-conflict signature: the conflicted LDS wait on short_scoreboard and mio_throttle,
+      // together most of the line's stalls; barrier (the warps waiting at __syncthreads(), sampled
+      // on the LDS that follows it) is the largest single reason but not the majority.
+      uint64_t conflict = 0;
+      for (const auto& [reason, n] : top.stalls) {
+        if (reason == "short_scoreboard" || reason == "mio_throttle") conflict += n;
+      }
+      CHECK(static_cast<double>(conflict) > 0.5 * static_cast<double>(top.stall_samples));
+    }
     // The guide's primary target: more than ~30% of the kernel's stall samples.
     CHECK(static_cast<double>(top.stall_samples) > 0.30 * static_cast<double>(view.stall_samples));
 
