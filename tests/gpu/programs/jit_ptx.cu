@@ -1,7 +1,10 @@
 // A kernel the driver JIT-compiles: jit_kernel.cu is built to PTX only, this program loads the
 // PTX with cuModuleLoadDataEx and launches it 8 times with the driver API. Under the agent, PC
 // sampling must still name jit_kernel.cu's lines (the module-load callback hands over the cubin
-// the driver compiled). Checks its results; exit 77 without a GPU.
+// the driver compiled). Checks its results; exit 77 without a GPU. The driver API is reached
+// through dlopen, so that the program starts (and skips) on machines without libcuda.so.1.
+#include <dlfcn.h>
+
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -18,6 +21,17 @@ int main() {
   text << f.rdbuf();
   const std::string ptx = text.str();
   GT_CHECK(cudaFree(nullptr));  // the runtime's primary context, current on this thread
+  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (libcuda == nullptr) gt_fail("dlopen libcuda.so.1");
+  auto sym = [&](const char* name) {
+    void* p = dlsym(libcuda, name);
+    if (p == nullptr) gt_fail(name);
+    return p;
+  };
+  auto cuModuleLoadDataEx = reinterpret_cast<decltype(&::cuModuleLoadDataEx)>(sym("cuModuleLoadDataEx"));
+  auto cuModuleGetFunction = reinterpret_cast<decltype(&::cuModuleGetFunction)>(sym("cuModuleGetFunction"));
+  auto cuLaunchKernel = reinterpret_cast<decltype(&::cuLaunchKernel)>(sym("cuLaunchKernel"));
+  auto cuModuleUnload = reinterpret_cast<decltype(&::cuModuleUnload)>(sym("cuModuleUnload"));
   CUmodule module = nullptr;
   CUjit_option opts[] = {CU_JIT_GENERATE_LINE_INFO};
   void* values[] = {reinterpret_cast<void*>(static_cast<uintptr_t>(1))};
