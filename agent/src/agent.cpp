@@ -15,6 +15,7 @@
 #include "cutriage/triage/plan.h"
 #include "demangle.h"
 #include "pc_summary.h"
+#include "prometheus.h"
 #include "stages.h"
 
 namespace cutriage::agent {
@@ -290,6 +291,7 @@ bool Agent::start() {
 void Agent::flush_loop() {
   pthread_setname_np(pthread_self(), "cutriage-trace");
   std::unique_lock<std::mutex> lock(flush_mutex_);
+  auto last_prometheus = std::chrono::steady_clock::now();
   while (!flush_stop_) {
     flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms), [this] { return flush_stop_; });
     if (flush_stop_) break;
@@ -298,6 +300,11 @@ void Agent::flush_loop() {
       std::unique_lock<std::shared_mutex> gate(cupti_gate_);
       platform_.flush_trace(false);
     } catch (...) {
+    }
+    if (!config_.prometheus_file.empty() &&
+        std::chrono::steady_clock::now() - last_prometheus >= std::chrono::milliseconds(config_.prometheus_interval_ms)) {
+      last_prometheus = std::chrono::steady_clock::now();
+      write_prometheus();
     }
     lock.lock();
   }
@@ -1029,6 +1036,7 @@ void Agent::complete_pc_sampling(ActiveProfile& active) {
       b.pcs.erase(std::remove_if(b.pcs.begin(), b.pcs.end(), [&](const auto& r) { return !mine(r); }), b.pcs.end());
     }
     summary = build_pc_summary(b, cubins_, platform_);
+    if (!summary.summary.lines.empty()) sampled_launches_.fetch_add(1, std::memory_order_relaxed);
     if (summary.summary.lines.empty()) {
       summary.summary.error = "no samples came back for this launch (" + std::to_string(b.total_samples) +
                               " in all, period 2^" + std::to_string(b.period_log2) + " cycles)";
@@ -1477,6 +1485,76 @@ void Agent::finish_trace() {
   write_bytes_locked(encoder_.trace_summary(summary));
 }
 
+PromSnapshot Agent::prometheus_snapshot() const {
+  PromSnapshot s;
+  s.host = process_.host;
+  switch (state_.load()) {
+    case wire::AgentState::kActive: s.agent_state = "active"; break;
+    case wire::AgentState::kNoGpu: s.agent_state = "no_gpu"; break;
+    case wire::AgentState::kPermissionDenied: s.agent_state = "permission_denied"; break;
+    case wire::AgentState::kOtherSubscriber: s.agent_state = "other_subscriber"; break;
+    case wire::AgentState::kProfilerFailed: s.agent_state = "profiler_failed"; break;
+    case wire::AgentState::kUnspecified: s.agent_state = "unknown"; break;
+  }
+  s.kernel_launches = kernel_launches_.load(std::memory_order_relaxed);
+  s.sampled_launches = sampled_launches_.load(std::memory_order_relaxed);
+  triage::TimelineSummary timeline;
+  if (trace_started_.load()) {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    timeline = timeline_.summary();
+    s.dropped_trace_records = dropped_records_;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  s.profiled_launches = totals_.profiled_launches;
+  for (const triage::DeviceTimeStats& d : timeline.devices) {
+    PromGpu g;
+    g.device = d.device;
+    g.busy_seconds = d.busy_ns * 1e-9;
+    g.span_seconds = d.last_end_ns > d.first_start_ns ? static_cast<double>(d.last_end_ns - d.first_start_ns) * 1e-9 : 0;
+    s.gpus.push_back(std::move(g));
+  }
+  for (const auto& [device, info] : devices_) {
+    auto it = std::find_if(s.gpus.begin(), s.gpus.end(), [&](const PromGpu& g) { return g.device == device; });
+    if (it == s.gpus.end()) {
+      s.gpus.emplace_back();
+      it = s.gpus.end() - 1;
+      it->device = device;
+    }
+    it->uuid = info.uuid;
+    it->model = info.name;
+  }
+  for (const triage::FamilyTimeStats& f : timeline.families) {
+    if (s.families.size() >= kMaxPromFamilies) break;
+    if (f.family == 0 || f.family > families_.size()) continue;
+    const KernelState& k = *families_[f.family - 1];
+    PromFamily p;
+    p.family_id = f.family;
+    p.device = f.device;
+    p.kernel = k.names->function;
+    p.gpu_seconds = f.total_ns * 1e-9;
+    p.launches = f.launches;
+    p.share = timeline.time_share(f);
+    if (k.diagnosis) {
+      p.verdict = std::string(triage::to_string(k.diagnosis->classification));
+      if (k.diagnosis->primary_limiter != triage::Limiter::kUnspecified) {
+        p.limiter = std::string(triage::to_string(k.diagnosis->primary_limiter));
+      }
+    }
+    s.families.push_back(std::move(p));
+  }
+  return s;
+}
+
+void Agent::write_prometheus() {
+  if (config_.prometheus_file.empty()) return;
+  try {
+    const std::string error = write_atomically(config_.prometheus_file, render_prometheus(prometheus_snapshot()));
+    if (!error.empty()) log_.log_once(LogLevel::kError, "prometheus", "Prometheus export: " + error);
+  } catch (...) {
+    log_.log_once(LogLevel::kError, "prometheus", "internal error while writing the Prometheus export");
+  }
+}
+
 wire::TraceSummary Agent::trace_summary() const {
   if (!trace_started_.load()) return {};
   std::lock_guard<std::mutex> lock(trace_mutex_);
@@ -1757,6 +1835,7 @@ void Agent::finish() {
       return;
     }
     finish_trace();
+    write_prometheus();
     wire::SessionEnd end = session_end();
     end.end_time_unix_ns = process_.now_unix_ns();
     {

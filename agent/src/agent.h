@@ -45,6 +45,7 @@
 #include "log.h"
 #include "output.h"
 #include "pc_summary.h"
+#include "prometheus.h"
 
 namespace cutriage::agent {
 
@@ -100,6 +101,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   [[nodiscard]] std::string output_path() const { return sink_ ? sink_->describe() : ""; }
   // The application view so far (families, devices, session findings). Empty without the trace.
   [[nodiscard]] wire::TraceSummary trace_summary() const;
+  // What the Prometheus export shows now (families ranked by traced GPU time, their verdicts).
+  [[nodiscard]] PromSnapshot prometheus_snapshot() const;
 
  private:
   struct ContextState;
@@ -153,6 +156,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   bool nvtx_allows();
   NvtxThread& nvtx_thread();
   void flush_loop();
+  // Rewrites CUTRIAGE_PROMETHEUS_FILE (flush thread and finish(); never an application thread).
+  void write_prometheus();
   void stop_flush_thread();
   // Ranks the families after a trace batch and marks the ones to profile (trace_mutex_ held).
   void update_selection_locked();
@@ -205,6 +210,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::atomic<uint64_t> graph_launches_{0};
   std::atomic<uint64_t> not_replayable_launches_{0};
   std::atomic<uint64_t> matching_launches_{0};
+  std::atomic<uint64_t> sampled_launches_{0};  // PC-sampled launches that gave samples
   std::atomic<uint64_t> generation_{1};  // bumped when a family is created; invalidates caches
 
   // The flush thread: delivers trace records every trace_flush_ms (launches of untraced families

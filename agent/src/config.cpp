@@ -369,7 +369,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 21> kOptions = {{
+const std::array<Option, 23> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -503,6 +503,16 @@ const std::array<Option, 21> kOptions = {{
       "oldest are dropped beyond it; 0 keeps none: samples then show SASS offsets only)"},
      "an integer from 0 to 65536",
      [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.cubin_cache_mb, 0, 65536); }},
+    {{"CUTRIAGE_PROMETHEUS_FILE", "--prometheus-file", "PATH", "(off)",
+      "write the agent's counters in Prometheus text format to PATH (for node_exporter's textfile "
+      "collector: name it *.prom), replaced atomically every CUTRIAGE_PROMETHEUS_INTERVAL_MS and at "
+      "exit"},
+     "a file path",
+     [](std::string_view v, AgentConfig& c) { return apply_path(v, c.prometheus_file); }},
+    {{"CUTRIAGE_PROMETHEUS_INTERVAL_MS", "--prometheus-interval-ms", "MS", "15000",
+      "how often the Prometheus file is rewritten, in milliseconds (with the trace's flush thread)"},
+     "an integer from 100 to 3600000",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.prometheus_interval_ms, 100, 3600000); }},
 }};
 
 const Option* find_option(std::string_view name) {

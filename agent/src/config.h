@@ -112,6 +112,9 @@ struct AgentConfig {
   bool pc_sampling = true;
   uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
   uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
+  // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.
+  std::string prometheus_file;
+  uint32_t prometheus_interval_ms = 15000;
 };
 
 // "top:5", "all", "share:5%", "none"

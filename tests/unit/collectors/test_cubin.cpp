@@ -75,7 +75,8 @@ struct RawSection {
   uint64_t offset = 0;
   uint64_t size = 0;
 };
-std::optional<RawSection> find_section(const Bytes& b, const std::string& name) {
+// Used by the nvcc-built cubin cases only (absent from builds without CUDA).
+[[maybe_unused]] std::optional<RawSection> find_section(const Bytes& b, const std::string& name) {
   const uint64_t shstr_off = section_field(b, get16(b, kShstrndx), 24);
   for (size_t i = 0; i < get16(b, kShnum); ++i) {
     const auto name_off = static_cast<size_t>(shstr_off + get32(b, static_cast<size_t>(get64(b, kShoff)) + i * get16(b, 58)));

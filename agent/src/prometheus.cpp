@@ -1,0 +1,174 @@
+#include "prometheus.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace cutriage::agent {
+
+namespace {
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Shortest exact-enough form; Prometheus reads "+Inf"/"NaN" but the agent never writes them.
+std::string number(double v) {
+  if (!std::isfinite(v)) return "0";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string number(uint64_t v) { return std::to_string(v); }
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+class Labels {
+ public:
+  Labels& add(const char* key, std::string_view value) {
+    text_ += text_.empty() ? "{" : ",";
+    text_ += key;
+    text_ += "=\"";
+    text_ += escape_label(value);
+    text_ += '"';
+    return *this;
+  }
+  [[nodiscard]] std::string str() const { return text_.empty() ? "" : text_ + "}"; }
+
+ private:
+  std::string text_;
+};
+
+const PromGpu* gpu_of(const PromSnapshot& s, uint32_t device) {
+  for (const PromGpu& g : s.gpus) {
+    if (g.device == device) return &g;
+  }
+  return nullptr;
+}
+
+Labels gpu_labels(const PromSnapshot& s, uint32_t device) {
+  Labels l;
+  l.add("gpu", std::to_string(device));
+  const PromGpu* g = gpu_of(s, device);
+  l.add("UUID", g ? g->uuid : "");
+  l.add("modelName", g ? g->model : "");
+  l.add("Hostname", s.host);
+  return l;
+}
+
+std::string cut(std::string_view name) {
+  if (name.size() <= kMaxKernelLabel) return std::string(name);
+  // Cut at a UTF-8 character boundary, then mark the cut.
+  size_t n = kMaxKernelLabel;
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  return std::string(name.substr(0, n)) + "...";
+}
+
+}  // namespace
+
+std::string render_prometheus(const PromSnapshot& s) {
+  std::string out;
+  const std::string agent = Labels().add("Hostname", s.host).add("state", s.agent_state).str();
+  header(out, "cutriage_agent_info", "gauge", "cutriage agent running in this process (1), with its state.");
+  out += "cutriage_agent_info" + agent + " 1\n";
+  const std::string host = Labels().add("Hostname", s.host).str();
+  header(out, "cutriage_kernel_launches_total", "counter", "Kernel launches the agent saw.");
+  out += "cutriage_kernel_launches_total" + host + " " + number(s.kernel_launches) + "\n";
+  header(out, "cutriage_profiled_launches_total", "counter", "Launches replayed for hardware counters.");
+  out += "cutriage_profiled_launches_total" + host + " " + number(s.profiled_launches) + "\n";
+  header(out, "cutriage_pc_sampled_launches_total", "counter", "Launches PC-sampled for stall reasons per line.");
+  out += "cutriage_pc_sampled_launches_total" + host + " " + number(s.sampled_launches) + "\n";
+  header(out, "cutriage_trace_dropped_records_total", "counter",
+         "Kernel trace records CUPTI dropped (buffers full); the statistics undercount by this much.");
+  out += "cutriage_trace_dropped_records_total" + host + " " + number(s.dropped_trace_records) + "\n";
+
+  header(out, "cutriage_gpu_busy_seconds", "gauge", "Time the GPU ran a kernel or a copy, over the traced span.");
+  for (const PromGpu& g : s.gpus) out += "cutriage_gpu_busy_seconds" + gpu_labels(s, g.device).str() + " " + number(g.busy_seconds) + "\n";
+  header(out, "cutriage_gpu_traced_seconds", "gauge", "Span of the GPU's kernel trace.");
+  for (const PromGpu& g : s.gpus) out += "cutriage_gpu_traced_seconds" + gpu_labels(s, g.device).str() + " " + number(g.span_seconds) + "\n";
+
+  const size_t n = s.families.size() < kMaxPromFamilies ? s.families.size() : kMaxPromFamilies;
+  auto family_labels = [&](const PromFamily& f) {
+    Labels l = gpu_labels(s, f.device);
+    l.add("family", std::to_string(f.family_id));
+    l.add("kernel", cut(f.kernel));
+    return l.str();
+  };
+  header(out, "cutriage_kernel_family_gpu_seconds_total", "counter",
+         "Traced GPU time of a kernel family (mangled name, device, block shape); profiled launches left out.");
+  for (size_t i = 0; i < n; ++i) {
+    out += "cutriage_kernel_family_gpu_seconds_total" + family_labels(s.families[i]) + " " + number(s.families[i].gpu_seconds) + "\n";
+  }
+  header(out, "cutriage_kernel_family_launches_total", "counter", "Traced executions of a kernel family.");
+  for (size_t i = 0; i < n; ++i) {
+    out += "cutriage_kernel_family_launches_total" + family_labels(s.families[i]) + " " + number(s.families[i].launches) + "\n";
+  }
+  header(out, "cutriage_kernel_family_time_share", "gauge", "Share of all traced kernel time, 0 to 1.");
+  for (size_t i = 0; i < n; ++i) {
+    out += "cutriage_kernel_family_time_share" + family_labels(s.families[i]) + " " + number(s.families[i].share) + "\n";
+  }
+  header(out, "cutriage_kernel_family_verdict", "gauge",
+         "The triage verdict of a diagnosed kernel family (1), its classification and primary limiter as labels.");
+  for (size_t i = 0; i < n; ++i) {
+    const PromFamily& f = s.families[i];
+    if (f.verdict.empty()) continue;
+    Labels l = gpu_labels(s, f.device);
+    l.add("family", std::to_string(f.family_id)).add("kernel", cut(f.kernel)).add("verdict", f.verdict).add("limiter", f.limiter);
+    out += "cutriage_kernel_family_verdict" + l.str() + " 1\n";
+  }
+  return out;
+}
+
+std::string write_atomically(const std::string& path, std::string_view text) {
+  // The temporary name starts with '.': node_exporter's textfile collector reads only *.prom.
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string tmp = dir + "." + base + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
+  size_t done = 0;
+  std::string error;
+  while (done < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      error = "cannot write " + tmp + ": " + std::strerror(errno);
+      break;
+    }
+    done += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0 && error.empty()) error = "cannot write " + tmp + ": " + std::strerror(errno);
+  if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
+  }
+  if (!error.empty()) ::unlink(tmp.c_str());
+  return error;
+}
+
+}  // namespace cutriage::agent

@@ -1,0 +1,58 @@
+// The agent's counters in the Prometheus text exposition format (version 0.0.4), for
+// node_exporter's textfile collector: a file rewritten every CUTRIAGE_PROMETHEUS_INTERVAL_MS,
+// published by rename(2) so a scraper never reads half a file.
+//
+// Labels follow dcgm-exporter's where they name the same thing (gpu, UUID, modelName, Hostname),
+// so cutriage's series join with DCGM's on a dashboard. Pure C++ but for write_atomically().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cutriage::agent {
+
+struct PromGpu {
+  uint32_t device = 0;
+  std::string uuid;   // "GPU-..."
+  std::string model;  // "NVIDIA H200"
+  double busy_seconds = 0;
+  double span_seconds = 0;  // traced span
+};
+
+struct PromFamily {
+  uint64_t family_id = 0;
+  uint32_t device = 0;
+  std::string kernel;          // display name (demangled function), cut to kMaxKernelLabel
+  double gpu_seconds = 0;      // traced GPU time, profiled launches left out
+  uint64_t launches = 0;       // traced executions
+  double share = 0;            // of all traced kernel time, [0, 1]
+  std::string verdict;         // "memory_bound", ...; "" = not diagnosed (yet)
+  std::string limiter;         // "dram_bandwidth", ...; "" = none named
+};
+
+struct PromSnapshot {
+  std::string host;
+  std::string agent_state;       // "active", "permission_denied", ...
+  uint64_t kernel_launches = 0;  // every launch the callbacks saw
+  uint64_t profiled_launches = 0;
+  uint64_t sampled_launches = 0;
+  uint64_t dropped_trace_records = 0;
+  std::vector<PromGpu> gpus;
+  std::vector<PromFamily> families;  // largest GPU time first; the renderer keeps the first max
+};
+
+// Families exported: the rest are summed into no series (their time is in the GPU's busy time).
+inline constexpr size_t kMaxPromFamilies = 50;
+inline constexpr size_t kMaxKernelLabel = 160;
+
+// The exposition text: HELP and TYPE lines, then one sample per series. Label values are escaped
+// (backslash, double quote, newline), so any kernel name is safe.
+std::string render_prometheus(const PromSnapshot& snapshot);
+
+// Writes `text` to `path` through a temporary file in the same directory and rename(2). Returns an
+// empty string on success, else why not (the temporary file is removed).
+std::string write_atomically(const std::string& path, std::string_view text);
+
+}  // namespace cutriage::agent

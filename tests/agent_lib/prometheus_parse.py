@@ -1,0 +1,43 @@
+"""Reads the agent's Prometheus export with prometheus_client's parser (a real one) and checks it.
+
+Usage: prometheus_parse.py EXAMPLE_BINARY OUT_FILE. Exits 77 (CTest: skipped) when the parser is
+not installed (Debian: python3-prometheus-client, installed by cmake/install-deps.sh).
+"""
+import subprocess
+import sys
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:
+    print("prometheus_client not installed: skipped")
+    sys.exit(77)
+
+binary, out = sys.argv[1], sys.argv[2]
+subprocess.run([binary, out], check=True)
+text = open(out, encoding="utf-8").read()
+families = {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def samples(name):
+    return families[name].samples
+
+
+# Counters lose their _total suffix in the parsed family name (the samples keep it).
+launches = samples("cutriage_kernel_launches")
+assert len(launches) == 1 and launches[0].value == 20, launches
+assert launches[0].labels["Hostname"] == 'node "7"', launches[0].labels
+per_family = {s.labels["kernel"]: s for s in samples("cutriage_kernel_family_launches")}
+assert set(per_family) == {"plain_gemm", 'odd"kernel\\name'}, per_family.keys()
+for s in per_family.values():
+    assert s.value == 10, s
+    assert s.labels["gpu"] == "0" and s.labels["UUID"] == "GPU-fake-0", s.labels
+    assert s.labels["modelName"] == "NVIDIA H200", s.labels
+gpu_seconds = samples("cutriage_kernel_family_gpu_seconds")
+assert all(s.value > 0 for s in gpu_seconds), gpu_seconds
+share = sum(s.value for s in samples("cutriage_kernel_family_time_share"))
+assert abs(share - 1.0) < 1e-6, share
+assert families["cutriage_gpu_busy_seconds"].type == "gauge"
+assert families["cutriage_kernel_family_gpu_seconds"].type == "counter"
+verdicts = samples("cutriage_kernel_family_verdict")
+assert verdicts and all(s.labels["verdict"] for s in verdicts), verdicts
+print("ok: %d metric families, %d samples" % (len(families), sum(len(f.samples) for f in families.values())))

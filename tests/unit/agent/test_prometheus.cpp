@@ -1,0 +1,127 @@
+// The Prometheus export (agent/src/prometheus.h): the renderer on synthetic snapshots (labelled),
+// the atomic rewrite, and the agent writing the file from a run through the fake platform with
+// real H200 counter values. tests/agent_lib/prometheus_parse.py reads the same output with the
+// prometheus_client parser (CTest agent.prometheus_parses).
+#include <filesystem>
+#include <string>
+
+#include "agent_harness.h"
+#include "prometheus.h"
+
+using namespace cutriage;
+using testing::capture_of;
+using testing::counters_for;
+using testing::Harness;
+using testing::make_launch;
+
+namespace {
+
+// Synthetic: one GPU, two families, one with a name full of characters labels must escape.
+agent::PromSnapshot synthetic() {
+  agent::PromSnapshot s;
+  s.host = "node-7";
+  s.agent_state = "active";
+  s.kernel_launches = 1234;
+  s.profiled_launches = 3;
+  s.sampled_launches = 1;
+  s.gpus.push_back({0, "GPU-1234", "NVIDIA H200", 2.5, 10.0});
+  agent::PromFamily a;
+  a.family_id = 1;
+  a.kernel = "void gemm<\"quoted\", back\\slash>(float*)\nnext";
+  a.gpu_seconds = 1.5;
+  a.launches = 40;
+  a.share = 0.6;
+  a.verdict = "compute_bound";
+  a.limiter = "pipe_fma";
+  agent::PromFamily b;
+  b.family_id = 2;
+  b.kernel = "reduce";
+  b.gpu_seconds = 0.25;
+  b.launches = 400;
+  b.share = 0.1;
+  s.families = {a, b};
+  return s;
+}
+
+
+}  // namespace
+
+TEST_CASE("prometheus: series, labels and escaping", "[agent][prometheus]") {
+  const std::string text = agent::render_prometheus(synthetic());
+  INFO(text);
+  CHECK(text.find("# TYPE cutriage_kernel_family_gpu_seconds_total counter\n") != std::string::npos);
+  CHECK(text.find("cutriage_kernel_launches_total{Hostname=\"node-7\"} 1234\n") != std::string::npos);
+  // dcgm-exporter's label names, so the series join with DCGM's.
+  CHECK(text.find("cutriage_gpu_busy_seconds{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\",Hostname=\"node-7\"} 2.5\n") !=
+        std::string::npos);
+  // Quotes, backslashes and newlines in a kernel name are escaped; no raw newline inside a label.
+  CHECK(text.find("kernel=\"void gemm<\\\"quoted\\\", back\\\\slash>(float*)\\nnext\"") != std::string::npos);
+  for (size_t at = text.find('{'); at != std::string::npos; at = text.find('{', at + 1)) {
+    const size_t end = text.find("} ", at);
+    REQUIRE(end != std::string::npos);
+    CHECK(text.substr(at, end - at).find('\n') == std::string::npos);
+  }
+  CHECK(text.find("cutriage_kernel_family_gpu_seconds_total{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\","
+                  "Hostname=\"node-7\",family=\"2\",kernel=\"reduce\"} 0.25\n") != std::string::npos);
+  // The verdict series only for diagnosed families.
+  CHECK(text.find("verdict=\"compute_bound\",limiter=\"pipe_fma\"} 1\n") != std::string::npos);
+  CHECK(text.find("cutriage_kernel_family_verdict{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\","
+                  "Hostname=\"node-7\",family=\"2\"") == std::string::npos);
+}
+
+TEST_CASE("prometheus: at most kMaxPromFamilies families, long names cut", "[agent][prometheus]") {
+  agent::PromSnapshot s = synthetic();
+  s.families.clear();
+  for (uint64_t i = 1; i <= agent::kMaxPromFamilies + 10; ++i) {
+    agent::PromFamily f;
+    f.family_id = i;
+    f.kernel = std::string(500, 'k');
+    s.families.push_back(f);
+  }
+  const std::string text = agent::render_prometheus(s);
+  size_t series = 0;
+  for (size_t at = text.find("\ncutriage_kernel_family_launches_total{"); at != std::string::npos;
+       at = text.find("\ncutriage_kernel_family_launches_total{", at + 1)) {
+    ++series;
+  }
+  CHECK(series == agent::kMaxPromFamilies);
+  CHECK(text.find(std::string(agent::kMaxKernelLabel, 'k') + "...\"") != std::string::npos);
+  CHECK(text.find(std::string(agent::kMaxKernelLabel + 1, 'k')) == std::string::npos);
+}
+
+TEST_CASE("prometheus: the file is replaced atomically, no temporary left", "[agent][prometheus]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("cutriage-prom-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "cutriage.prom";
+  CHECK(agent::write_atomically(path.string(), "first\n").empty());
+  CHECK(agent::write_atomically(path.string(), "second\n").empty());
+  CHECK(testing::slurp(path) == "second\n");
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++files;
+  CHECK(files == 1);
+  // An unwritable place: an error naming the path, nothing left behind.
+  const std::string error = agent::write_atomically((dir / "missing" / "x.prom").string(), "x");
+  CHECK(error.find("missing") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("prometheus: the agent writes its families and verdicts at exit", "[agent][prometheus]") {
+  const testing::Captured a = capture_of("vector_add");
+  const auto dir = std::filesystem::temp_directory_path() / ("cutriage-prom-agent-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  agent::AgentConfig cfg = testing::select_all();
+  cfg.prometheus_file = (dir / "cutriage.prom").string();
+  Harness h(cfg, counters_for({&a}));
+  REQUIRE(h.ag->start());
+  for (uint64_t i = 1; i <= 6; ++i) h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+  h.ag->finish();
+  const std::string text = testing::slurp(dir / "cutriage.prom");
+  INFO(text);
+  CHECK(text.find("cutriage_kernel_launches_total{Hostname=\"testhost\"} 6\n") != std::string::npos);
+  CHECK(text.find("UUID=\"GPU-fake-0\"") != std::string::npos);
+  CHECK(text.find("cutriage_kernel_family_launches_total{") != std::string::npos);
+  // The kernel was profiled: its verdict is a series.
+  CHECK(text.find("cutriage_kernel_family_verdict{") != std::string::npos);
+  CHECK(text.find("verdict=\"memory_bound\"") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
