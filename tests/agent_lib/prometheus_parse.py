@@ -1,6 +1,7 @@
 """Reads the agent's Prometheus export with prometheus_client's parser (a real one) and checks it.
 
-Usage: prometheus_parse.py EXAMPLE_BINARY OUT_FILE. Exits 77 (CTest: skipped) when the parser is
+Usage: prometheus_parse.py EXAMPLE_BINARY OUT_FILE [H200_FILE]: the example's output (a run through
+the fake platform, with hostile kernel names), and a file the agent wrote on the H200. Exits 77 (CTest: skipped) when the parser is
 not installed (Debian: python3-prometheus-client, installed by cmake/install-deps.sh).
 """
 import subprocess
@@ -41,3 +42,20 @@ assert families["cutriage_kernel_family_gpu_seconds"].type == "counter"
 verdicts = samples("cutriage_kernel_family_verdict")
 assert verdicts and all(s.labels["verdict"] for s in verdicts), verdicts
 print("ok: %d metric families, %d samples" % (len(families), sum(len(f.samples) for f in families.values())))
+
+if len(sys.argv) > 3:
+    # A real run: PyTorch's 13 kernel families on the H200, the top 5 profiled and sampled.
+    real = {f.name: f for f in text_string_to_metric_families(open(sys.argv[3], encoding="utf-8").read())}
+    fams = real["cutriage_kernel_family_launches"].samples
+    assert len(fams) == 13, len(fams)
+    assert all(s.labels["UUID"].startswith("GPU-") and s.labels["modelName"] == "NVIDIA H200" for s in fams)
+    shares = sum(s.value for s in real["cutriage_kernel_family_time_share"].samples)
+    assert abs(shares - 1.0) < 1e-6, shares
+    verdicts = {s.labels["verdict"] for s in real["cutriage_kernel_family_verdict"].samples}
+    assert "compute_bound" in verdicts, verdicts
+    sampled = real["cutriage_pc_sampled_launches"].samples[0].value
+    assert sampled >= 5, sampled
+    busy = real["cutriage_gpu_busy_seconds"].samples[0].value
+    span = real["cutriage_gpu_traced_seconds"].samples[0].value
+    assert 0 < busy <= span, (busy, span)
+    print("ok: H200 file, %d families, verdicts %s" % (len(fams), sorted(verdicts)))
