@@ -1416,6 +1416,7 @@ void Agent::write_chunk_locked(wire::TraceChunk& chunk) {
     for (const wire::KernelExecution& e : chunk.kernels) used.push_back(families_.at(e.family_id - 1));
   }
   std::lock_guard<std::mutex> lock(output_mutex_);
+  rotate_if_due_locked();
   ensure_header_locked();
   for (KernelState* kernel : used) {
     if (!kernel->family_written) write_family_locked(*kernel);
@@ -1425,6 +1426,20 @@ void Agent::write_chunk_locked(wire::TraceChunk& chunk) {
 
 void Agent::write_family_locked(KernelState& kernel) {
   kernel.family_written = true;
+  written_families_.push_back(&kernel);
+  emit_family_locked(kernel);
+}
+
+void Agent::rotate_if_due_locked() {
+  if (!sink_ || !sink_->rotation_due()) return;
+  sink_->rotate();
+  encoder_ = wire::RecordEncoder();
+  header_written_ = false;
+  ensure_header_locked();
+  for (const KernelState* kernel : written_families_) emit_family_locked(*kernel);
+}
+
+void Agent::emit_family_locked(const KernelState& kernel) {
   wire::FamilyDef f;
   f.id = kernel.family_id;
   f.mangled_name = kernel.mangled;
@@ -1482,7 +1497,7 @@ void Agent::finish_trace() {
   for (const wire::KernelRecord& r : rewrites) write_kernel(r);
   wire::TraceSummary summary = trace_summary_locked(timeline);
   std::lock_guard<std::mutex> olock(output_mutex_);
-  write_bytes_locked(encoder_.trace_summary(summary));
+  write_bytes_locked([&] { return encoder_.trace_summary(summary); });
 }
 
 PromSnapshot Agent::prometheus_snapshot() const {
@@ -1739,24 +1754,22 @@ void Agent::ensure_header_locked() {
   if (sink_) sink_->append(encoder_.session(s));
 }
 
-void Agent::write_bytes_locked(const std::string& bytes) {
+void Agent::write_bytes_locked(const std::function<std::string()>& encode) {
+  rotate_if_due_locked();
   ensure_header_locked();
+  std::string bytes = encode();
   if (sink_) sink_->append(bytes);
 }
 
 void Agent::write_kernel(const wire::KernelRecord& record) {
   std::lock_guard<std::mutex> lock(output_mutex_);
-  ensure_header_locked();
-  std::string bytes = encoder_.kernel(record);
-  if (sink_) sink_->append(bytes);
+  write_bytes_locked([&] { return encoder_.kernel(record); });
 }
 
 void Agent::write_notice(wire::Severity severity, const std::string& code, const std::string& message) {
   wire::Notice n{severity, code, message, process_.now_unix_ns()};
   std::lock_guard<std::mutex> lock(output_mutex_);
-  ensure_header_locked();
-  std::string bytes = encoder_.notice(n);
-  if (sink_) sink_->append(bytes);
+  write_bytes_locked([&] { return encoder_.notice(n); });
 }
 
 void Agent::set_inactive(wire::AgentState state, const std::string& detail) {
@@ -1842,7 +1855,14 @@ void Agent::finish() {
       std::lock_guard<std::mutex> lock(output_mutex_);
       if (state_.load() != wire::AgentState::kNoGpu &&
           state_.load() != wire::AgentState::kOtherSubscriber) {
-        write_bytes_locked(encoder_.session_end(end));
+        write_bytes_locked([&] { return encoder_.session_end(end); });
+      }
+      if (sink_) {
+        // A segmented sink publishes its last segment; anything written later (a late callback)
+        // starts a segment of its own, with its own header and interning.
+        sink_->close();
+        encoder_ = wire::RecordEncoder();
+        header_written_ = false;
       }
     }
     if (!config_.summary || !subscribed_.load()) return;

@@ -181,7 +181,14 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
                          wire::ProfileStatus status, const std::string& detail, uint64_t launch_index = 0);
   void write_kernel(const wire::KernelRecord& record);
   void write_notice(wire::Severity severity, const std::string& code, const std::string& message);
-  void write_bytes_locked(const std::string& bytes);  // output_mutex_ held
+  // Encodes (after any segment rotation, so the bytes use the new segment's interning) and
+  // appends one record (output_mutex_ held).
+  void write_bytes_locked(const std::function<std::string()>& encode);
+  // Starts the next segment when the sink says the current one is full (output_mutex_ held):
+  // header, interned strings and every family defined so far again, so each segment is a file
+  // of its own. Called before any record is encoded.
+  void rotate_if_due_locked();
+  void emit_family_locked(const KernelState& kernel);  // output_mutex_ held
   void ensure_header_locked();                         // output_mutex_ held
   void set_inactive(wire::AgentState state, const std::string& detail);
   void fill_kernel_input(const collectors::LaunchEvent& event, const KernelState& kernel,
@@ -273,6 +280,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   mutable std::mutex output_mutex_;  // the encoder (interning) and the sink
   wire::RecordEncoder encoder_;
   bool header_written_ = false;
+  std::vector<KernelState*> written_families_;  // families defined in the file (or segment)
 };
 
 }  // namespace cutriage::agent

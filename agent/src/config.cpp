@@ -369,7 +369,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 23> kOptions = {{
+const std::array<Option, 26> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -513,6 +513,19 @@ const std::array<Option, 23> kOptions = {{
       "how often the Prometheus file is rewritten, in milliseconds (with the trace's flush thread)"},
      "an integer from 100 to 3600000",
      [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.prometheus_interval_ms, 100, 3600000); }},
+    {{"CUTRIAGE_SEGMENT_MB", "--segment-mb", "MB", "0 (one file)",
+      "write the output as segments of about MB megabytes (out.000001.pb, ...), each a complete "
+      "file published by rename when the next begins; 0: one file"},
+     "an integer from 0 to 1048576",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.segment_mb, 0, 1048576); }},
+    {{"CUTRIAGE_SEGMENT_SECONDS", "--segment-seconds", "S", "0 (no age limit)",
+      "start a new segment when the current one is S seconds old; 0: segments by size only"},
+     "an integer from 0 to 31536000",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.segment_seconds, 0, 31536000); }},
+    {{"CUTRIAGE_SEGMENT_KEEP", "--segment-keep", "N", "0 (all)",
+      "keep the N newest published segments, deleting older ones; 0: keep all"},
+     "an integer from 0 to 1000000",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.segment_keep, 0, 1000000); }},
 }};
 
 const Option* find_option(std::string_view name) {

@@ -115,6 +115,10 @@ struct AgentConfig {
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.
   std::string prometheus_file;
   uint32_t prometheus_interval_ms = 15000;
+  // Rotating segments of the output file for long runs (both 0: one file).
+  uint64_t segment_mb = 0;
+  uint64_t segment_seconds = 0;
+  uint32_t segment_keep = 0;  // published segments kept (0: all)
 };
 
 // "top:5", "all", "share:5%", "none"

@@ -122,8 +122,17 @@ bool start_agent() {
 
   static std::unique_ptr<collectors::Platform> platform = collectors::make_cupti_platform();
   ProcessInfo process{ctx.pid, ctx.host, read_command_line(), &now_unix_ns};
-  g.agent = new Agent(std::move(config), *platform, make_file_sink(*path, log), log, std::move(process),
-                      std::move(thresholds));
+  std::unique_ptr<RecordSink> sink;
+  if (config.segment_mb != 0 || config.segment_seconds != 0) {
+    SegmentOptions segments;
+    segments.max_bytes = config.segment_mb << 20;
+    segments.max_seconds = config.segment_seconds;
+    segments.keep = config.segment_keep;
+    sink = make_segment_sink(*path, std::move(segments), log);
+  } else {
+    sink = make_file_sink(*path, log);
+  }
+  g.agent = new Agent(std::move(config), *platform, std::move(sink), log, std::move(process), std::move(thresholds));
   if (!g.agent->start()) return false;
   if (std::atexit(&at_exit) != 0) log.warn("cannot register the exit handler: no summary at exit");
   return true;

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <deque>
 #include <cstring>
 #include <system_error>
 
@@ -57,10 +60,115 @@ class FileSink final : public RecordSink {
   bool failed_ = false;
 };
 
+class SegmentSink final : public RecordSink {
+ public:
+  SegmentSink(std::string path, SegmentOptions options, Logger& log)
+      : path_(std::move(path)), options_(std::move(options)), log_(log) {
+    if (!options_.now_seconds) {
+      options_.now_seconds = [] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      };
+    }
+  }
+  ~SegmentSink() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  SegmentSink(const SegmentSink&) = delete;
+  SegmentSink& operator=(const SegmentSink&) = delete;
+
+  bool append(std::string_view bytes) override {
+    if (failed_) return false;
+    if (fd_ < 0 && !open_next()) return false;
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return fail("cannot write", segment_path(path_, number_, true));
+      done += static_cast<size_t>(n);
+    }
+    bytes_ += bytes.size();
+    return true;
+  }
+  [[nodiscard]] std::string describe() const override { return segment_path(path_, number_ == 0 ? 1 : number_, false); }
+  [[nodiscard]] bool failed() const override { return failed_; }
+  [[nodiscard]] bool rotation_due() const override {
+    if (fd_ < 0 || bytes_ == 0 || failed_) return false;
+    if (options_.max_bytes != 0 && bytes_ >= options_.max_bytes) return true;
+    return options_.max_seconds != 0 &&
+           options_.now_seconds() - opened_at_ >= static_cast<double>(options_.max_seconds);
+  }
+  void rotate() override { publish(); }
+  void close() override { publish(); }
+
+ private:
+  bool open_next() {
+    ++number_;
+    const std::string partial = segment_path(path_, number_, true);
+    fd_ = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) return fail("cannot create", partial);
+    bytes_ = 0;
+    opened_at_ = options_.now_seconds();
+    return true;
+  }
+  // Closes the segment in progress and renames it to its published name; then retention.
+  void publish() {
+    if (fd_ < 0) return;
+    ::close(fd_);
+    fd_ = -1;
+    const std::string partial = segment_path(path_, number_, true);
+    const std::string done = segment_path(path_, number_, false);
+    if (::rename(partial.c_str(), done.c_str()) != 0) {
+      (void)fail("cannot publish", done);
+      return;
+    }
+    published_.push_back(number_);
+    while (options_.keep != 0 && published_.size() > options_.keep) {
+      (void)::unlink(segment_path(path_, published_.front(), false).c_str());
+      published_.pop_front();
+    }
+  }
+  bool fail(const char* what, const std::string& path) {
+    int err = errno;
+    failed_ = true;
+    log_.error(std::string(what) + " " + path + " (" +
+               (err ? std::generic_category().message(err) : std::string("short write")) +
+               "); the application continues, profiling results are not saved");
+    return false;
+  }
+
+  std::string path_;
+  SegmentOptions options_;
+  Logger& log_;
+  int fd_ = -1;
+  uint64_t number_ = 0;   // segment in progress (or last published), 1-based
+  uint64_t bytes_ = 0;    // in the segment in progress
+  double opened_at_ = 0;
+  bool failed_ = false;
+  std::deque<uint64_t> published_;  // segment numbers on disk, oldest first
+};
+
 }  // namespace
 
 std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log) {
   return std::make_unique<FileSink>(std::move(path), log);
+}
+
+std::unique_ptr<RecordSink> make_segment_sink(std::string path, SegmentOptions options, Logger& log) {
+  return std::make_unique<SegmentSink>(std::move(path), std::move(options), log);
+}
+
+std::string segment_path(const std::string& path, uint64_t n, bool partial) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string ext;
+  if (const size_t dot = base.find_last_of('.'); dot != std::string::npos && dot != 0) {
+    ext = base.substr(dot);
+    base.resize(dot);
+  }
+  char number[32];
+  std::snprintf(number, sizeof number, ".%06llu", static_cast<unsigned long long>(n));
+  return partial ? dir + "." + base + number + ext + ".partial" : dir + base + number + ext;
 }
 
 }  // namespace cutriage::agent

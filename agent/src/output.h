@@ -3,6 +3,8 @@
 // (the reader salvages the complete prefix).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,10 +21,34 @@ class RecordSink {
   virtual bool append(std::string_view bytes) = 0;
   [[nodiscard]] virtual std::string describe() const = 0;  // the path, for messages
   [[nodiscard]] virtual bool failed() const = 0;
+  // Segmented sinks: whether the current segment is full (size or age), so that the writer starts
+  // the next one at a record boundary (a segment must be a complete file on its own: the writer
+  // writes a header and its interned strings again after rotate()).
+  [[nodiscard]] virtual bool rotation_due() const { return false; }
+  // Publishes the current segment and opens the next (on its first append).
+  virtual void rotate() {}
+  // Publishes what is written so far (the last segment); appends after it start a new segment.
+  virtual void close() {}
+};
+
+// Rotating protobuf segments for a long-running process (CUTRIAGE_SEGMENT_*).
+struct SegmentOptions {
+  uint64_t max_bytes = 0;     // rotate beyond this size (0: no size limit)
+  uint64_t max_seconds = 0;   // rotate segments older than this (0: no age limit)
+  uint32_t keep = 0;          // published segments kept, oldest deleted first (0: all)
+  // Monotonic clock in seconds; tests pass a fake.
+  std::function<double()> now_seconds;
 };
 
 // A file created (truncated) on the first append. Failures (cannot create, disk full) are logged
 // once as an error naming the path and the reason.
 std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log);
+
+// Segments of `path` ("out.pb"): written as ".out.000001.pb.partial" in the same directory, each
+// published by rename(2) to "out.000001.pb" when it is rotated or closed, so a reader listing
+// *.pb never sees a half-written file; beyond `keep`, the oldest published segments are deleted.
+std::unique_ptr<RecordSink> make_segment_sink(std::string path, SegmentOptions options, Logger& log);
+// The name of segment `n` (1-based) of `path`, published or in progress.
+std::string segment_path(const std::string& path, uint64_t n, bool partial);
 
 }  // namespace cutriage::agent

@@ -66,6 +66,9 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
   if (env == "CUTRIAGE_PROMETHEUS_FILE") return "/var/lib/node_exporter/cutriage.prom";
   if (env == "CUTRIAGE_PROMETHEUS_INTERVAL_MS") return "5000";
+  if (env == "CUTRIAGE_SEGMENT_MB") return "64";
+  if (env == "CUTRIAGE_SEGMENT_SECONDS") return "3600";
+  if (env == "CUTRIAGE_SEGMENT_KEEP") return "24";
   return {};
 }
 
@@ -414,7 +417,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 23);
+  REQUIRE(options.size() == 26);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -459,7 +462,8 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.nvtx_exclude.spec() != d.nvtx_exclude.spec() || c.pc_sampling != d.pc_sampling ||
                          c.pc_sampling_period_log2 != d.pc_sampling_period_log2 ||
                          c.cubin_cache_mb != d.cubin_cache_mb || c.prometheus_file != d.prometheus_file ||
-                         c.prometheus_interval_ms != d.prometheus_interval_ms;
+                         c.prometheus_interval_ms != d.prometheus_interval_ms || c.segment_mb != d.segment_mb ||
+                         c.segment_seconds != d.segment_seconds || c.segment_keep != d.segment_keep;
     CHECK(changed);
   }
   CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_KERNEL_NAME",
@@ -471,7 +475,8 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_TRACE_FLUSH_MS", "CUTRIAGE_NVTX_INCLUDE",
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING",
                                        "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
-                                       "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS"});
+                                       "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
+                                       "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP"});
   for (const auto& option : options) {
     if (option.env == "CUTRIAGE_OUTPUT") CHECK(option.flag == "-o, --output");
   }
