@@ -1528,8 +1528,10 @@ PromSnapshot Agent::prometheus_snapshot() const {
     g.span_seconds = d.last_end_ns > d.first_start_ns ? static_cast<double>(d.last_end_ns - d.first_start_ns) * 1e-9 : 0;
     s.gpus.push_back(std::move(g));
   }
-  for (const auto& [device, info] : devices_) {
-    auto it = std::find_if(s.gpus.begin(), s.gpus.end(), [&](const PromGpu& g) { return g.device == device; });
+  for (const auto& entry : devices_) {
+    const uint32_t device = entry.first;
+    const collectors::DeviceInfo& info = entry.second;
+    auto it = std::find_if(s.gpus.begin(), s.gpus.end(), [device](const PromGpu& g) { return g.device == device; });
     if (it == s.gpus.end()) {
       s.gpus.emplace_back();
       it = s.gpus.end() - 1;

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <system_error>
 
 namespace cutriage::agent {
 
@@ -89,6 +89,9 @@ std::string cut(std::string_view name) {
   return std::string(name.substr(0, n)) + "...";
 }
 
+// Not strerror: its buffer is shared by every thread of the application the agent runs in.
+std::string error_text(int err) { return std::generic_category().message(err); }
+
 }  // namespace
 
 std::string render_prometheus(const PromSnapshot& s) {
@@ -151,21 +154,21 @@ std::string write_atomically(const std::string& path, std::string_view text) {
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   const std::string tmp = dir + "." + base + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
+  if (fd < 0) return "cannot create " + tmp + ": " + error_text(errno);
   size_t done = 0;
   std::string error;
   while (done < text.size()) {
     const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      error = "cannot write " + tmp + ": " + std::strerror(errno);
+      error = "cannot write " + tmp + ": " + error_text(errno);
       break;
     }
     done += static_cast<size_t>(w);
   }
-  if (::close(fd) != 0 && error.empty()) error = "cannot write " + tmp + ": " + std::strerror(errno);
+  if (::close(fd) != 0 && error.empty()) error = "cannot write " + tmp + ": " + error_text(errno);
   if (error.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
+    error = "cannot rename " + tmp + " to " + path + ": " + error_text(errno);
   }
   if (!error.empty()) ::unlink(tmp.c_str());
   return error;
