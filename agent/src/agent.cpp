@@ -1562,6 +1562,16 @@ PromSnapshot Agent::prometheus_snapshot() const {
   return s;
 }
 
+void Agent::flush() {
+  if (finished_.load()) return;
+  if (trace_started_.load()) {
+    // Never wait on a replay in progress on another thread: the flush thread collects then.
+    std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
+    if (gate.owns_lock()) platform_.flush_trace(false);
+  }
+  write_prometheus();
+}
+
 void Agent::write_prometheus() {
   if (config_.prometheus_file.empty()) return;
   try {

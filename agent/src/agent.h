@@ -86,6 +86,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // Collects the last trace records, writes the application view and the session end, prints the
   // summary. Idempotent; safe after the contexts are gone.
   void finish();
+  // Collects the trace and rewrites the Prometheus file now (cutriage_flush; application threads).
+  void flush();
 
   void on_context_created(const collectors::ContextEvent& event) override;
   void on_context_destroying(const collectors::ContextEvent& event) override;

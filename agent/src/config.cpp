@@ -924,4 +924,41 @@ std::optional<std::string> expand_path_pattern(std::string_view pattern, const P
   }
 }
 
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_config_string(std::string_view text,
+                                                                                   std::string* error) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find_first_of(";\n", start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view entry = trim(text.substr(start, end - start));
+    start = end + 1;
+    if (entry.empty()) continue;
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) {
+      if (error) *error = "entry '" + shown(entry) + "' has no '=' (expected CUTRIAGE_NAME=VALUE)";
+      return std::nullopt;
+    }
+    const std::string_view name = trim(entry.substr(0, eq));
+    if (name.substr(0, kPrefix.size()) != kPrefix || name.size() == kPrefix.size()) {
+      if (error) *error = "entry '" + shown(entry) + "' does not name a CUTRIAGE_* option";
+      return std::nullopt;
+    }
+    out.emplace_back(std::string(name), std::string(entry.substr(eq + 1)));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> with_overrides(
+    const std::vector<std::pair<std::string, std::string>>& env,
+    const std::vector<std::pair<std::string, std::string>>& overrides) {
+  std::vector<std::pair<std::string, std::string>> out = overrides;
+  for (const auto& kv : env) {
+    const bool replaced = std::any_of(overrides.begin(), overrides.end(),
+                                      [&](const auto& o) { return o.first == kv.first; });
+    if (!replaced) out.push_back(kv);
+  }
+  return out;
+}
+
 }  // namespace cutriage::agent

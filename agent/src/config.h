@@ -158,6 +158,17 @@ ConfigResult parse_config(const std::vector<std::pair<std::string, std::string>>
 // against a concurrent setenv(3), like getenv(3) itself.
 std::vector<std::pair<std::string, std::string>> process_environment();
 
+// A configuration string as cutriage_init() takes it: CUTRIAGE_NAME=VALUE entries separated by
+// ';' or newlines, blanks around each entry ignored ("CUTRIAGE_SELECT=top:3; CUTRIAGE_SUMMARY=0").
+// nullopt with `error` set for an entry without '=' or a name outside CUTRIAGE_*.
+std::optional<std::vector<std::pair<std::string, std::string>>> parse_config_string(std::string_view text,
+                                                                                   std::string* error);
+// `env` with the entries of `overrides` replacing those of the same name (the string wins over the
+// environment), overrides first so that parse_config sees them first.
+std::vector<std::pair<std::string, std::string>> with_overrides(
+    const std::vector<std::pair<std::string, std::string>>& env,
+    const std::vector<std::pair<std::string, std::string>>& overrides);
+
 // What an output path pattern may refer to.
 struct PathContext {
   uint64_t pid = 0;

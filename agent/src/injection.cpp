@@ -30,6 +30,12 @@ struct Global {
   bool active = false;
   Logger* log = nullptr;
   Agent* agent = nullptr;
+  // cutriage_init(): entries that override the environment, or why the string was refused (the
+  // agent then stays off). Fixed once start_once() has run.
+  std::mutex init_mutex;
+  bool started = false;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  std::string init_error;
 };
 
 Global& global() {
@@ -68,7 +74,17 @@ bool start_agent() {
   g.log = new Logger();
   Logger& log = *g.log;
 
-  ConfigResult parsed = parse_config(process_environment());
+  std::vector<std::pair<std::string, std::string>> overrides;
+  {
+    std::lock_guard<std::mutex> lock(g.init_mutex);
+    g.started = true;
+    if (!g.init_error.empty()) {
+      log.error("cutriage_init: " + g.init_error + "; the agent is off for this run");
+      return false;
+    }
+    overrides = g.overrides;
+  }
+  ConfigResult parsed = parse_config(with_overrides(process_environment(), overrides));
   for (const ConfigIssue& issue : parsed.issues) {
     if (issue.severity == ConfigIssue::Severity::kWarning) log.warn(issue.message);
   }
@@ -162,6 +178,36 @@ int InitializeInjection(void) {
 }
 
 int cutriage_start(void) { return cutriage::agent::start_once() ? 1 : 0; }
+
+int cutriage_init(const char* config) {
+  try {
+    cutriage::agent::Global& g = cutriage::agent::global();
+    std::string error;
+    auto entries = cutriage::agent::parse_config_string(config == nullptr ? "" : config, &error);
+    std::lock_guard<std::mutex> lock(g.init_mutex);
+    if (g.started) return 0;  // the configuration is fixed once the agent has started
+    if (!entries) {
+      g.init_error = error;
+      return 0;
+    }
+    // Valid values only: the same checks start will make, without printing (start prints).
+    const cutriage::agent::ConfigResult check =
+        cutriage::agent::parse_config(cutriage::agent::with_overrides(cutriage::agent::process_environment(), *entries));
+    g.overrides = std::move(*entries);
+    g.init_error.clear();
+    return check.ok() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+void cutriage_flush(void) {
+  try {
+    cutriage::agent::Global& g = cutriage::agent::global();
+    if (g.agent != nullptr && g.active) g.agent->flush();
+  } catch (...) {
+  }
+}
 
 int cutriage_active(void) {
   cutriage::agent::Global& g = cutriage::agent::global();

@@ -21,6 +21,18 @@ CUTRIAGE_API int InitializeInjection(void);
  * 0 when it stays off (the reason was printed once). Calling it again returns the same answer. */
 CUTRIAGE_API int cutriage_start(void);
 
+/* Sets the configuration before cutriage_start(): CUTRIAGE_NAME=VALUE entries separated by ';'
+ * or newlines ("CUTRIAGE_SELECT=top:3; CUTRIAGE_PROMETHEUS_FILE=/var/lib/node/cutriage.prom"),
+ * taking precedence over the environment. Returns 1 when the resulting configuration is valid, 0
+ * when it is not (cutriage_start() then says why, once, and stays off) or when the agent has
+ * already started (the configuration is fixed then). A later call replaces an earlier one. */
+CUTRIAGE_API int cutriage_init(const char* config);
+
+/* Collects the kernel trace now and rewrites the Prometheus file, instead of waiting for the next
+ * period. A no-op when the agent is not running. Call it from the application's threads, never
+ * from a CUDA callback. */
+CUTRIAGE_API void cutriage_flush(void);
+
 /* 1 while the agent is profiling. */
 CUTRIAGE_API int cutriage_active(void);
 

@@ -790,3 +790,26 @@ TEST_CASE("config: NVTX filters take a name or a regex; the flush period is boun
   CHECK_FALSE(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "60001"}}).ok());
   CHECK(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "0"}}).ok());
 }
+
+TEST_CASE("config: cutriage_init's configuration string", "[config]") {
+  std::string error;
+  auto e = cutriage::agent::parse_config_string(" CUTRIAGE_SELECT=top:3 ;\nCUTRIAGE_SUMMARY=0;;  ", &error);
+  REQUIRE(e);
+  REQUIRE(e->size() == 2);
+  CHECK((*e)[0] == std::make_pair(std::string("CUTRIAGE_SELECT"), std::string("top:3")));
+  CHECK((*e)[1] == std::make_pair(std::string("CUTRIAGE_SUMMARY"), std::string("0")));
+  CHECK(cutriage::agent::parse_config_string("", &error)->empty());
+  CHECK_FALSE(cutriage::agent::parse_config_string("CUTRIAGE_SELECT", &error));
+  CHECK(error.find("no '='") != std::string::npos);
+  CHECK_FALSE(cutriage::agent::parse_config_string("SELECT=top:3", &error));
+  CHECK(error.find("CUTRIAGE_*") != std::string::npos);
+  CHECK_FALSE(cutriage::agent::parse_config_string("CUTRIAGE_=1", &error));
+  // The string wins over the environment; the rest of the environment stays.
+  const auto merged = cutriage::agent::with_overrides({{"CUTRIAGE_SELECT", "all"}, {"CUTRIAGE_TRACE", "1"}, {"HOME", "/root"}},
+                                     *cutriage::agent::parse_config_string("CUTRIAGE_SELECT=top:2", &error));
+  const cutriage::agent::ConfigResult r = cutriage::agent::parse_config(merged);
+  REQUIRE(r.ok());
+  CHECK(r.config.select == cutriage::agent::SelectMode::kTop);
+  CHECK(r.config.select_top == 2);
+  CHECK(merged.size() == 3);
+}
