@@ -65,9 +65,9 @@ struct Agent::KernelState {
   std::vector<std::string> uncollected;
   wire::ProfileStatus last_status = wire::ProfileStatus::kUnspecified;
   std::string last_detail;
-  // PC sampling comes after the counters: one launch per family, then done (failed included).
+  // PC sampling comes after the counters: one launch per family, then never again (failed
+  // included); select() sets it, a launch that could not be sampled after all clears it.
   bool pc_started = false;
-  bool pc_done = false;
 };
 
 // One CUDA context. Shared so a launch in flight keeps it alive through a concurrent destroy.
@@ -1055,8 +1055,6 @@ void Agent::finish_pc_sampling(KernelState& kernel, PcSummary summary) {
   wire::KernelRecord record;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    kernel.pc_done = true;
-    update_candidate_locked(kernel);
     if (!kernel.last_record) return;
     record = *kernel.last_record;
   }

@@ -211,7 +211,6 @@ PcSummary build_pc_summary(const collectors::PcSampleBatch& batch, CubinCache& c
     const CubinFacts& f = facts_for(m->crc);
     if (!f.cubin) {
       out.cubin_missing = true;
-      ++out.uncorrelated_pcs;
     } else if (f.has_line_info && correlated_tries < limits.max_correlated_pcs) {
       any_line_table = true;
       ++correlated_tries;
@@ -220,12 +219,9 @@ PcSummary build_pc_summary(const collectors::PcSampleBatch& batch, CubinCache& c
         line.file = src.value().file;
         line.line = src.value().line;
         ++out.correlated_pcs;
-      } else {
-        ++out.uncorrelated_pcs;
       }
-    } else {
-      if (f.has_line_info) any_line_table = true;
-      ++out.uncorrelated_pcs;
+    } else if (f.has_line_info) {
+      any_line_table = true;
     }
     if (out.sm_arch.empty() && f.sm_arch != 0) out.sm_arch = "sm_" + std::to_string(f.sm_arch);
     s.lines.push_back(std::move(line));

@@ -73,7 +73,6 @@ struct PcSummary {
   std::vector<wire::FunctionCode> code;  // instructions of the sampled functions
   std::string sm_arch;                // "sm_90"; empty when no cubin was found
   uint64_t correlated_pcs = 0;        // PCs given a file:line
-  uint64_t uncorrelated_pcs = 0;      // PCs whose cubin had no line for them (or was not kept)
   bool cubin_missing = false;         // a sampled function's cubin was not in the cache
 };
 
