@@ -134,6 +134,18 @@ struct CollectionSettings {
   std::optional<bool> debug_build;     // compiled with -G
 };
 
+// One launch whose counters went into a diagnosis assembled across launches (always-on mode: one
+// single-pass metric group per launch, no replay). Decision 0 checks that they are comparable.
+struct AssembledLaunch {
+  uint64_t launch_index = 0;
+  Dim3 grid;
+  Dim3 block;
+  uint32_t dynamic_shared_bytes = 0;
+  double duration_ns = 0;    // gpu__time_duration.sum of that launch; 0 = not measured
+  uint32_t metric_group = 0;  // 1-based index of the single-pass group collected on it
+  uint32_t metrics = 0;       // values that launch contributed
+};
+
 struct KernelInput {
   std::string mangled_name;
   std::string demangled_name;
@@ -151,6 +163,9 @@ struct KernelInput {
   std::optional<bool> ran_concurrently;
   // Share of the application's GPU time this kernel (family) takes, in [0, 1]; for Amdahl ceilings.
   std::optional<double> time_share;
+  // Launches the metrics were assembled from, one single-pass group each (empty when one launch,
+  // replayed, gave them all).
+  std::vector<AssembledLaunch> assembled_launches;
 };
 
 }  // namespace cutriage::triage

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ struct SessionInfo {
   SessionSource source = SessionSource::kUnspecified;
   std::string source_path;
   uint64_t trace_clock_at_start_ns = 0;  // 0 = no trace
+  // Rotating segments (CUTRIAGE_SEGMENT_*): 1, 2, ... in file order; 0 = one file for the run.
+  // Only the last segment of a run ends with SessionEnd.
+  uint32_t segment_index = 0;
+  std::string mode;  // "deep" or "always-on" (CUTRIAGE_MODE); empty in older files
 };
 
 // Values match cutriage.v1's enums of the same names.
@@ -85,6 +90,44 @@ struct KernelLaunchStats {
   uint64_t filtered = 0;
 };
 
+// What the always-on agent spent of its budget (SessionEnd.overhead). The cost of a profiled or
+// sampled launch is the time the application thread spent inside the agent for it (range
+// profiler or PC sampler calls, and the wait for the launch to finish), measured on that thread.
+struct OverheadStats {
+  double budget_fraction = 0;      // CUTRIAGE_BUDGET, e.g. 0.005 for 0.5%
+  double max_profiles_per_second = 0;
+  uint64_t wall_ns = 0;            // from the agent's start to this record
+  uint64_t spent_ns = 0;           // measured cost of every profiled and sampled launch
+  uint64_t max_window_spent_ns = 0;  // the most spent in any budget window
+  uint64_t window_ns = 0;            // that window's length
+  uint64_t admitted = 0;           // launches the budget let through
+  uint64_t deferred = 0;           // selected launches the budget held back
+  uint64_t group_switches = 0;     // metric-group changes on a context (the costly part)
+};
+
+// A deep-capture request (replay allowed for a short window) and what came of it. Written when
+// the request is taken and again, same id, when its window closes.
+enum class ControlSource : uint8_t { kUnspecified = 0, kApi = 1, kSignal = 2, kFile = 3 };
+enum class ControlState : uint8_t {
+  kUnspecified = 0,
+  kStarted = 1,    // window open
+  kCompleted = 2,  // every targeted family got its deep profile
+  kExpired = 3,    // the window closed first; `families` lists what was captured
+  kRejected = 4,   // not taken (agent off, bad request): `detail` says why
+};
+struct ControlRequest {
+  uint64_t id = 0;  // 1, 2, ... per process
+  ControlSource source = ControlSource::kUnspecified;
+  std::string target;              // "top:3" or a kernel-name filter (CUTRIAGE_KERNEL_NAME syntax)
+  double window_seconds = 0;
+  uint64_t requested_unix_ns = 0;
+  uint64_t ended_unix_ns = 0;      // 0 while started
+  ControlState state = ControlState::kUnspecified;
+  std::vector<uint64_t> family_ids;  // families profiled with replay in the window
+  uint32_t profiled_launches = 0;
+  std::string detail;
+};
+
 struct SessionEnd {
   uint64_t end_time_unix_ns = 0;
   AgentState state = AgentState::kUnspecified;
@@ -96,6 +139,7 @@ struct SessionEnd {
   uint64_t failed_profiles = 0;
   uint64_t not_replayable_launches = 0;
   std::vector<KernelLaunchStats> kernels;
+  std::optional<OverheadStats> overhead;  // always-on mode only
 };
 
 // The instructions of one sampled function (its cubin .text section), PcSampling.code.

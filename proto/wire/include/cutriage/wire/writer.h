@@ -25,6 +25,7 @@ class RecordEncoder {
   std::string family(const FamilyDef& family);
   std::string trace_chunk(const TraceChunk& chunk);
   std::string trace_summary(const TraceSummary& summary);
+  std::string control(const ControlRequest& request);
 
  private:
   uint64_t intern(std::string_view value, std::string& out);
