@@ -89,6 +89,7 @@ std::vector<std::string> derivation_inputs(std::string_view metric) {
 }  // namespace detail
 
 void add_derived_metrics(MetricSet& metrics) {
+  (void)derive_from_breakdowns(metrics);
   // Stall-per-issue ratios, one per stall reason present:
   //   smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio
   //     = smsp__warps_issue_stalled_<reason>.sum / smsp__issue_active.sum

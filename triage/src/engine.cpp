@@ -194,6 +194,9 @@ Diagnosis Router::run() {
   // Decision 0.
   const size_t d0 = visit(Decision::kD0Trust, "always first: metrics must be trustworthy before routing");
   assess_trust(d0);
+  // Throughputs assembled from their breakdowns: said next to Decision 0's notes, since the
+  // verdict rests on them like on any counter.
+  for (std::string& note : breakdown_notes(metrics_)) dx_.trust_notes.push_back(std::move(note));
   if (dx_.trust == Trust::kUntrusted) {
     dx_.classification = Classification::kUntrusted;
     choose_primary({Decision::kD0Trust});

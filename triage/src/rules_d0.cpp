@@ -1,7 +1,8 @@
 // Decision 0: are the collected metrics trustworthy? (guide 3.2.1, 3.3)
 //
 // Blocking rules (a firing one makes the diagnosis untrusted, and routing stops):
-//   d0.duration_divergence, d0.metric_out_of_range, d0.metric_contradiction.
+//   d0.duration_divergence, d0.metric_out_of_range, d0.metric_contradiction,
+//   d0.assembled_launches.
 // Non-blocking rules become trust notes (trust = suspect): d0.metric_slight_overshoot,
 //   d0.collection_settings, d0.build_config, d0.profiled_clock, d0.pc_samples_dropped.
 #include <algorithm>
@@ -371,6 +372,66 @@ RuleVerdict eval_pc_samples_dropped(RuleContext& ctx) {
   return RuleVerdict::not_fired(reading + " (<= " + pct(100.0 * limit, 0) + ", buffer not full)");
 }
 
+// A diagnosis assembled across launches (always-on mode: one single-pass metric group per launch,
+// no replay) compares counters of different executions: valid only when they ran the same launch
+// configuration and took about as long. A launch of another shape, or one that ran far longer
+// (other work sharing the GPU, data-dependent loops), makes ratios between its counters and those
+// of the other launches meaningless.
+RuleVerdict eval_assembled(RuleContext& ctx) {
+  const std::vector<AssembledLaunch>& launches = ctx.kernel().assembled_launches;
+  if (launches.empty()) return RuleVerdict::not_fired("every metric came from one launch");
+  ctx.note("cutriage__assembled_launches", static_cast<double>(launches.size()), "launch");
+  if (launches.size() == 1) return RuleVerdict::not_fired("every metric came from one launch, without replay");
+  const AssembledLaunch& first = launches.front();
+  std::vector<std::string> shapes;
+  for (const AssembledLaunch& l : launches) {
+    if (l.grid != first.grid || l.block != first.block || l.dynamic_shared_bytes != first.dynamic_shared_bytes) {
+      shapes.push_back("launch " + std::to_string(l.launch_index) + " grid (" + std::to_string(l.grid.x) + "," +
+                       std::to_string(l.grid.y) + "," + std::to_string(l.grid.z) + ") block (" +
+                       std::to_string(l.block.x) + "," + std::to_string(l.block.y) + "," +
+                       std::to_string(l.block.z) + ") " + std::to_string(l.dynamic_shared_bytes) + " B dynamic");
+    }
+  }
+  std::vector<double> durations;
+  for (const AssembledLaunch& l : launches) {
+    if (std::isfinite(l.duration_ns) && l.duration_ns > 0) durations.push_back(l.duration_ns);
+  }
+  const std::string count = std::to_string(launches.size()) + " launches";
+  if (!shapes.empty()) {
+    RuleVerdict v = RuleVerdict::fired(count + " of different launch configurations: launch " +
+                                       std::to_string(first.launch_index) + " grid (" + std::to_string(first.grid.x) +
+                                       "," + std::to_string(first.grid.y) + "," + std::to_string(first.grid.z) +
+                                       ") vs " + shapes.front() +
+                                       (shapes.size() > 1 ? " and " + std::to_string(shapes.size() - 1) + " more" : ""),
+                                       1.0);
+    v.next_action = "Counters of differently shaped launches cannot be combined: collect this family again "
+                    "(the agent restarts it) or request a deep capture, which measures one launch with replay.";
+    return v;
+  }
+  if (durations.size() < 2) {
+    return RuleVerdict::not_evaluated(count + " of one launch configuration, but fewer than two have a measured "
+                                      "duration (gpu__time_duration.sum)");
+  }
+  const auto [lo, hi] = std::minmax_element(durations.begin(), durations.end());
+  const double ratio = *hi / *lo;
+  ctx.note("cutriage__assembled_duration_min_ns", *lo, "nsecond");
+  ctx.note("cutriage__assembled_duration_max_ns", *hi, "nsecond");
+  ctx.note("cutriage__assembled_duration_spread.ratio", ratio);
+  const double limit = ctx.threshold("max_duration_ratio");
+  const double min_difference = ctx.threshold("min_difference_ns");
+  const std::string reading = count + " of one launch configuration, durations " + fmt(*lo / 1e3, 2) + " to " +
+                              fmt(*hi / 1e3, 2) + " us (" + times(ratio) + ")";
+  if (ratio > limit && *hi - *lo >= min_difference) {
+    RuleVerdict v = RuleVerdict::fired(reading + " (> " + times(limit, 1) + ")", ratio / limit - 1.0);
+    v.next_action = "The launches did different amounts of work or shared the GPU differently: ratios between "
+                    "counters of different groups are unreliable. Request a deep capture of this family "
+                    "(cutriage_request_deep_capture, the control file or the signal) to measure one launch.";
+    return v;
+  }
+  return RuleVerdict::not_fired(reading + " (<= " + times(limit, 1) + " or within " + fmt(min_difference / 1e3, 1) +
+                                " us)");
+}
+
 }  // namespace
 
 std::vector<Rule> make_d0_rules() {
@@ -410,6 +471,25 @@ std::vector<Rule> make_d0_rules() {
       .priority = 20,
       .blocking = true,
       .evaluate = eval_duration,
+  });
+  rules.push_back(Rule{
+      .id = "d0.assembled_launches",
+      .decision = Decision::kD0Trust,
+      .title = "Launches a diagnosis was assembled from are comparable",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"max_duration_ratio", 1.5,
+                      "project: single-pass groups come from different launches; beyond 1.5x "
+                      "apart the launches did different work or met different contention"},
+                     {"min_difference_ns", 2000.0,
+                      "the same fixed timing cost as d0.duration_divergence: sub-microsecond "
+                      "kernels differ by more than 1.5x from launch to launch"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The diagnosis combines counters of launches that were not alike.",
+      .next_action = "Collect the family again, or request a deep capture of one launch with replay.",
+      .priority = 15,
+      .blocking = true,
+      .evaluate = eval_assembled,
   });
   rules.push_back(Rule{
       .id = "d0.metric_out_of_range",

@@ -259,3 +259,43 @@ TEST_CASE("d0.pc_samples_dropped (synthetic)", "[d0][pc]") {
   CHECK(fc.outcome == Outcome::kNotEvaluated);
   CHECK(fc.reason == "PC sampling failed: CUPTI_ERROR_OUT_OF_MEMORY");
 }
+
+TEST_CASE("d0.assembled_launches (synthetic)", "[d0]") {
+  const Rule* r = find_rule("d0.assembled_launches");
+  REQUIRE(r != nullptr);
+  CHECK(r->blocking);
+  KernelInput k = with_duration(100000);
+  CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kNotFired);  // one replayed launch
+  auto launch = [](uint64_t index, uint32_t grid_x, double ns) {
+    AssembledLaunch l;
+    l.launch_index = index;
+    l.grid = Dim3{grid_x, 1, 1};
+    l.block = Dim3{256, 1, 1};
+    l.duration_ns = ns;
+    l.metric_group = static_cast<uint32_t>(index);
+    return l;
+  };
+  k.assembled_launches = {launch(10, 100, 100000), launch(20, 100, 120000), launch(30, 100, 95000)};
+  CheckResult c = run_one("d0.assembled_launches", k);
+  CHECK(c.outcome == Outcome::kNotFired);
+  CHECK(c.reason.find("3 launches") != std::string::npos);
+
+  k.assembled_launches[1].duration_ns = 400000;  // 4.2x the shortest
+  c = run_one("d0.assembled_launches", k);
+  CHECK(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding.has_value());
+  CHECK(c.finding->limiter == Limiter::kUntrustedMetrics);
+
+  k.assembled_launches[1].duration_ns = 100000;
+  k.assembled_launches[2].grid.x = 50;  // another launch configuration
+  c = run_one("d0.assembled_launches", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("launch 30 grid (50,1,1)") != std::string::npos);
+
+  // Tiny kernels: 1.5x apart but within the fixed cost.
+  k.assembled_launches = {launch(1, 100, 800), launch(2, 100, 1600)};
+  CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kNotFired);
+  // Durations missing: cannot tell.
+  k.assembled_launches = {launch(1, 100, 0), launch(2, 100, 0)};
+  CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kNotEvaluated);
+}

@@ -1,6 +1,9 @@
 // The decision tree: routes one kernel through Decisions 0-7 and 2A and assembles the diagnosis.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "cutriage/triage/diagnosis.h"
 #include "cutriage/triage/inputs.h"
 #include "cutriage/triage/rule.h"
@@ -14,7 +17,15 @@ struct TriageOptions {
 // Adds the quantities the engine can compute from what was measured (ratios the guide names but
 // the hardware exposes as counters, e.g. stall-per-issue ratios from smsp__warps_issue_stalled_*
 // and smsp__issue_active). Never overwrites a measured value. Marked MetricSource::kDerived.
+// Also sets each throughput of throughput_breakdowns() that is absent to the largest of its parts
+// when every single-pass part is present (derive_from_breakdowns).
 void add_derived_metrics(MetricSet& metrics);
+
+// The breakdown step of add_derived_metrics alone; returns the names it set.
+std::vector<std::string> derive_from_breakdowns(MetricSet& metrics);
+// One line per throughput in `metrics` that was derived from its breakdown: the value, the part
+// that set it, and the parts that could not be collected without replay (a lower bound then).
+std::vector<std::string> breakdown_notes(const MetricSet& metrics);
 
 // Never throws: internal errors become a diagnosis with classification kInconclusive and a note.
 Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options = {});

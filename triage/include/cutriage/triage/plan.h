@@ -39,4 +39,19 @@ const std::vector<Decision>& routing_decisions();
 std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const MetricSet& have,
                                                const std::vector<std::string>& exclude = {});
 
+// A throughput Nsight Compute defines as the maximum of sub-unit throughputs (its breakdown), for
+// collection without replay: the top-level name takes several passes alone on GH100
+// (sm__throughput 8), most parts take one. Names are full (".avg.pct_of_peak_sustained_elapsed").
+struct ThroughputBreakdown {
+  std::string metric;
+  std::vector<std::string> parts;        // one pass each
+  std::vector<std::string> unreachable;  // parts that take several passes even alone
+};
+// GH100's breakdowns (src/breakdown.cpp says where they come from).
+const std::vector<ThroughputBreakdown>& throughput_breakdowns();
+const ThroughputBreakdown* find_breakdown(std::string_view metric);
+// `wanted` with every throughput that has a breakdown replaced by its single-pass parts (order
+// kept, duplicates dropped).
+std::vector<std::string> expand_breakdowns(const std::vector<std::string>& wanted);
+
 }  // namespace cutriage::triage
