@@ -24,6 +24,12 @@ void index_records(ReadResult& r) {
   for (int i = 0; i < records.size(); ++i) {
     const v1::Record& rec = records.Get(i);
     switch (rec.payload_case()) {
+      case v1::Record::kSession:
+        if (i == 0) r.segment_index = rec.session().segment_index();
+        break;
+      case v1::Record::kControl:
+        r.control_records[rec.control().id()] = i;
+        break;
       case v1::Record::kFamily:
         r.family_records[rec.family().id()] = i;
         break;
@@ -144,6 +150,13 @@ std::string family_name(const ReadResult& r, uint64_t id) {
 const v1::TraceSummary* trace_summary(const ReadResult& r) {
   if (r.trace_summary_record < 0) return nullptr;
   return &r.file.records(r.trace_summary_record).trace_summary();
+}
+
+std::vector<const v1::ControlRequest*> control_requests(const ReadResult& r) {
+  std::vector<const v1::ControlRequest*> out;
+  out.reserve(r.control_records.size());
+  for (const auto& [id, i] : r.control_records) out.push_back(&r.file.records(i).control());
+  return out;
 }
 
 std::vector<const v1::KernelProfile*> current_kernels(const ReadResult& r) {

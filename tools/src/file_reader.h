@@ -1,7 +1,8 @@
 // Reads a cutriage file (a cutriage.v1.File written record by record) with the libprotobuf
 // classes, salvaging every complete record of a file whose writer died mid-record, and indexes
 // what the views need: interned strings, kernel families by id, the trace chunks, the trace
-// summary, and the current record of each profiled launch (the highest revision wins).
+// summary, the current record of each profiled launch (the highest revision wins) and of each
+// deep-capture request (the last one of its id).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,11 @@ struct ReadResult {
   // of a record at the end of the session; equal revisions of one launch (two ncu captures
   // imported together whose IDs coincide) are all kept, as before revisions existed.
   std::vector<int> kernel_records;
+  // ControlRequest records by id: the last record of each id (a request is written when it is
+  // taken and again, with its outcome, when its window closes).
+  std::map<uint64_t, int> control_records;
+  // SessionHeader.segment_index: 1, 2, ... for a segment of a rotated run; 0 = the whole run.
+  uint32_t segment_index = 0;
 };
 
 ReadResult read_cutriage_bytes(std::string_view bytes);
@@ -54,9 +60,12 @@ std::string family_name(const ReadResult& r, uint64_t id);
 const cutriage::v1::TraceSummary* trace_summary(const ReadResult& r);
 // The current KernelProfile records (see ReadResult::kernel_records), in file order.
 std::vector<const cutriage::v1::KernelProfile*> current_kernels(const ReadResult& r);
+// The deep-capture requests in their latest state (see ReadResult::control_records), by id.
+std::vector<const cutriage::v1::ControlRequest*> control_requests(const ReadResult& r);
 // Pointer-returning accessors must not outlive `r`: a temporary ReadResult does not compile.
 const cutriage::v1::KernelFamily* find_family(const ReadResult&& r, uint64_t id) = delete;
 const cutriage::v1::TraceSummary* trace_summary(const ReadResult&& r) = delete;
 std::vector<const cutriage::v1::KernelProfile*> current_kernels(const ReadResult&& r) = delete;
+std::vector<const cutriage::v1::ControlRequest*> control_requests(const ReadResult&& r) = delete;
 
 }  // namespace cutriage::tools

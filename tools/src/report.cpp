@@ -326,6 +326,38 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
   for (const std::string& note : sass.take_notes()) put_wrapped(out, indent, indent + "      ", "note: " + note);
 }
 
+// Always-on collection: the metrics came from several launches, one single-pass metric group each,
+// none replayed. One line: how many launches, which groups, how far their durations spread (the
+// launches must be comparable for the assembled numbers to mean anything).
+void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
+  std::set<uint32_t> groups;
+  double min_ns = 0, max_ns = 0;
+  for (const v1::AssembledLaunch& a : k.assembled_launches()) {
+    if (a.metric_group() != 0) groups.insert(a.metric_group());
+    if (!(a.duration_ns() > 0)) continue;
+    min_ns = min_ns == 0 ? a.duration_ns() : std::min(min_ns, a.duration_ns());
+    max_ns = std::max(max_ns, a.duration_ns());
+  }
+  const int n = k.assembled_launches_size();
+  std::string text = "from " + std::to_string(n) + (n == 1 ? " launch" : " launches") + " without replay";
+  if (!groups.empty()) {
+    text += groups.size() == 1 ? " (group " : " (groups ";
+    bool first = true;
+    for (uint32_t g : groups) {
+      text += (first ? "" : ", ") + std::to_string(g);
+      first = false;
+    }
+    text += ")";
+  }
+  if (max_ns > 0) {
+    text += ", durations " + short_duration(min_ns);
+    if (max_ns > min_ns) text += "\u2013" + short_duration(max_ns);
+  } else {
+    text += ", durations not measured";
+  }
+  put_wrapped(out, "    assembled ", "              ", text);
+}
+
 void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
                    size_t rank, const ReportOptions& options, SassResolver& sass) {
   std::string name(lookup(file, k.function_name_iid()));
@@ -355,6 +387,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     if (k.passes() > 0) out << (k.launch_index() != 0 ? ", " : "") << k.passes() << " replay passes on the last";
     out << "\n";
   }
+  if (k.assembled_launches_size() > 0) render_assembled(out, k);
   if (k.rejected_metrics_size() > 0) {
     out << "    not collectable on this GPU: ";
     for (int i = 0; i < k.rejected_metrics_size(); ++i) out << (i ? ", " : "") << k.rejected_metrics(i);
@@ -827,6 +860,70 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   return encoded.records(0).trace_summary();
 }
 
+// `part` of `whole` as a percentage with three significant digits ("0.123%"): overheads are
+// fractions of a percent, which percent()'s one decimal would round to 0.
+std::string fine_percent(double part, double whole) {
+  if (!(whole > 0) || !std::isfinite(part)) return "-";
+  return fmt(100 * part / whole) + "%";
+}
+
+// SessionEnd.overhead: what the always-on agent spent of its budget, one paragraph.
+void render_overhead(std::ostringstream& out, const v1::OverheadStats& o) {
+  std::string text = "budget " + fmt(100 * o.budget_fraction()) + "% of wall time; spent " +
+                     short_duration(double(o.spent_ns())) + " of " + short_duration(double(o.wall_ns())) + " (" +
+                     fine_percent(double(o.spent_ns()), double(o.wall_ns())) + ")";
+  if (o.wall_ns() > 0 && o.budget_fraction() > 0 &&
+      double(o.spent_ns()) > o.budget_fraction() * double(o.wall_ns())) {
+    text += ", over the budget";
+  }
+  if (o.window_ns() > 0) {
+    text += "; worst window " + short_duration(double(o.max_window_spent_ns())) + " of " +
+            short_duration(double(o.window_ns())) + " (" +
+            fine_percent(double(o.max_window_spent_ns()), double(o.window_ns())) + ")";
+  }
+  text += "; " + with_commas(o.admitted()) + (o.admitted() == 1 ? " launch" : " launches") + " admitted, " +
+          with_commas(o.deferred()) + " deferred; " + with_commas(o.group_switches()) +
+          (o.group_switches() == 1 ? " metric-group switch" : " metric-group switches");
+  put_wrapped(out, "overhead: ", "          ", text);
+}
+
+// ControlRequest records: each deep-capture request in its latest state, what it targeted, for how
+// long, what came of it (families profiled with replay, by name when the file defines them).
+void render_control(std::ostringstream& out, const ReadResult& file) {
+  const std::vector<const v1::ControlRequest*> requests = control_requests(file);
+  if (requests.empty()) return;
+  out << "control: " << plural(requests.size(), "deep-capture request", "deep-capture requests") << "\n";
+  const std::string indent = std::string(kIndent) + "    ";  // under the text of "  #1  "
+  for (const v1::ControlRequest* c : requests) {
+    std::string text = c->target().empty() ? std::string("(no target)") : c->target();
+    if (c->window_seconds() > 0) text += " for " + fmt(c->window_seconds()) + " s";
+    switch (c->source()) {
+      case v1::CONTROL_SOURCE_API: text += " (from the API)"; break;
+      case v1::CONTROL_SOURCE_SIGNAL: text += " (from a signal)"; break;
+      case v1::CONTROL_SOURCE_FILE: text += " (from a request file)"; break;
+      default: break;
+    }
+    text += ": ";
+    switch (c->state()) {
+      case v1::CONTROL_STATE_STARTED: text += "started, window open"; break;
+      case v1::CONTROL_STATE_COMPLETED: text += "completed"; break;
+      case v1::CONTROL_STATE_EXPIRED: text += "expired before every family was captured"; break;
+      case v1::CONTROL_STATE_REJECTED: text += "rejected"; break;
+      default: text += "state unknown"; break;
+    }
+    if (c->state() != v1::CONTROL_STATE_REJECTED || c->profiled_launches() != 0) {
+      text += "; " + plural(c->profiled_launches(), "launch", "launches") + " profiled with replay";
+    }
+    put_wrapped(out, std::string(kIndent) + "#" + std::to_string(c->id()) + "  ", indent + "  ", text);
+    if (c->family_ids_size() > 0) {
+      std::string names;
+      for (int i = 0; i < c->family_ids_size(); ++i) names += (i != 0 ? ", " : "") + family_name(file, c->family_ids(i));
+      put_wrapped(out, indent + "families: ", indent + "          ", names);
+    }
+    if (!c->detail().empty()) put_wrapped(out, indent, indent + "  ", c->detail());
+  }
+}
+
 }  // namespace
 
 std::string render_report(const ReadResult& file, const ReportOptions& options) {
@@ -878,6 +975,7 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
       if (g.cc_major() != 0) out << ", sm_" << g.cc_major() << g.cc_minor();
       out << "\n";
     }
+    if (!session->mode().empty()) out << "mode: " << session->mode() << "\n";
     if (session->settings().clock_control() == v1::CLOCK_CONTROL_LOCKED) {
       out << "note: clocks were locked while profiling; durations are not the application's\n";
     }
@@ -898,10 +996,18 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
       out << "; " << end->captured_launches() << " launches into streams under capture (not profiled)";
     }
     out << "\n";
+    if (end->has_overhead()) render_overhead(out, end->overhead());
+  } else if (file.segment_index > 0) {
+    // Rotated output: only the run's last segment ends with a SessionEnd.
+    put_wrapped(out, "note: ", "      ",
+                "this is segment " + std::to_string(file.segment_index) +
+                    " of a rotated run: the run's end (launch counts, trace summary) is in a later "
+                    "segment; every complete record of this one is shown");
   } else if (session != nullptr && session->source() == v1::SessionHeader::SOURCE_AGENT) {
     out << "note: the file has no session end: the process did not exit normally; every complete "
            "record is shown\n";
   }
+  render_control(out, file);
   // The per-kernel sections' numbers, for the application view to point at.
   std::map<const v1::KernelProfile*, size_t> sections;
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -914,8 +1020,12 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
   } else if (!file.trace_records.empty()) {
     out << "\n";
     put_wrapped(out, "note: ", "      ",
-                "the file has a trace but no trace summary (the process did not exit normally): the "
-                "application view is recomputed from the trace, without the agent's selection");
+                file.segment_index > 0
+                    ? "this segment has a trace but no trace summary (the run's is in its last segment): "
+                      "the application view of this segment is recomputed from its trace, without the "
+                      "agent's selection"
+                    : "the file has a trace but no trace summary (the process did not exit normally): the "
+                      "application view is recomputed from the trace, without the agent's selection");
     if (std::optional<v1::TraceSummary> recomputed = recompute_summary(file)) {
       render_application_view(out, file, *recomputed, session, current, sections, options);
     }

@@ -18,14 +18,18 @@ struct ReportOptions {
   NvdisasmSearch nvdisasm;
 };
 
-// When the file has a trace summary, the report opens with the application view: per device the
+// The header gives the GPUs, the agent's mode, the notices, the launch counts and (always-on) the
+// overhead spent against the budget, or why there is no session end (killed, or a segment of a
+// rotated run whose end is in a later segment); then the deep-capture requests (control) in their
+// latest state. When the file has a trace summary, the application view follows: per device the
 // GPU span, busy and idle time, copies serialized with compute; kernel families ranked by GPU time
 // with their duration statistics, share and Amdahl ceiling, and per family the verdict and next
 // action of its profiled launch or why it was not profiled; then the session-level findings.
 // Then the kernels sorted by profiled duration, longest first; per kernel: verdict, trust, the path
-// through the decisions, the numbers behind the verdict, next action, estimated gain, and for a
-// kernel with PC samples its "source" section: the lines with the most stall samples, their
-// share, dominant stall reason and hottest instruction, and the sampling totals.
+// through the decisions, the launches its metrics were assembled from without replay (always-on),
+// the numbers behind the verdict, next action, estimated gain, and for a kernel with PC samples
+// its "source" section: the lines with the most stall samples, their share, dominant stall reason
+// and hottest instruction, and the sampling totals.
 std::string render_report(const ReadResult& file, const ReportOptions& options);
 
 // The proto3 JSON mapping of the file's records. Empty string and `error` set on failure.

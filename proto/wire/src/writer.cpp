@@ -17,7 +17,7 @@ namespace f {
 constexpr protozero::pbf_tag_type kFileRecords = 1;
 constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kRecordKernel = 3,
                                    kRecordNotice = 4, kRecordSessionEnd = 5, kRecordFamily = 6,
-                                   kRecordTrace = 7, kRecordTraceSummary = 8;
+                                   kRecordTrace = 7, kRecordTraceSummary = 8, kRecordControl = 9;
 constexpr protozero::pbf_tag_type kInternedId = 1, kInternedValue = 2;
 }  // namespace f
 
@@ -323,6 +323,8 @@ std::string RecordEncoder::session(const SessionInfo& s) {
     put_enum(m, 12, s.source);
     put_string(m, 13, s.source_path);
     put_u64(m, 14, s.trace_clock_at_start_ns);
+    put_u32(m, 15, s.segment_index);
+    put_string(m, 16, s.mode);
   }
   return as_record(f::kRecordSession, payload);
 }
@@ -411,6 +413,16 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
     put_u64(m, 26, k.family_id);
     put_u32(m, 27, k.revision);
     if (in.pc_samples) put_pc_sampling(m, 28, *in.pc_samples, pc_ids, k);
+    for (const triage::AssembledLaunch& a : in.assembled_launches) {
+      protozero::pbf_writer al(m, 29);
+      al.add_uint64(1, a.launch_index);  // even 0: keeps the AssembledLaunch (see as_record)
+      put_dim3(al, 2, a.grid);
+      put_dim3(al, 3, a.block);
+      put_u32(al, 4, a.dynamic_shared_bytes);
+      put_double(al, 5, a.duration_ns);
+      put_u32(al, 6, a.metric_group);
+      put_u32(al, 7, a.metrics);
+    }
   }
   out += as_record(f::kRecordKernel, payload);
   return out;
@@ -455,6 +467,21 @@ std::string RecordEncoder::session_end(const SessionEnd& e) {
       put_u64(ks, 5, k.not_replayable);
       put_u64(ks, 6, k.failed);
       put_u64(ks, 7, k.filtered);
+    }
+    if (e.overhead) {
+      const OverheadStats& o = *e.overhead;
+      protozero::pbf_writer ov(m, 11);
+      // Written even when 0: an OverheadStats with every field unset would be dropped, and the
+      // reader could not tell an always-on run that spent nothing from a run of another mode.
+      ov.add_double(1, o.budget_fraction);
+      put_double(ov, 2, o.max_profiles_per_second);
+      put_u64(ov, 3, o.wall_ns);
+      put_u64(ov, 4, o.spent_ns);
+      put_u64(ov, 5, o.max_window_spent_ns);
+      put_u64(ov, 6, o.window_ns);
+      put_u64(ov, 7, o.admitted);
+      put_u64(ov, 8, o.deferred);
+      put_u64(ov, 9, o.group_switches);
     }
   }
   out += as_record(f::kRecordSessionEnd, payload);
@@ -633,6 +660,24 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
   }
   out += as_record(f::kRecordTraceSummary, payload);
   return out;
+}
+
+std::string RecordEncoder::control(const ControlRequest& c) {
+  std::string payload;
+  {
+    protozero::pbf_writer m(payload);
+    put_u64(m, 1, c.id);
+    put_enum(m, 2, c.source);
+    put_string(m, 3, c.target);
+    put_double(m, 4, c.window_seconds);
+    put_u64(m, 5, c.requested_unix_ns);
+    put_u64(m, 6, c.ended_unix_ns);
+    put_enum(m, 7, c.state);
+    if (!c.family_ids.empty()) m.add_packed_uint64(8, c.family_ids.begin(), c.family_ids.end());
+    put_u32(m, 9, c.profiled_launches);
+    put_string(m, 10, c.detail);
+  }
+  return as_record(f::kRecordControl, payload);
 }
 
 }  // namespace cutriage::wire

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "catch.h"
 #include "cutriage/v1/cutriage.pb.h"
@@ -52,6 +53,8 @@ wire::SessionInfo sample_session() {
   s.metric_set = "triage";
   s.kernel_filter = "regex:gemm";
   s.source = wire::SessionSource::kAgent;
+  s.segment_index = 3;
+  s.mode = "always-on";
   return s;
 }
 
@@ -126,6 +129,10 @@ wire::KernelRecord sample_kernel() {
   d.trust = triage::Trust::kSuspect;
   d.trust_notes = {"no unprofiled timing"};
   d.at_hardware_limit = true;
+  // Always-on: metrics assembled from two launches without replay; the second has no block or
+  // duration (zeros must stay zeros, and the launch must stay in the list).
+  k.input.assembled_launches.push_back({15, {264, 2, 1}, {256, 1, 1}, 8192, 2450.5, 1, 12});
+  k.input.assembled_launches.push_back({0, {0, 0, 0}, {0, 0, 0}, 0, 0.0, 2, 0});
   return k;
 }
 
@@ -170,6 +177,8 @@ TEST_CASE("wire encoder output parses with the generated classes, field by field
   CHECK(s.settings().metric_set() == "triage");
   CHECK(s.settings().kernel_filter() == "regex:gemm");
   CHECK(s.source() == v1::SessionHeader::SOURCE_AGENT);
+  CHECK(s.segment_index() == 3);
+  CHECK(s.mode() == "always-on");
 
   // Resolve interned strings the way a reader must: definitions precede their use.
   tools::ReadResult r = tools::read_cutriage_bytes(bytes + second);
@@ -231,6 +240,26 @@ TEST_CASE("wire encoder output parses with the generated classes, field by field
   CHECK(kp->unprofiled_duration_ns() == 2000);  // the median of 1000, 3000, 2000
   CHECK(kp->unprofiled_samples() == 3);
   CHECK(kp->time_share() == 0.25);
+  REQUIRE(kp->assembled_launches_size() == 2);
+  const v1::AssembledLaunch& a0 = kp->assembled_launches(0);
+  CHECK(a0.launch_index() == 15);
+  CHECK(a0.grid().x() == 264);
+  CHECK(a0.grid().y() == 2);
+  CHECK(a0.grid().z() == 1);
+  CHECK(a0.block().x() == 256);
+  CHECK(a0.block().y() == 1);
+  CHECK(a0.dynamic_shared_bytes() == 8192);
+  CHECK(a0.duration_ns() == 2450.5);
+  CHECK(a0.metric_group() == 1);
+  CHECK(a0.metrics() == 12);
+  const v1::AssembledLaunch& a1 = kp->assembled_launches(1);
+  CHECK(a1.launch_index() == 0);
+  CHECK_FALSE(a1.has_grid());
+  CHECK_FALSE(a1.has_block());
+  CHECK(a1.dynamic_shared_bytes() == 0);
+  CHECK(a1.duration_ns() == 0);
+  CHECK(a1.metric_group() == 2);
+  CHECK(a1.metrics() == 0);
 
   const v1::Diagnosis& d = kp->diagnosis();
   CHECK(d.classification() == v1::CLASSIFICATION_MEMORY_BOUND);
@@ -292,6 +321,121 @@ TEST_CASE("enum values of the engine and the schema agree", "[wire]") {
   }
 }
 
+// ---- always-on records: SessionEnd.overhead, ControlRequest (SYNTHETIC values) ----
+
+TEST_CASE("wire: session end overhead and control requests parse with the generated classes",
+          "[wire][always-on]") {
+  wire::RecordEncoder enc;
+  std::string bytes = enc.session(sample_session());
+  wire::ControlRequest started;
+  started.id = 1;
+  started.source = wire::ControlSource::kSignal;
+  started.target = "top:3";
+  started.window_seconds = 2.5;
+  started.requested_unix_ns = 1'700'000'000'100'000'000ULL;
+  started.state = wire::ControlState::kStarted;
+  bytes += enc.control(started);
+  wire::ControlRequest done = started;
+  done.ended_unix_ns = 1'700'000'002'600'000'000ULL;
+  done.state = wire::ControlState::kExpired;
+  done.family_ids = {7, 0, 3};
+  done.profiled_launches = 5;
+  done.detail = "family 9 was not launched in the window";
+  bytes += enc.control(done);
+  bytes += enc.control({});  // nothing set: still a record
+  wire::SessionEnd end;
+  end.kernel_launches = 100;
+  wire::OverheadStats o;
+  o.budget_fraction = 0.005;
+  o.max_profiles_per_second = 20;
+  o.wall_ns = 10'000'000'000ULL;
+  o.spent_ns = 12'345'678;
+  o.max_window_spent_ns = 4'000'000;
+  o.window_ns = 1'000'000'000;
+  o.admitted = 120;
+  o.deferred = 30;
+  o.group_switches = 45;
+  end.overhead = o;
+  bytes += enc.session_end(end);
+  wire::SessionEnd spent_nothing;  // always-on, all zero: the overhead message stays
+  spent_nothing.overhead = wire::OverheadStats{};
+  bytes += enc.session_end(spent_nothing);
+  bytes += enc.session_end(wire::SessionEnd{});  // not always-on: no overhead
+
+  v1::File file;
+  REQUIRE(file.ParseFromString(bytes));
+  std::vector<const v1::ControlRequest*> controls;
+  std::vector<const v1::SessionEnd*> ends;
+  for (const v1::Record& rec : file.records()) {
+    if (rec.has_control()) controls.push_back(&rec.control());
+    if (rec.has_session_end()) ends.push_back(&rec.session_end());
+  }
+  REQUIRE(controls.size() == 3);
+  const v1::ControlRequest& c0 = *controls[0];
+  CHECK(c0.id() == 1);
+  CHECK(c0.source() == v1::CONTROL_SOURCE_SIGNAL);
+  CHECK(c0.target() == "top:3");
+  CHECK(c0.window_seconds() == 2.5);
+  CHECK(c0.requested_unix_ns() == 1'700'000'000'100'000'000ULL);
+  CHECK(c0.ended_unix_ns() == 0);
+  CHECK(c0.state() == v1::CONTROL_STATE_STARTED);
+  CHECK(c0.family_ids_size() == 0);
+  CHECK(c0.profiled_launches() == 0);
+  CHECK(c0.detail().empty());
+  const v1::ControlRequest& c1 = *controls[1];
+  CHECK(c1.id() == 1);
+  CHECK(c1.ended_unix_ns() == 1'700'000'002'600'000'000ULL);
+  CHECK(c1.state() == v1::CONTROL_STATE_EXPIRED);
+  REQUIRE(c1.family_ids_size() == 3);
+  CHECK(c1.family_ids(0) == 7);
+  CHECK(c1.family_ids(1) == 0);
+  CHECK(c1.family_ids(2) == 3);
+  CHECK(c1.profiled_launches() == 5);
+  CHECK(c1.detail() == "family 9 was not launched in the window");
+  CHECK(controls[2]->id() == 0);
+  CHECK(controls[2]->state() == v1::CONTROL_STATE_UNSPECIFIED);
+
+  REQUIRE(ends.size() == 3);
+  CHECK(ends[0]->kernel_launches() == 100);
+  REQUIRE(ends[0]->has_overhead());
+  const v1::OverheadStats& ov = ends[0]->overhead();
+  CHECK(ov.budget_fraction() == 0.005);
+  CHECK(ov.max_profiles_per_second() == 20);
+  CHECK(ov.wall_ns() == 10'000'000'000ULL);
+  CHECK(ov.spent_ns() == 12'345'678);
+  CHECK(ov.max_window_spent_ns() == 4'000'000);
+  CHECK(ov.window_ns() == 1'000'000'000);
+  CHECK(ov.admitted() == 120);
+  CHECK(ov.deferred() == 30);
+  CHECK(ov.group_switches() == 45);
+  CHECK(ends[1]->has_overhead());
+  CHECK(ends[1]->overhead().spent_ns() == 0);
+  CHECK_FALSE(ends[2]->has_overhead());
+
+  // The reader keeps each request's latest state, by id.
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  CHECK(r.segment_index == 3);
+  const auto requests = tools::control_requests(r);
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0]->id() == 0);
+  CHECK(requests[1]->id() == 1);
+  CHECK(requests[1]->state() == v1::CONTROL_STATE_EXPIRED);
+  CHECK(requests[1]->profiled_launches() == 5);
+}
+
+TEST_CASE("wire: the always-on enums of the records and the schema agree", "[wire][always-on]") {
+  CHECK(static_cast<int>(wire::ControlSource::kApi) == v1::CONTROL_SOURCE_API);
+  CHECK(static_cast<int>(wire::ControlSource::kSignal) == v1::CONTROL_SOURCE_SIGNAL);
+  CHECK(static_cast<int>(wire::ControlSource::kFile) == v1::CONTROL_SOURCE_FILE);
+  CHECK(v1::ControlSource_MAX == static_cast<int>(wire::ControlSource::kFile));
+  CHECK(static_cast<int>(wire::ControlState::kStarted) == v1::CONTROL_STATE_STARTED);
+  CHECK(static_cast<int>(wire::ControlState::kCompleted) == v1::CONTROL_STATE_COMPLETED);
+  CHECK(static_cast<int>(wire::ControlState::kExpired) == v1::CONTROL_STATE_EXPIRED);
+  CHECK(static_cast<int>(wire::ControlState::kRejected) == v1::CONTROL_STATE_REJECTED);
+  CHECK(v1::ControlState_MAX == static_cast<int>(wire::ControlState::kRejected));
+}
+
 TEST_CASE("wire: strings that are not UTF-8 are repaired, not written (the file stays readable)",
           "[wire]") {
   // A command line and a kernel name as the agent may meet them: Latin-1 bytes, a lone
@@ -313,6 +457,11 @@ TEST_CASE("wire: strings that are not UTF-8 are repaired, not written (the file 
   wire::SessionEnd end;
   end.kernels.push_back({"_Z6kernel\xff", 1, 0, 0, 0, 1, 0});
   bytes += enc.session_end(end);
+  wire::ControlRequest control;
+  control.id = 1;
+  control.target = "regex:caf\xe9";
+  control.detail = "no kernel matched \xc3";
+  bytes += enc.control(control);
 
   tools::ReadResult r = tools::read_cutriage_bytes(bytes);
   REQUIRE(r.status == tools::ReadStatus::kOk);
@@ -333,6 +482,10 @@ TEST_CASE("wire: strings that are not UTF-8 are repaired, not written (the file 
   }
   CHECK(saw_kernel);
   CHECK(saw_end);
+  const auto requests = tools::control_requests(r);
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0]->target() == "regex:caf\xEF\xBF\xBD");
+  CHECK(requests[0]->detail() == "no kernel matched \xEF\xBF\xBD");
 }
 
 // ---- trace records (KernelFamily, TraceChunk, TraceSummary) and the fields added with them ----
