@@ -67,7 +67,12 @@ struct Agent::KernelState {
   std::string last_detail;
   // PC sampling comes after the counters: one launch per family, then never again (failed
   // included); select() sets it, a launch that could not be sampled after all clears it.
+  // Always-on: sampled again CUTRIAGE_PC_SAMPLING_INTERVAL seconds after pc_sampled_mono_ns.
   bool pc_started = false;
+  uint64_t pc_sampled_mono_ns = 0;
+  // Always-on: the launches the measured counters were assembled from, one group each.
+  std::vector<triage::AssembledLaunch> assembled;
+  uint64_t deep_request = 0;  // the deep-capture request that last profiled it
 };
 
 // One CUDA context. Shared so a launch in flight keeps it alive through a concurrent destroy.
@@ -82,6 +87,9 @@ struct Agent::ContextState {
   bool sampler_failed = false;
   std::string sampler_error;
   std::atomic<bool> busy{false};  // a profiled launch is between entry and exit on this context
+  // Always-on: the single-pass group the context's range profiler is configured with (-1: none
+  // or another plan). A launch of that group costs little; another group re-enables (costly).
+  std::atomic<int> configured_group{-1};
 };
 
 // NVTX ranges open on one application thread, as CUPTI's callbacks reported them.
@@ -134,6 +142,12 @@ struct Agent::ActiveProfile {
   std::shared_lock<std::shared_mutex> gate;  // no activity flush until this profile ends
   uint64_t begin_trace_ns = 0;  // trace clock when the range profiler started
   bool pc_sampling = false;     // PC sampling instead of the range profiler
+  // Always-on accounting: when launch entry began (monotonic), what the budget reserved.
+  uint64_t started_mono_ns = 0;
+  bool budgeted = false;
+  CostKind cost = CostKind::kSameGroup;
+  int group = -1;          // always-on single-pass group, -1 otherwise
+  uint64_t deep = 0;       // deep-capture request id, 0 = none
 };
 
 namespace {
@@ -220,11 +234,28 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
       log_(log),
       process_(std::move(process)),
       instance_id_(g_next_instance.fetch_add(1)),
-      cubins_(config_.cubin_cache_mb << 20) {
+      cubins_(config_.cubin_cache_mb << 20),
+      always_on_(config_.mode == AgentMode::kAlwaysOn) {
   triage_options_.thresholds = std::move(thresholds);
   if (!process_.now_unix_ns) process_.now_unix_ns = [] { return uint64_t{0}; };
+  if (!process_.monotonic_ns) {
+    process_.monotonic_ns = [] {
+      return static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+              .count());
+    };
+  }
   start_time_ns_ = process_.now_unix_ns();
+  if (always_on_) {
+    BudgetOptions b;
+    b.fraction = config_.budget_fraction;
+    b.max_per_second = config_.budget_rate;
+    budget_ = std::make_unique<Budget>(b, monotonic_now());
+  }
+  if (config_.segment_mb > 0 || config_.segment_seconds > 0) segment_index_ = 1;
 }
+
+uint64_t Agent::monotonic_now() const { return process_.monotonic_ns(); }
 
 Agent::~Agent() { stop_flush_thread(); }
 
@@ -260,7 +291,17 @@ bool Agent::start() {
         write_notice(wire::Severity::kWarning, "trace_failed", what);
       }
     }
-    log_.info("profiling; results go to " + output_path());
+    if (config_.control_signal != ControlSignal::kOff) {
+      std::string why;
+      if (!install_control_signal(config_.control_signal, &why)) {
+        log_.warn("CUTRIAGE_CONTROL_SIGNAL: no handler installed: " + why);
+      }
+    }
+    if ((!config_.control_file.empty() || config_.control_signal != ControlSignal::kOff) && !flush_thread_.joinable()) {
+      log_.warn("CUTRIAGE_CONTROL_FILE and CUTRIAGE_CONTROL_SIGNAL are read by the trace's flush thread, which "
+                "is not running (CUTRIAGE_TRACE=0 or CUTRIAGE_TRACE_FLUSH_MS=0); use cutriage_request_deep_capture");
+    }
+    log_.info(std::string(always_on_ ? "always-on profiling" : "profiling") + "; results go to " + output_path());
     return true;
   }
   switch (s.code()) {
@@ -301,6 +342,12 @@ void Agent::flush_loop() {
       platform_.flush_trace(false);
     } catch (...) {
     }
+    try {
+      poll_control();
+      check_deep_window();
+      refresh_candidates();
+    } catch (...) {
+    }
     if (!config_.prometheus_file.empty() &&
         std::chrono::steady_clock::now() - last_prometheus >= std::chrono::milliseconds(config_.prometheus_interval_ms)) {
       last_prometheus = std::chrono::steady_clock::now();
@@ -322,6 +369,141 @@ void Agent::stop_flush_thread() {
     } catch (...) {
     }
   }
+}
+
+// ---- control: deep captures on request ------------------------------------------------------
+
+uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::string& target, uint32_t seconds,
+                                     std::string* error) {
+  wire::ControlRequest req;
+  req.source = source;
+  req.target = target.empty() ? config_.deep_target : target;
+  req.window_seconds = seconds == 0 ? config_.deep_seconds : seconds;
+  req.requested_unix_ns = process_.now_unix_ns();
+  std::string why;
+  if (finished_.load() || state_.load() != wire::AgentState::kActive || !subscribed_.load()) {
+    why = "the agent is not profiling";
+  } else if (seconds > 3600) {
+    why = "the window must be 1 to 3600 seconds";
+  } else {
+    why = check_deep_target(req.target);
+  }
+  DeepWindow window;
+  if (why.empty()) {
+    const std::string_view t = req.target;
+    if (t.size() > 4 && (t.substr(0, 4) == "top:" || t.substr(0, 4) == "TOP:")) {
+      window.top = static_cast<uint32_t>(std::stoul(std::string(t.substr(4))));
+    } else {
+      why = window.filter.set(req.target, config_.kernel_filter.base());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    req.id = next_request_id_++;
+    if (why.empty() && deep_) why = "deep capture " + std::to_string(deep_->request.id) + " is still open";
+    if (why.empty()) {
+      req.state = wire::ControlState::kStarted;
+      window.request = req;
+      window.end_mono_ns = monotonic_now() + uint64_t{static_cast<uint32_t>(req.window_seconds)} * 1000000000ULL;
+      deep_ = std::move(window);
+      deep_open_.store(true);
+      for (KernelState* k : families_) update_candidate_locked(*k);
+    } else {
+      req.state = wire::ControlState::kRejected;
+      req.detail = why;
+      req.ended_unix_ns = req.requested_unix_ns;
+    }
+  }
+  write_control(req);
+  if (!why.empty()) {
+    if (error != nullptr) *error = why;
+    log_.warn("deep capture refused: " + why);
+    return 0;
+  }
+  log_.info("deep capture " + std::to_string(req.id) + " of " + req.target + " for " +
+            std::to_string(static_cast<int>(req.window_seconds)) + " s");
+  return req.id;
+}
+
+void Agent::check_deep_window() {
+  wire::ControlRequest done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!deep_) return;
+    const uint64_t now = monotonic_now();
+    // Everything targeted is captured: the top N all profiled (and sampled); a name filter's
+    // families are not known in advance, so its window runs to the end.
+    bool complete = false;
+    if (deep_->top > 0) {
+      uint32_t targeted = 0;
+      uint32_t finished = 0;
+      for (const KernelState* k : families_) {
+        if (k->rank == 0 || k->rank > deep_->top) continue;
+        ++targeted;
+        const bool sampled = !config_.pc_sampling || deep_->sampled.count(k->family_id) > 0;
+        if (deep_->captured.count(k->family_id) > 0 && sampled) ++finished;
+      }
+      complete = targeted > 0 && finished == targeted;
+    }
+    if (!complete && now < deep_->end_mono_ns && !finished_.load()) return;
+    done = deep_->request;
+    done.state = complete ? wire::ControlState::kCompleted : wire::ControlState::kExpired;
+    done.ended_unix_ns = process_.now_unix_ns();
+    done.family_ids.assign(deep_->captured.begin(), deep_->captured.end());
+    for (const KernelState* k : families_) {
+      if (k->deep_request == done.id && k->last_record && k->last_record->status == wire::ProfileStatus::kProfiled) {
+        ++done.profiled_launches;
+      }
+    }
+    if (done.family_ids.empty()) done.detail = "no targeted family was launched in the window";
+    deep_.reset();
+    deep_open_.store(false);
+    for (KernelState* k : families_) update_candidate_locked(*k);
+  }
+  write_control(done);
+}
+
+void Agent::write_control(const wire::ControlRequest& request) {
+  std::lock_guard<std::mutex> lock(output_mutex_);
+  write_bytes_locked([&] { return encoder_.control(request); });
+}
+
+void Agent::poll_control() {
+  if (take_control_signal()) {
+    std::string error;
+    (void)request_deep_capture(wire::ControlSource::kSignal, "", 0, &error);
+  }
+  if (config_.control_file.empty()) return;
+  std::string error;
+  std::optional<std::string> text = take_control_file(config_.control_file, &error);
+  if (!error.empty()) {
+    if (control_errors_.insert(error).second) log_.warn(error);
+    return;
+  }
+  if (!text) return;
+  std::optional<DeepRequest> req = parse_control_command(*text, &error);
+  if (!req) {
+    wire::ControlRequest rejected;
+    rejected.source = wire::ControlSource::kFile;
+    rejected.state = wire::ControlState::kRejected;
+    rejected.requested_unix_ns = process_.now_unix_ns();
+    rejected.ended_unix_ns = rejected.requested_unix_ns;
+    rejected.detail = config_.control_file + ": " + error;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      rejected.id = next_request_id_++;
+    }
+    write_control(rejected);
+    log_.warn("control file " + config_.control_file + ": " + error);
+    return;
+  }
+  (void)request_deep_capture(wire::ControlSource::kFile, req->target, req->seconds, &error);
+}
+
+std::optional<wire::OverheadStats> Agent::overhead() const {
+  if (!budget_) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return budget_->stats(monotonic_now());
 }
 
 // ---- callbacks: every one catches everything ----------------------------------------------
@@ -433,6 +615,9 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
       }
     }
     if (!kernel->candidate.load(std::memory_order_relaxed)) return false;
+    if (paused_.load(std::memory_order_relaxed)) return false;
+    // Always-on: while the budget cannot admit anything, a candidate's launch costs one clock read.
+    if (budget_ && !deep_open_.load(std::memory_order_relaxed) && !budget_->ready(monotonic_now())) return false;
     launch_enter(event, *kernel, launch_index);
     const std::unique_ptr<ActiveProfile>& slot = active_slot();
     return slot && slot->owner == this && slot->correlation_id == event.correlation_id;
@@ -516,19 +701,33 @@ void Agent::update_candidate_locked(KernelState& kernel) {
       (!counters_left_locked(kernel) && !pc_sampling_left_locked(kernel))) {
     wanted = false;
   }
+  // A deep-capture window overrides the selection for the families it targets.
+  if (deep_targets_locked(kernel) && state_.load() == wire::AgentState::kActive && !kernel.wrote_unprofiled) {
+    wanted = true;
+  }
   kernel.candidate.store(wanted, std::memory_order_relaxed);
 }
 
 bool Agent::counters_left_locked(const KernelState& kernel) const {
-  return !kernel.complete && kernel.profiles_started < config_.max_profiles_per_kernel &&
+  // Always-on collects one single-pass group per launch: as many launches as the route needs
+  // groups (bounded, should the route keep asking).
+  constexpr uint32_t kMaxAssembledLaunches = 64;
+  const uint32_t per_kernel = always_on_ ? kMaxAssembledLaunches : config_.max_profiles_per_kernel;
+  return !kernel.complete && kernel.profiles_started < per_kernel &&
          (config_.launch_count == 0 || profiles_started_ < config_.launch_count);
 }
 
 bool Agent::pc_sampling_left_locked(const KernelState& kernel) const {
   // After a profiled record exists: the samples join that record's diagnosis. CUTRIAGE_LAUNCH_COUNT
   // limits the counter launches only; sampling adds one launch per profiled family.
-  return config_.pc_sampling && !kernel.pc_started && kernel.last_record.has_value() &&
-         kernel.last_record->status == wire::ProfileStatus::kProfiled;
+  if (!config_.pc_sampling || !kernel.last_record.has_value() ||
+      kernel.last_record->status != wire::ProfileStatus::kProfiled) {
+    return false;
+  }
+  if (!kernel.pc_started) return true;
+  // Always-on: sampled again once the interval has passed (duty cycle).
+  return always_on_ && config_.pc_sampling_interval_s > 0 && kernel.pc_sampled_mono_ns != 0 &&
+         monotonic_now() - kernel.pc_sampled_mono_ns >= uint64_t{config_.pc_sampling_interval_s} * 1000000000ULL;
 }
 
 // ---- NVTX --------------------------------------------------------------------------------
@@ -638,6 +837,10 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
   std::unique_ptr<ActiveProfile>& slot = active_slot();
   if (slot && slot->owner == this && slot->correlation_id == event.correlation_id) {
     if (slot->context) slot->context->busy.store(false);
+    try {
+      charge(*slot);
+    } catch (...) {
+    }
     if (trace_started_.load() && slot->begin_trace_ns != 0) {
       try {
         trace_replay(*slot);
@@ -662,7 +865,8 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
 
 // ---- selection ---------------------------------------------------------------------------
 
-Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip, KernelState& k) {
+Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip, KernelState& k,
+                               const MetricGroups* groups, int context_group) {
   std::lock_guard<std::mutex> lock(mutex_);
   KernelState* kernel = &k;
   if (event.stream_capturing) {
@@ -671,13 +875,43 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
     return {};
   }
   if (!kernel->candidate.load()) return {};  // changed since the fast path looked
-  if (matching_launches_.load() <= config_.launch_skip) return {};
+  const bool deep = deep_targets_locked(*kernel);
+  if (!deep && matching_launches_.load() <= config_.launch_skip) return {};
   if (event.cooperative || kernel->names->no_replay) {
     // Record why, once, without profiling (counted above). Never sampled either: kernel-serialized
     // sampling would serialize a kernel whose blocks or peers wait on each other.
     return {Selection::Kind::kNoReplay, {}};
   }
   if (state_.load() != wire::AgentState::kActive) return {};
+
+  if (deep) {
+    // A deep-capture window: every counter in one replayed launch, then one sampled launch; the
+    // budget does not apply (the user asked for it).
+    const uint64_t id = deep_->request.id;
+    if (deep_->captured.count(kernel->family_id) == 0) {
+      deep_->captured.insert(kernel->family_id);
+      kernel->deep_request = id;
+      ++kernel->profiles_started;
+      ++profiles_started_;
+      if (event.launch) kernel->first_launch = event.launch;
+      Selection sel{Selection::Kind::kCounters, config_.metric_mode == MetricMode::kList ? config_.metric_list
+                                                                                           : all_counters()};
+      sel.deep = id;
+      update_candidate_locked(*kernel);
+      return sel;
+    }
+    if (config_.pc_sampling && deep_->sampled.count(kernel->family_id) == 0 && kernel->deep_request == id &&
+        kernel->last_record && kernel->last_record->status == wire::ProfileStatus::kProfiled) {
+      deep_->sampled.insert(kernel->family_id);
+      kernel->pc_started = true;
+      Selection sel{Selection::Kind::kPcSampling, {}};
+      sel.deep = id;
+      update_candidate_locked(*kernel);
+      return sel;
+    }
+    return {};
+  }
+
   // Counters measured on different launches are combined, and samples join them, so only
   // launches of the same shape.
   if (kernel->first_launch && event.launch && !same_shape(*kernel->first_launch, *event.launch)) {
@@ -685,9 +919,12 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
   }
   if (!counters_left_locked(*kernel)) {
     if (pc_sampling_left_locked(*kernel)) {
+      if (budget_ && !budget_->admit(monotonic_now(), CostKind::kPcSampling)) return {};
       kernel->pc_started = true;
       update_candidate_locked(*kernel);
-      return {Selection::Kind::kPcSampling, {}};
+      Selection sel{Selection::Kind::kPcSampling, {}};
+      sel.cost = CostKind::kPcSampling;
+      return sel;
     }
     update_candidate_locked(*kernel);
     return {};
@@ -709,12 +946,50 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
           update_candidate_locked(*kernel);
           return {};
         }
-      } else if (config_.max_profiles_per_kernel == 1) {
+      } else if (config_.max_profiles_per_kernel == 1 && !always_on_) {
         wanted = all_counters();  // no second launch to adapt on: everything at once
       } else {
         wanted = first_stage_counters(chip);
       }
       break;
+  }
+  Selection selection{Selection::Kind::kCounters, {}};
+  if (always_on_) {
+    if (groups == nullptr) return {};  // no groups for this chip: said once by groups_for
+    // Throughputs that take several passes come from their single-pass parts.
+    wanted = triage::expand_breakdowns(wanted);
+    const std::set<std::string> want(wanted.begin(), wanted.end());
+    // The group with the most of what is still wanted; the context's configured group when it
+    // has any (no re-enable: the cheap kind of launch).
+    int best = -1;
+    size_t best_hits = 0;
+    for (size_t g = 0; g < groups->plans.size(); ++g) {
+      size_t hits = 0;
+      for (const std::string& m : groups->plans[g].metrics) {
+        hits += want.count(m) > 0 && kernel->attempted.count(m) == 0 ? 1 : 0;
+      }
+      if (hits == 0) continue;
+      if (static_cast<int>(g) == context_group) {
+        best = context_group;
+        best_hits = hits;
+        break;
+      }
+      if (hits > best_hits) {
+        best = static_cast<int>(g);
+        best_hits = hits;
+      }
+    }
+    if (best < 0) {
+      // What is still wanted is in no single-pass group: needs replay (a deep capture).
+      kernel->complete = true;
+      update_candidate_locked(*kernel);
+      return {};
+    }
+    selection.cost = best == context_group ? CostKind::kSameGroup : CostKind::kGroupSwitch;
+    if (!budget_->admit(monotonic_now(), selection.cost)) return {};
+    selection.group = best;
+    selection.metrics = groups->plans[static_cast<size_t>(best)].metrics;
+    wanted = selection.metrics;
   }
   if (wanted.empty()) {
     kernel->complete = true;
@@ -726,7 +1001,59 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
   if (!kernel->first_launch && event.launch) kernel->first_launch = event.launch;
   kernel->attempted.insert(wanted.begin(), wanted.end());
   update_candidate_locked(*kernel);
-  return {Selection::Kind::kCounters, std::move(wanted)};
+  selection.metrics = std::move(wanted);
+  return selection;
+}
+
+bool Agent::deep_targets_locked(const KernelState& kernel) const {
+  if (!deep_) return false;
+  if (deep_->top > 0) {
+    if (kernel.rank == 0 || kernel.rank > deep_->top) return false;
+  } else if (!deep_->filter.matches(kernel.mangled, kernel.names->demangled, kernel.names->function)) {
+    return false;
+  }
+  // Done with this family in this window?
+  const bool profiled = deep_->captured.count(kernel.family_id) > 0;
+  const bool sampled = !config_.pc_sampling || deep_->sampled.count(kernel.family_id) > 0;
+  return !(profiled && sampled);
+}
+
+std::shared_ptr<const MetricGroups> Agent::groups_for(const std::string& chip) {
+  std::lock_guard<std::mutex> lock(groups_mutex_);
+  if (auto it = groups_.find(chip); it != groups_.end()) return it->second;
+  if (groups_failed_.count(chip)) return nullptr;
+  std::string error;
+  std::shared_ptr<collectors::ProfilerHost> host = host_for(chip, &error);
+  if (!host) {
+    groups_failed_.insert(chip);
+    log_.log_once(LogLevel::kWarn, "groups-" + chip, "always-on: no profiler host for " + chip + " (" + error +
+                                                         "); kernels are traced, not profiled");
+    return nullptr;
+  }
+  const uint64_t t0 = monotonic_now();
+  // Everything any route may want, multi-pass throughputs as their parts; every group also reads
+  // the launch's duration (Decision 0 compares the launches a diagnosis is assembled from).
+  std::vector<std::string> universe = all_counters();
+  for (std::string& r : first_stage_counters(chip)) universe.push_back(std::move(r));
+  universe = triage::expand_breakdowns(universe);
+  auto groups = std::make_shared<MetricGroups>(pack_single_pass(*host, universe, {"gpu__time_duration.sum"}));
+  const uint64_t cost = monotonic_now() - t0;
+  {
+    std::lock_guard<std::mutex> budget_lock(mutex_);
+    if (budget_) budget_->charge(monotonic_now(), CostKind::kPlanning, cost);
+  }
+  if (groups->plans.empty()) {
+    groups_failed_.insert(chip);
+    log_.log_once(LogLevel::kWarn, "groups-" + chip, "always-on: no counter of " + chip +
+                                                         " fits one pass; kernels are traced, not profiled");
+    return nullptr;
+  }
+  log_.info("always-on: " + std::to_string(universe.size()) + " counters of " + chip + " in " +
+            std::to_string(groups->plans.size()) + " single-pass groups (" +
+            std::to_string(groups->unreachable.size()) + " need replay), planned in " +
+            std::to_string(cost / 1000000) + " ms");
+  groups_[chip] = groups;
+  return groups;
 }
 
 std::optional<collectors::DeviceInfo> Agent::device_info(uint32_t device) {
@@ -782,6 +1109,7 @@ std::shared_ptr<collectors::ProfilerHost> Agent::host_for(const std::string& chi
 
 void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref, uint64_t launch_index) {
   // The slow path: a launch the selection wants. Only now the driver is asked about the stream.
+  const uint64_t started_mono = always_on_ ? monotonic_now() : 0;
   LaunchEvent event = fast_event;
   platform_.fill_launch_details(event);
   if (!nvtx_allows()) return;
@@ -791,10 +1119,33 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   if (!event.stream_capturing) {
     if (std::optional<collectors::DeviceInfo> dev = device_info(event.device)) chip = dev->limits.chip;
   }
-  Selection selection = select(event, chip, *kernel);
+  std::shared_ptr<const MetricGroups> groups;
+  int context_group = -1;
+  if (always_on_ && !chip.empty()) {
+    groups = groups_for(chip);
+    context_group = context_for(event)->configured_group.load();
+  }
+  Selection selection = select(event, chip, *kernel, groups.get(), context_group);
   if (selection.kind == Selection::Kind::kSkip) return;
+  // What an admitted launch reserved is trued up with its measured cost when it ends, or here when
+  // it does not happen after all.
+  const bool budgeted = budget_ && selection.deep == 0 &&
+                        (selection.kind == Selection::Kind::kCounters || selection.kind == Selection::Kind::kPcSampling);
+  auto refund = [&] {
+    if (!budgeted) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    budget_->charge(monotonic_now(), selection.cost, monotonic_now() - started_mono);
+  };
   if (selection.kind == Selection::Kind::kPcSampling) {
-    pc_sampling_enter(event, *kernel, launch_index);
+    pc_sampling_enter(event, *kernel, launch_index, selection.deep);
+    std::unique_ptr<ActiveProfile>& slot = active_slot();
+    if (slot && slot->owner == this && slot->correlation_id == event.correlation_id) {
+      slot->started_mono_ns = started_mono;
+      slot->budgeted = budgeted;
+      slot->cost = selection.cost;
+    } else {
+      refund();
+    }
     return;
   }
   std::vector<std::string>* wanted = &selection.metrics;
@@ -807,9 +1158,15 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   }
   // Undo the selection's bookkeeping when this launch ends up unprofiled after all.
   auto unselect = [&] {
+    refund();
     std::lock_guard<std::mutex> lock(mutex_);
     --kernel->profiles_started;
     --profiles_started_;
+    if (selection.group >= 0) {
+      // The group was not collected after all: the next launch may ask for it again.
+      for (const std::string& m : selection.metrics) kernel->attempted.erase(m);
+    }
+    if (selection.deep != 0 && deep_) deep_->captured.erase(kernel->family_id);
     update_candidate_locked(*kernel);
   };
 
@@ -820,9 +1177,15 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   }
 
   std::unique_ptr<ActiveProfile> active = new_active(ctx, *kernel, event, launch_index);
+  active->started_mono_ns = started_mono;
+  active->budgeted = budgeted;
+  active->cost = selection.cost;
+  active->group = selection.group;
+  active->deep = selection.deep;
 
   auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
     ctx->busy.store(false);
+    refund();
     record_unprofiled(event, *kernel, status, detail, launch_index);
   };
 
@@ -837,12 +1200,16 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     give_up(wire::ProfileStatus::kFailed, "profiler host: " + error);
     return;
   }
-  collectors::Result<collectors::MetricPlan> plan = active->host->plan(*wanted);
-  if (!plan.is_ok()) {
-    give_up(wire::ProfileStatus::kFailed, "metric plan: " + plan.status().message());
-    return;
+  if (selection.group >= 0 && groups) {
+    active->plan = groups->plans[static_cast<size_t>(selection.group)];  // planned once, one pass, no replay
+  } else {
+    collectors::Result<collectors::MetricPlan> plan = active->host->plan(*wanted);
+    if (!plan.is_ok()) {
+      give_up(wire::ProfileStatus::kFailed, "metric plan: " + plan.status().message());
+      return;
+    }
+    active->plan = std::move(plan).value();
   }
-  active->plan = std::move(plan).value();
 
   if (active->event.launch) {
     collectors::Status s = platform_.complete_launch_config(event, &*active->event.launch);
@@ -882,8 +1249,10 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
       return;
     }
     collectors::Status s = ctx->profiler->begin(active->plan);
+    ctx->configured_group.store(s.is_ok() ? selection.group : -1);
     if (!s.is_ok()) {
       ctx->busy.store(false);
+      refund();
       if (s.code() == StatusCode::kPermissionDenied) {
         set_inactive(wire::AgentState::kPermissionDenied, s.message());
         record_unprofiled(event, *kernel, wire::ProfileStatus::kNotProfiledPermission, s.message(), launch_index);
@@ -948,14 +1317,16 @@ bool Agent::claim_device(const std::shared_ptr<ContextState>& ctx) {
     std::lock_guard<std::mutex> lock(other->profiler_mutex);
     if (other->busy.load()) return false;
     if (other->profiler) (void)other->profiler->disable();
+    other->configured_group.store(-1);
   }
   return true;
 }
 
-void Agent::pc_sampling_enter(const LaunchEvent& event, KernelState& kernel, uint64_t launch_index) {
+void Agent::pc_sampling_enter(const LaunchEvent& event, KernelState& kernel, uint64_t launch_index, uint64_t deep) {
   auto unpick = [&] {  // this launch is not sampled after all: the next one will be
     std::lock_guard<std::mutex> lock(mutex_);
     kernel.pc_started = false;
+    if (deep != 0 && deep_) deep_->sampled.erase(kernel.family_id);
     update_candidate_locked(kernel);
   };
   std::shared_ptr<ContextState> ctx = claim_context(event);
@@ -978,12 +1349,14 @@ void Agent::pc_sampling_enter(const LaunchEvent& event, KernelState& kernel, uin
 
   std::unique_ptr<ActiveProfile> active = new_active(ctx, kernel, event, launch_index);
   active->pc_sampling = true;
+  active->deep = deep;
   active->gate = std::shared_lock<std::shared_mutex>(cupti_gate_);
   collectors::Status started;
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
     // CUPTI refuses to enable PC sampling beside an enabled range profiler on one context.
     if (ctx->profiler) (void)ctx->profiler->disable();
+    ctx->configured_group.store(-1);
     if (!ctx->sampler && !ctx->sampler_failed) {
       collectors::Result<std::unique_ptr<collectors::PcSampler>> sampler = platform_.make_pc_sampler(ctx->event);
       if (sampler.is_ok()) {
@@ -1048,7 +1421,12 @@ void Agent::complete_pc_sampling(ActiveProfile& active) {
     }
   }
   summary.summary.from_launch_index = active.launch_index;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    active.kernel->pc_sampled_mono_ns = monotonic_now();
+  }
   finish_pc_sampling(*active.kernel, std::move(summary));
+  if (active.deep != 0) check_deep_window();
 }
 
 void Agent::finish_pc_sampling(KernelState& kernel, PcSummary summary) {
@@ -1075,6 +1453,13 @@ void Agent::finish_pc_sampling(KernelState& kernel, PcSummary summary) {
     kernel.last_record = record;
   }
   write_kernel(record);
+}
+
+void Agent::charge(const ActiveProfile& active) {
+  if (!active.budgeted || !budget_) return;
+  const uint64_t now = monotonic_now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  budget_->charge(now, active.cost, now > active.started_mono_ns ? now - active.started_mono_ns : 0);
 }
 
 void Agent::launch_exit(const LaunchEvent& event) {
@@ -1125,6 +1510,29 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
   fill_kernel_input(active.event, kernel, active.launch_index, record.input);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (active.deep != 0) {
+      // A deep capture measures everything on this one launch: its verdict stands on its own,
+      // not mixed with values assembled from earlier launches.
+      kernel.measured = triage::MetricSet();
+      kernel.measured_on.clear();
+      kernel.profiled_launches.clear();
+      kernel.assembled.clear();
+    }
+    if (active.group >= 0) {
+      triage::AssembledLaunch a;
+      a.launch_index = active.launch_index;
+      if (active.event.launch) {
+        a.grid = active.event.launch->grid;
+        a.block = active.event.launch->block;
+        a.dynamic_shared_bytes = active.event.launch->dynamic_shared_bytes;
+      }
+      for (const collectors::MetricReading& r : readings.value()) {
+        if (r.name == "gpu__time_duration.sum") a.duration_ns = r.value;
+      }
+      a.metric_group = static_cast<uint32_t>(active.group) + 1;
+      a.metrics = static_cast<uint32_t>(readings.value().size());
+      kernel.assembled.push_back(a);
+    }
     for (const collectors::MetricReading& r : readings.value()) {
       kernel.measured.set(r.name, r.value, unit_for(r.name));
       kernel.measured_on[r.name] = active.launch_index;
@@ -1143,13 +1551,20 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
     kernel.profiled_launches.push_back(active.launch_index);
     record.profile_number = static_cast<uint32_t>(kernel.profiled_launches.size());
     record.rejected_metrics = kernel.rejected;
+    record.input.assembled_launches = kernel.assembled;
     ++kernel.stats.profiled;
     ++totals_.profiled_launches;
   }
-  record.input.collection.replay_mode = triage::ReplayMode::kKernel;
+  if (active.group >= 0) {
+    // One pass on the launch as the application ran it: caches as it left them.
+    record.input.collection.replay_mode = triage::ReplayMode::kNone;
+    record.input.collection.cache_control = "none";
+  } else {
+    record.input.collection.replay_mode = triage::ReplayMode::kKernel;
+    record.input.collection.cache_control = "all";
+  }
   record.input.collection.clock_control = triage::ClockControl::kNone;
   record.input.collection.passes = active.plan.passes;
-  record.input.collection.cache_control = "all";
   record.context_id = active.event.context_id;
   record.stream_id = active.event.stream_id;
   record.correlation_id = active.event.correlation_id;
@@ -1171,7 +1586,10 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
     kernel.diagnosis = record.diagnosis;
     kernel.last_status = record.status;
     kernel.last_detail.clear();
-    if (config_.metric_mode != MetricMode::kAdaptive) {
+    if (active.deep != 0) {
+      kernel.complete = true;  // a deep capture measured everything the route can read
+      kernel.uncollected.clear();
+    } else if (config_.metric_mode != MetricMode::kAdaptive && !always_on_) {
       kernel.complete = true;
     } else {
       kernel.uncollected = triage::counters_still_needed(
@@ -1182,6 +1600,7 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
     update_candidate_locked(kernel);  // after last_record: PC sampling follows a profiled record
   }
   write_kernel(record);
+  if (active.deep != 0) check_deep_window();
 }
 
 void Agent::fill_trace_inputs_locked(const KernelState& kernel, triage::KernelInput& input) {
@@ -1431,6 +1850,7 @@ void Agent::write_family_locked(KernelState& kernel) {
 void Agent::rotate_if_due_locked() {
   if (!sink_ || !sink_->rotation_due()) return;
   sink_->rotate();
+  ++segment_index_;
   encoder_ = wire::RecordEncoder();
   header_written_ = false;
   ensure_header_locked();
@@ -1567,7 +1987,18 @@ void Agent::flush() {
     std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
     if (gate.owns_lock()) platform_.flush_trace(false);
   }
+  refresh_candidates();
   write_prometheus();
+}
+
+void Agent::refresh_candidates() {
+  // Always-on PC sampling comes back after its interval: nothing else re-evaluates a family whose
+  // work was done, so the flush thread (and cutriage_flush) looks every tick.
+  if (!always_on_ || !config_.pc_sampling || config_.pc_sampling_interval_s == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (KernelState* k : families_) {
+    if (k->pc_started && !k->candidate.load(std::memory_order_relaxed)) update_candidate_locked(*k);
+  }
 }
 
 void Agent::write_prometheus() {
@@ -1761,6 +2192,12 @@ void Agent::ensure_header_locked() {
   s.kernel_filter = config_.kernel_filter.spec();
   s.source = wire::SessionSource::kAgent;
   s.trace_clock_at_start_ns = trace_started_.load() ? trace_clock_at_start_ns_ : 0;
+  s.segment_index = segment_index_;
+  s.mode = std::string(mode_name(config_.mode));
+  if (always_on_) {
+    s.replay_mode = triage::ReplayMode::kNone;
+    s.cache_control = "none";
+  }
   if (sink_) sink_->append(encoder_.session(s));
 }
 
@@ -1819,6 +2256,7 @@ wire::SessionEnd Agent::session_end() const {
     s.filtered += launches > accounted ? launches - accounted : 0;
   }
   for (auto& [key, s] : by_kernel) e.kernels.push_back(std::move(s));
+  if (budget_) e.overhead = budget_->stats(monotonic_now());
   return e;
 }
 
@@ -1857,7 +2295,9 @@ void Agent::finish() {
       log_.warn("no CUDA context was created in this process (no usable GPU?); nothing was profiled");
       return;
     }
-    finish_trace();
+    finish_trace();  // stops the flush thread: nothing polls the control file or signal after it
+    remove_control_signal();
+    check_deep_window();  // finished_ is set: an open window closes now
     write_prometheus();
     wire::SessionEnd end = session_end();
     end.end_time_unix_ns = process_.now_unix_ns();

@@ -36,7 +36,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "budget.h"
 #include "config.h"
+#include "control.h"
+#include "groups.h"
 #include "cutriage/collectors/platform.h"
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/timeline.h"
@@ -57,6 +60,8 @@ struct ProcessInfo {
   std::string host;
   std::vector<std::string> command_line;
   std::function<uint64_t()> now_unix_ns;  // wall clock; tests pass a fake
+  // Monotonic clock for the always-on budget (costs, windows); steady_clock when empty.
+  std::function<uint64_t()> monotonic_ns;
 };
 
 // One kernel as the summary shows it.
@@ -106,6 +111,20 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // What the Prometheus export shows now (families ranked by traced GPU time, their verdicts).
   [[nodiscard]] PromSnapshot prometheus_snapshot() const;
 
+  // Opens a deep-capture window: for `seconds` (0: CUTRIAGE_DEEP_SECONDS), launches of the
+  // families `target` names (empty: CUTRIAGE_DEEP_TARGET) are profiled with replay, every counter
+  // in one launch, then PC-sampled, outside the budget. Returns the request id (the
+  // ControlRequest records in the output carry it), or 0 with `error` set when the request is
+  // refused (agent not running, a window already open, a bad target); a refused request is
+  // written too. Never call it from a CUDA callback.
+  uint64_t request_deep_capture(wire::ControlSource source, const std::string& target, uint32_t seconds,
+                                std::string* error);
+  // Pauses (true) or resumes profiling and sampling; the trace keeps running.
+  void set_paused(bool paused) { paused_.store(paused); }
+  [[nodiscard]] bool paused() const { return paused_.load(); }
+  // The always-on budget so far; nullopt in deep mode.
+  [[nodiscard]] std::optional<wire::OverheadStats> overhead() const;
+
  private:
   struct ContextState;
   struct KernelState;
@@ -136,9 +155,28 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
     };
     Kind kind = Kind::kSkip;
     std::vector<std::string> metrics;
+    int group = -1;       // always-on: index of the single-pass group (metrics unused)
+    uint64_t deep = 0;    // id of the deep-capture request this launch serves; 0 = none
+    CostKind cost = CostKind::kSameGroup;  // always-on: what the budget reserved for it
   };
-  // Decides under mutex_ whether this launch is profiled and how.
-  Selection select(const collectors::LaunchEvent& event, const std::string& chip, KernelState& kernel);
+  // Decides under mutex_ whether this launch is profiled and how. `groups` and `context_group`
+  // only in always-on mode (the chip's single-pass groups, the group the context has configured).
+  Selection select(const collectors::LaunchEvent& event, const std::string& chip, KernelState& kernel,
+                   const MetricGroups* groups, int context_group);
+  // Always-on: the chip's single-pass groups, packed on first use (charged to the budget).
+  std::shared_ptr<const MetricGroups> groups_for(const std::string& chip);
+  // Whether a deep-capture window is open and targets this family (mutex_ held).
+  bool deep_targets_locked(const KernelState& kernel) const;
+  // Closes the deep-capture window when it expired or got everything (mutex_ NOT held).
+  void check_deep_window();
+  void write_control(const wire::ControlRequest& request);
+  // The flush thread's control duties: the control file and the signal.
+  void poll_control();
+  uint64_t monotonic_now() const;
+  // Marks families whose always-on PC-sampling interval has passed as candidates again.
+  void refresh_candidates();
+  // Charges an admitted launch's measured cost when it ends (mutex_ NOT held).
+  void charge(const ActiveProfile& active);
   // Whether the family's next launch goes to select() (mutex_ held).
   void update_candidate_locked(KernelState& kernel);
   bool counters_left_locked(const KernelState& kernel) const;      // mutex_ held
@@ -150,7 +188,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::shared_ptr<ContextState> claim_context(const collectors::LaunchEvent& event);
   std::unique_ptr<ActiveProfile> new_active(const std::shared_ptr<ContextState>& ctx, KernelState& kernel,
                                             const collectors::LaunchEvent& event, uint64_t launch_index);
-  void pc_sampling_enter(const collectors::LaunchEvent& event, KernelState& kernel, uint64_t launch_index);
+  void pc_sampling_enter(const collectors::LaunchEvent& event, KernelState& kernel, uint64_t launch_index,
+                         uint64_t deep);
   void complete_pc_sampling(ActiveProfile& active);
   // Writes the family's profiled record again with the samples (or why there are none).
   void finish_pc_sampling(KernelState& kernel, PcSummary summary);
@@ -221,6 +260,11 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::atomic<uint64_t> matching_launches_{0};
   std::atomic<uint64_t> sampled_launches_{0};  // PC-sampled launches that gave samples
   std::atomic<uint64_t> generation_{1};  // bumped when a family is created; invalidates caches
+  std::atomic<bool> paused_{false};
+  const bool always_on_;
+  // Always-on only (null in deep mode); never reassigned, so ready() is read without mutex_.
+  std::unique_ptr<Budget> budget_;
+  std::atomic<bool> deep_open_{false};   // a deep-capture window is open (fast path)
 
   // The flush thread: delivers trace records every trace_flush_ms (launches of untraced families
   // also flush, see on_launch_enter).
@@ -278,11 +322,28 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   static constexpr uint8_t kBuildDebug = 2;
   std::unordered_map<size_t, uint8_t> kernel_builds_;  // hash of the mangled name -> kBuild* bits
   uint64_t contexts_seen_ = 0;
+  // Deep capture: one window at a time.
+  struct DeepWindow {
+    wire::ControlRequest request;
+    uint32_t top = 0;            // "top:N"; 0 when `filter` names the families
+    KernelFilter filter;
+    uint64_t end_mono_ns = 0;
+    std::set<uint64_t> captured;  // family ids profiled in the window
+    std::set<uint64_t> sampled;   // family ids PC-sampled in the window
+  };
+  std::optional<DeepWindow> deep_;
+  uint64_t next_request_id_ = 1;
+  std::set<std::string> control_errors_;  // said once each
+
+  std::mutex groups_mutex_;  // leaf: packing runs outside mutex_
+  std::map<std::string, std::shared_ptr<const MetricGroups>> groups_;  // by chip
+  std::set<std::string> groups_failed_;
 
   mutable std::mutex output_mutex_;  // the encoder (interning) and the sink
   wire::RecordEncoder encoder_;
   bool header_written_ = false;
   std::vector<KernelState*> written_families_;  // families defined in the file (or segment)
+  uint32_t segment_index_ = 0;                   // 1, 2, ... with segments; 0 = one file
 };
 
 }  // namespace cutriage::agent

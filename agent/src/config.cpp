@@ -211,6 +211,40 @@ bool is_metric_shaped(std::string_view name) {
   });
 }
 
+// A decimal number ("0.5", "2", "12.25"): digits with at most one '.', no sign or exponent, so
+// the locale and strtod's extras never matter.
+std::optional<double> parse_number(std::string_view value) {
+  const std::string_view v = trim(value);
+  if (v.empty() || v.size() > 32) return std::nullopt;
+  double whole = 0;
+  double scale = 0;  // 0 before the '.', then 0.1, 0.01, ...
+  bool digits = false;
+  for (char ch : v) {
+    if (ch == '.') {
+      if (scale != 0) return std::nullopt;
+      scale = 0.1;
+      continue;
+    }
+    if (ch < '0' || ch > '9') return std::nullopt;
+    digits = true;
+    if (scale == 0) {
+      whole = whole * 10 + (ch - '0');
+    } else {
+      whole += (ch - '0') * scale;
+      scale /= 10;
+    }
+  }
+  if (!digits) return std::nullopt;
+  return whole;
+}
+
+// "0.5%" or "0.5" (percent either way).
+std::optional<double> parse_percent(std::string_view value) {
+  std::string_view v = trim(value);
+  if (!v.empty() && v.back() == '%') v.remove_suffix(1);
+  return parse_number(v);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The option table: the public OptionSpec plus what the parser needs. One entry per option. A
 // handler either stores the value or returns a bad Problem; the caller words the one message
@@ -369,7 +403,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 26> kOptions = {{
+const std::array<Option, 34> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -526,7 +560,103 @@ const std::array<Option, 26> kOptions = {{
       "keep the N newest published segments, deleting older ones; 0: keep all"},
      "an integer from 0 to 1000000",
      [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.segment_keep, 0, 1000000); }},
+    {{"CUTRIAGE_MODE", "--mode", "deep|always-on", "deep",
+      "deep: profiled launches are replayed for every pass their metrics need (test runs); "
+      "always-on: never replays, collects one single-pass metric group per sampled launch within "
+      "CUTRIAGE_BUDGET, so a family's diagnosis assembles over repeated launches (production)"},
+     "deep or always-on",
+     [](std::string_view v, AgentConfig& c) {
+       const std::string_view t = trim(v);
+       if (iequals(t, "deep")) {
+         c.mode = AgentMode::kDeep;
+       } else if (iequals(t, "always-on") || iequals(t, "always_on")) {
+         c.mode = AgentMode::kAlwaysOn;
+       } else {
+         return bad();
+       }
+       return ok();
+     }},
+    {{"CUTRIAGE_BUDGET", "--budget", "P%", "0.5%",
+      "always-on: the most the agent's profiled and sampled launches may cost the application, as "
+      "a share of wall time measured on its threads (the kernel trace, about 0.5% more on a "
+      "launch-heavy service, is not included)"},
+     "a percentage above 0 and at most 50, such as 0.5% or 2%",
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<double> p = parse_percent(v);
+       if (!p || !(*p > 0) || *p > 50) return bad();
+       c.budget_fraction = *p / 100.0;
+       return ok();
+     }},
+    {{"CUTRIAGE_BUDGET_RATE", "--budget-rate", "N", "2",
+      "always-on: at most N profiled or sampled launches a second (N may be fractional: 0.1 is one "
+      "every 10 s)"},
+     "a number above 0 and at most 1000",
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<double> n = parse_number(v);
+       if (!n || !(*n > 0) || *n > 1000) return bad();
+       c.budget_rate = *n;
+       return ok();
+     }},
+    {{"CUTRIAGE_PC_SAMPLING_INTERVAL", "--pc-sampling-interval", "S", "600",
+      "always-on: sample a family's PCs again after S seconds (its stalls may change with the "
+      "traffic); 0: once per family"},
+     "an integer from 0 to 31536000",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.pc_sampling_interval_s, 0, 31536000); }},
+    {{"CUTRIAGE_CONTROL_FILE", "--control-file", "PATH", "(off)",
+      "a file the agent checks every trace flush; writing \"deep [SECONDS] [TARGET]\" to it requests a "
+      "deep capture (the agent deletes it when read)"},
+     "a file path",
+     [](std::string_view v, AgentConfig& c) { return apply_path(v, c.control_file); }},
+    {{"CUTRIAGE_CONTROL_SIGNAL", "--control-signal", "off|usr1|usr2", "off",
+      "a signal that requests a deep capture of CUTRIAGE_DEEP_TARGET (the agent installs no handler "
+      "when the application has one)"},
+     "off, usr1 or usr2",
+     [](std::string_view v, AgentConfig& c) {
+       const std::string_view t = trim(v);
+       if (iequals(t, "off")) {
+         c.control_signal = ControlSignal::kOff;
+       } else if (iequals(t, "usr1") || iequals(t, "sigusr1")) {
+         c.control_signal = ControlSignal::kUsr1;
+       } else if (iequals(t, "usr2") || iequals(t, "sigusr2")) {
+         c.control_signal = ControlSignal::kUsr2;
+       } else {
+         return bad();
+       }
+       return ok();
+     }},
+    {{"CUTRIAGE_DEEP_SECONDS", "--deep-seconds", "S", "30",
+      "how long a deep-capture window stays open (replay allowed for its targets)"},
+     "an integer from 1 to 3600",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.deep_seconds, 1, 3600); }},
+    {{"CUTRIAGE_DEEP_TARGET", "--deep-target", "top:N|NAME|regex:RE", "top:3",
+      "what a deep capture without a target profiles: the N largest families, or kernels matching "
+      "the name (CUTRIAGE_KERNEL_NAME's syntax)"},
+     "top:<N> or a kernel name or regex:<expression>",
+     [](std::string_view v, AgentConfig& c) {
+       std::string error = check_deep_target(v);
+       if (!error.empty()) return bad(std::move(error));
+       c.deep_target = std::string(trim(v));
+       return ok();
+     }},
 }};
+
+}  // namespace
+
+std::string_view mode_name(AgentMode mode) { return mode == AgentMode::kAlwaysOn ? "always-on" : "deep"; }
+
+std::string check_deep_target(std::string_view target) {
+  const std::string_view t = trim(target);
+  if (t.empty()) return "the target is empty";
+  if (istarts_with(t, "top:")) {
+    const std::optional<uint64_t> k = parse_unsigned(t.substr(4), 1000);
+    if (!k || *k == 0) return "top: needs a count from 1 to 1000";
+    return {};
+  }
+  KernelFilter filter;
+  return filter.set(target, NameBase::kFunction);
+}
+
+namespace {
 
 const Option* find_option(std::string_view name) {
   for (const Option& o : kOptions) {

@@ -84,8 +84,18 @@ enum class SelectMode : uint8_t {
   kNone,   // trace only: nothing is replayed
 };
 
+// How the agent collects counters.
+enum class AgentMode : uint8_t {
+  kDeep,      // replay allowed: each profiled launch replayed for as many passes as its metrics need
+  kAlwaysOn,  // never replays: one single-pass metric group per sampled launch, within a budget
+};
+
+// Which signal asks for a deep capture (off by default: the application may use it).
+enum class ControlSignal : uint8_t { kOff, kUsr1, kUsr2 };
+
 struct AgentConfig {
   bool enabled = true;
+  AgentMode mode = AgentMode::kDeep;
   std::string output_pattern = "cutriage-%h-%p.pb";
   KernelFilter kernel_filter;
   uint64_t launch_skip = 0;     // matching launches to let pass before profiling starts
@@ -119,7 +129,24 @@ struct AgentConfig {
   uint64_t segment_mb = 0;
   uint64_t segment_seconds = 0;
   uint32_t segment_keep = 0;  // published segments kept (0: all)
+  // Always-on mode: the share of wall time profiled and sampled launches may cost the application
+  // (measured on its threads), and at most this many such launches a second.
+  double budget_fraction = 0.005;
+  double budget_rate = 2.0;
+  uint32_t pc_sampling_interval_s = 600;  // a family is PC-sampled again after this long
+  // Deep captures on request (cutriage_request_deep_capture, the control file, the signal).
+  std::string control_file;  // polled by the flush thread; empty: off
+  ControlSignal control_signal = ControlSignal::kOff;
+  uint32_t deep_seconds = 30;  // how long a request's window stays open
+  std::string deep_target = "top:3";  // what a request without a target captures
 };
+
+// "deep" or "always-on"
+std::string_view mode_name(AgentMode mode);
+
+// A deep-capture target: "top:N" (the N largest families by traced GPU time) or a kernel-name
+// filter in CUTRIAGE_KERNEL_NAME's syntax. Returns an error message, empty when valid.
+std::string check_deep_target(std::string_view target);
 
 // "top:5", "all", "share:5%", "none"
 std::string select_spec(const AgentConfig& config);

@@ -137,7 +137,7 @@ bool start_agent() {
   }
 
   static std::unique_ptr<collectors::Platform> platform = collectors::make_cupti_platform();
-  ProcessInfo process{ctx.pid, ctx.host, read_command_line(), &now_unix_ns};
+  ProcessInfo process{ctx.pid, ctx.host, read_command_line(), &now_unix_ns, {}};
   std::unique_ptr<RecordSink> sink;
   if (config.segment_mb != 0 || config.segment_seconds != 0) {
     SegmentOptions segments;
@@ -177,7 +177,36 @@ int InitializeInjection(void) {
   return 1;
 }
 
-int cutriage_start(void) { return cutriage::agent::start_once() ? 1 : 0; }
+int cutriage_start(void) {
+  try {
+    if (!cutriage::agent::start_once()) return 0;
+    cutriage::agent::Global& g = cutriage::agent::global();
+    if (g.agent != nullptr) g.agent->set_paused(false);  // resumes after cutriage_stop()
+    return 1;
+  } catch (...) {
+    return 0;
+  }
+}
+
+void cutriage_stop(void) {
+  try {
+    cutriage::agent::Global& g = cutriage::agent::global();
+    if (g.agent != nullptr && g.active) g.agent->set_paused(true);
+  } catch (...) {
+  }
+}
+
+unsigned long long cutriage_request_deep_capture(const char* target, unsigned int seconds) {
+  try {
+    cutriage::agent::Global& g = cutriage::agent::global();
+    if (g.agent == nullptr || !g.active) return 0;
+    std::string error;
+    return g.agent->request_deep_capture(cutriage::wire::ControlSource::kApi, target == nullptr ? "" : target,
+                                         seconds, &error);
+  } catch (...) {
+    return 0;
+  }
+}
 
 int cutriage_init(const char* config) {
   try {

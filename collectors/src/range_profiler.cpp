@@ -105,7 +105,12 @@ class CuptiRangeProfiler final : public RangeProfiler {
       return Status(StatusCode::kInvalidArgument,
                     "RangeProfiler::begin(): the plan has no metrics or no config image");
     }
-    if (object_ != nullptr && configured_ && config_ != plan.config_image) {
+    if (plan.replay == PlanReplay::kNone && plan.passes != 1) {
+      return Status(StatusCode::kInvalidArgument,
+                    "RangeProfiler::begin(): a plan collected without replay must fit one pass, this one takes " +
+                        std::to_string(plan.passes));
+    }
+    if (object_ != nullptr && configured_ && (config_ != plan.config_image || replay_ != plan.replay)) {
       CUTRIAGE_RETURN_IF_ERROR(disable_object());  // another plan: needs its own object (above)
     }
     if (object_ == nullptr) CUTRIAGE_RETURN_IF_ERROR(enable());
@@ -169,6 +174,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     if (!configured_) {
       config_ = plan.config_image;
       config_checksum_ = fnv1a64(config_);
+      replay_ = plan.replay;
     }
     CUpti_RangeProfiler_SetConfig_Params config{};
     config.structSize = CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE;
@@ -178,7 +184,9 @@ class CuptiRangeProfiler final : public RangeProfiler {
     config.counterDataImageSize = image_.size();
     config.pCounterDataImage = image_.data();
     config.range = CUPTI_AutoRange;
-    config.replayMode = CUPTI_KernelReplay;
+    // User replay with a single-pass config: the one Start..Stop is the only pass, so the launch
+    // runs once and nothing is saved or restored (what always-on collection relies on).
+    config.replayMode = replay_ == PlanReplay::kNone ? CUPTI_UserReplay : CUPTI_KernelReplay;
     config.maxRangesPerPass = options_.max_ranges;
     config.numNestingLevels = 1;  // auto range: must be 1 (header)
     config.minNestingLevel = 1;
@@ -275,6 +283,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   // live (at the same addresses) as long as object_ does.
   std::vector<uint8_t> config_;
   uint64_t config_checksum_ = 0;
+  PlanReplay replay_ = PlanReplay::kKernel;       // the replay mode config_ was set with
   std::vector<uint8_t> image_;
 };
 

@@ -26,6 +26,9 @@ int main() {
   // Before anything: inactive, and the rest are no-ops.
   expect(cutriage_active() == 0, "inactive before start");
   cutriage_flush();
+  cutriage_stop();
+  expect(cutriage_request_deep_capture(nullptr, 0) == 0, "no deep capture before start");
+  expect(cutriage_request_deep_capture("regex:(", 5) == 0, "no deep capture before start, bad target or not");
   cutriage_finish();
   expect(std::strlen(cutriage_version()) > 0, "a version");
 
@@ -42,11 +45,13 @@ int main() {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([t] {
       for (int i = 0; i < 200; ++i) {
-        switch ((t + i) % 5) {
+        switch ((t + i) % 7) {
           case 0: (void)cutriage_start(); break;
           case 1: (void)cutriage_active(); break;
           case 2: cutriage_flush(); break;
           case 3: (void)cutriage_init("CUTRIAGE_SUMMARY=0"); break;
+          case 4: cutriage_stop(); break;
+          case 5: (void)cutriage_request_deep_capture("top:1", 1); break;
           default: (void)cutriage_version(); break;
         }
       }
@@ -61,6 +66,8 @@ int main() {
   cutriage_finish();
   cutriage_finish();
   cutriage_flush();
+  cutriage_stop();
+  expect(cutriage_request_deep_capture(nullptr, 0) == 0, "no deep capture after finish");
   expect(cutriage_start() == started, "start after finish answers as before");
   std::printf("api: %s (started=%d)\n", failures == 0 ? "ok" : "FAILED", started);
   return failures == 0 ? 0 : 1;

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   testing::FakePlatform platform;
   agent::Logger log;
   (void)log.configure(agent::LogLevel::kOff, "");
-  agent::ProcessInfo process{42, "node \"7\"", {"./service"}, [] { return uint64_t{1700000000000000000}; }};
+  agent::ProcessInfo process{42, "node \"7\"", {"./service"}, [] { return uint64_t{1700000000000000000}; }, {}};
   agent::Agent ag(cfg, platform, std::make_unique<NullSink>(), log, process);
   if (!ag.start()) return 1;
   for (uint64_t i = 1; i <= 10; ++i) {

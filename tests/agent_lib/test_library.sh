@@ -16,7 +16,8 @@ check() {  # check DESCRIPTION CONDITION...
 
 # --- exported symbols -------------------------------------------------------------------------
 exports=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWVBDR]$/ {print $3}' | sed 's/@.*//' | sort -u)
-expected=$(printf '%s\n' InitializeInjection cutriage_active cutriage_finish cutriage_flush cutriage_init cutriage_start \
+expected=$(printf '%s\n' InitializeInjection cutriage_active cutriage_finish cutriage_flush cutriage_init \
+  cutriage_request_deep_capture cutriage_start cutriage_stop \
   cutriage_version | sort)
 check "exports exactly the C API (got: $(echo $exports))" test "$exports" = "$expected"
 

@@ -91,7 +91,9 @@ struct Harness {
                ("cutriage-agent-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".log");
     std::filesystem::remove(log_path);
     (void)log.configure(agent::LogLevel::kInfo, log_path.string());
-    agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }};
+    agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }, {}};
+    // The always-on budget's clock: the fake GPU's, which profiled launches advance.
+    p.monotonic_ns = [this] { return platform.mono_ns.load(); };
     ag = std::make_unique<Agent>(std::move(cfg), platform, std::make_unique<MemorySink>(&bytes), log, p);
   }
   ~Harness() { std::filesystem::remove(log_path); }

@@ -50,6 +50,9 @@ struct FakeStats {
   std::array<std::atomic<uint64_t>, 8> pc_context{};
   std::vector<collectors::PcSamplingOptions> pc_options;  // every begin(), under `mutex`
   std::vector<std::string> pc_kernels;                    // kernel in flight at each begin()
+  // Range profiler begin() calls: the plan's replay mode, passes and metrics (under `mutex`).
+  std::vector<collectors::PlanReplay> begin_replays;
+  std::vector<std::vector<std::string>> begin_metrics;
 };
 
 struct FakeConfig {
@@ -74,6 +77,13 @@ struct FakeConfig {
   Status pc_end_status;              // returned by every PcSampler::end() (after disabling)
   std::map<std::string, collectors::PcSampleBatch> pc_batches;
   std::map<std::pair<std::string, uint64_t>, collectors::SourceLine> source_lines;
+  // What a profiled launch costs the application thread, on the agent's monotonic clock
+  // (FakePlatform::mono_ns): begin() with a plan other than the configured one (CUPTI's re-enable),
+  // begin() with the same plan, PC sampling. The always-on budget measures these.
+  uint64_t cost_switch_ns = 150'000'000;
+  uint64_t cost_same_ns = 2'000'000;
+  uint64_t cost_pc_ns = 200'000'000;
+  std::atomic<uint64_t>* mono_ns = nullptr;  // set by FakePlatform
 };
 
 class FakeHost final : public collectors::ProfilerHost {
@@ -93,6 +103,11 @@ class FakeHost final : public collectors::ProfilerHost {
     }
     if (p.metrics.empty()) return Status(StatusCode::kInvalidArgument, "no collectable metric");
     p.passes = static_cast<uint32_t>((p.metrics.size() + 9) / 10);
+    // Stands for CUPTI's config image: equal for equal metric lists.
+    for (const std::string& m : p.metrics) {
+      p.config_image.insert(p.config_image.end(), m.begin(), m.end());
+      p.config_image.push_back(0);
+    }
     {
       std::lock_guard<std::mutex> lock(stats_.mutex);
       stats_.planned.push_back(p.metrics);
@@ -141,8 +156,20 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     if (stats_.enabled_context[device_].compare_exchange_strong(mine, 0)) ++stats_.disables;
     return Status::ok();
   }
-  Status begin(const collectors::MetricPlan&) override {
+  Status begin(const collectors::MetricPlan& plan) override {
     if (!cfg_.begin_status.is_ok()) return cfg_.begin_status;
+    if (plan.replay == collectors::PlanReplay::kNone && plan.passes != 1) {
+      return Status(StatusCode::kInvalidArgument, "fake: a plan without replay must be one pass");
+    }
+    {
+      std::lock_guard<std::mutex> lock(stats_.mutex);
+      stats_.begin_replays.push_back(plan.replay);
+      stats_.begin_metrics.push_back(plan.metrics);
+    }
+    if (cfg_.mono_ns != nullptr) {
+      *cfg_.mono_ns += plan.config_image == configured_ ? cfg_.cost_same_ns : cfg_.cost_switch_ns;
+    }
+    configured_ = plan.config_image;
     if (stats_.pc_context[device_].load() == context_id_) {
       return Status(StatusCode::kInvalidArgument, "cuptiRangeProfilerStart: CUPTI_ERROR_INVALID_PARAMETER "
                                                   "(fake: PC sampling enabled on the context)");
@@ -179,6 +206,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   uint64_t context_id_;
   uint32_t device_;
   std::string kernel_;
+  std::vector<uint8_t> configured_;  // the plan's config image last begun
 };
 
 // Hands out the configured batch of the kernel in flight at begin(), stamped with the period asked
@@ -197,6 +225,7 @@ class FakePcSampler final : public collectors::PcSampler {
     }
     stats_.pc_context[device_].store(context_id_);
     ++stats_.pc_begins;
+    if (cfg_.mono_ns != nullptr) *cfg_.mono_ns += cfg_.cost_pc_ns;
     kernel_ = current_kernel_();
     options_ = options;
     std::lock_guard<std::mutex> lock(stats_.mutex);
@@ -227,7 +256,11 @@ class FakePcSampler final : public collectors::PcSampler {
 class FakePlatform final : public collectors::Platform {
  public:
   explicit FakePlatform(FakeCounters counters = {})
-      : counters_(std::make_shared<FakeCounters>(std::move(counters))) {}
+      : counters_(std::make_shared<FakeCounters>(std::move(counters))) {
+    config.mono_ns = &mono_ns;
+  }
+  // The agent's monotonic clock in the harness (ProcessInfo::monotonic_ns); tests advance it.
+  std::atomic<uint64_t> mono_ns{1'000'000'000};
 
   Status subscribe(collectors::LaunchObserver* observer) override {
     if (!config.subscribe_status.is_ok()) return config.subscribe_status;

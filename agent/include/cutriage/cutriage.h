@@ -2,8 +2,9 @@
  * CUDA driver calls when the library is named by CUDA_INJECTION64_PATH).
  *
  * A process that links libcutriage.so instead of having it injected calls cutriage_start() once
- * before its first CUDA call; the configuration comes from the same CUTRIAGE_* variables. Every
- * function is safe to call from any thread at any time and never throws or aborts. */
+ * before its first CUDA call; the configuration comes from the same CUTRIAGE_* variables (and
+ * cutriage_init()). A long-running service sets CUTRIAGE_MODE=always-on: no replay, a budget.
+ * Every function is safe to call from any thread at any time and never throws or aborts. */
 #ifndef CUTRIAGE_CUTRIAGE_H_
 #define CUTRIAGE_CUTRIAGE_H_
 
@@ -32,6 +33,20 @@ CUTRIAGE_API int cutriage_init(const char* config);
  * period. A no-op when the agent is not running. Call it from the application's threads, never
  * from a CUDA callback. */
 CUTRIAGE_API void cutriage_flush(void);
+
+/* Pauses profiling and sampling (the kernel trace and the Prometheus file go on); cutriage_start()
+ * resumes. A no-op when the agent is not running. */
+CUTRIAGE_API void cutriage_stop(void);
+
+/* Requests a deep capture: for `seconds` (0: CUTRIAGE_DEEP_SECONDS, default 30), launches of the
+ * kernel families `target` names are profiled with replay (every counter in one launch, then PC
+ * sampling), outside the always-on budget. `target`: NULL or "" for CUTRIAGE_DEEP_TARGET (default
+ * "top:3", the three families with the most GPU time), "top:N", a kernel name, or
+ * "regex:<expression>". Returns the request's id (> 0), which the output's ControlRequest
+ * records carry with what was captured; 0 when the request was refused (agent not running, a
+ * window already open, a bad target: the output and the log say why). Never call it from a CUDA
+ * callback. */
+CUTRIAGE_API unsigned long long cutriage_request_deep_capture(const char* target, unsigned int seconds);
 
 /* 1 while the agent is profiling. */
 CUTRIAGE_API int cutriage_active(void);

@@ -304,7 +304,7 @@ TEST_CASE("agent: an unwritable output path: one error, profiling goes on", "[ag
   std::filesystem::remove(log_path);
   (void)log.configure(agent::LogLevel::kWarn, log_path.string());
   Agent ag(select_all(), platform, agent::make_file_sink("/nonexistent-dir/cutriage.pb", log), log,
-           agent::ProcessInfo{1, "h", {}, {}});
+           agent::ProcessInfo{1, "h", {}, {}, {}});
   REQUIRE(ag.start());
   for (uint64_t i = 1; i <= 3; ++i) platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
   ag.finish();
@@ -322,7 +322,7 @@ TEST_CASE("agent: the file sink writes records readable after every append", "[a
   agent::Logger log;
   (void)log.configure(agent::LogLevel::kOff, "");
   auto path = std::filesystem::temp_directory_path() / ("cutriage-sink-" + std::to_string(::getpid()) + ".pb");
-  Agent ag(select_all(), platform, agent::make_file_sink(path.string(), log), log, agent::ProcessInfo{1, "h", {}, {}});
+  Agent ag(select_all(), platform, agent::make_file_sink(path.string(), log), log, agent::ProcessInfo{1, "h", {}, {}, {}});
   REQUIRE(ag.start());
   platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
   // Before finish(): the process could be killed here; what is on disk must already be readable.

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -69,6 +70,14 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_SEGMENT_MB") return "64";
   if (env == "CUTRIAGE_SEGMENT_SECONDS") return "3600";
   if (env == "CUTRIAGE_SEGMENT_KEEP") return "24";
+  if (env == "CUTRIAGE_MODE") return "always-on";
+  if (env == "CUTRIAGE_BUDGET") return "2%";
+  if (env == "CUTRIAGE_BUDGET_RATE") return "0.5";
+  if (env == "CUTRIAGE_PC_SAMPLING_INTERVAL") return "0";
+  if (env == "CUTRIAGE_CONTROL_FILE") return "/run/svc/cutriage.control";
+  if (env == "CUTRIAGE_CONTROL_SIGNAL") return "usr2";
+  if (env == "CUTRIAGE_DEEP_SECONDS") return "5";
+  if (env == "CUTRIAGE_DEEP_TARGET") return "regex:gemm";
   return {};
 }
 
@@ -417,7 +426,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 26);
+  REQUIRE(options.size() == 34);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -463,7 +472,11 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.pc_sampling_period_log2 != d.pc_sampling_period_log2 ||
                          c.cubin_cache_mb != d.cubin_cache_mb || c.prometheus_file != d.prometheus_file ||
                          c.prometheus_interval_ms != d.prometheus_interval_ms || c.segment_mb != d.segment_mb ||
-                         c.segment_seconds != d.segment_seconds || c.segment_keep != d.segment_keep;
+                         c.segment_seconds != d.segment_seconds || c.segment_keep != d.segment_keep ||
+                         c.mode != d.mode || c.budget_fraction != d.budget_fraction ||
+                         c.budget_rate != d.budget_rate || c.pc_sampling_interval_s != d.pc_sampling_interval_s ||
+                         c.control_file != d.control_file || c.control_signal != d.control_signal ||
+                         c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target;
     CHECK(changed);
   }
   CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_KERNEL_NAME",
@@ -476,7 +489,10 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING",
                                        "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
                                        "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
-                                       "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP"});
+                                       "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP",
+                                       "CUTRIAGE_MODE", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
+                                       "CUTRIAGE_PC_SAMPLING_INTERVAL", "CUTRIAGE_CONTROL_FILE",
+                                       "CUTRIAGE_CONTROL_SIGNAL", "CUTRIAGE_DEEP_SECONDS", "CUTRIAGE_DEEP_TARGET"});
   for (const auto& option : options) {
     if (option.env == "CUTRIAGE_OUTPUT") CHECK(option.flag == "-o, --output");
   }
@@ -812,4 +828,33 @@ TEST_CASE("config: cutriage_init's configuration string", "[config]") {
   CHECK(r.config.select == cutriage::agent::SelectMode::kTop);
   CHECK(r.config.select_top == 2);
   CHECK(merged.size() == 3);
+}
+
+TEST_CASE("config: always-on options reject bad values, naming the variable and what it accepts", "[config]") {
+  struct Bad {
+    const char* env;
+    const char* value;
+    const char* accepts;
+  };
+  for (const Bad& b : {Bad{"CUTRIAGE_MODE", "production", "deep or always-on"},
+                       Bad{"CUTRIAGE_BUDGET", "0%", "a percentage above 0 and at most 50"},
+                       Bad{"CUTRIAGE_BUDGET", "60%", "a percentage above 0 and at most 50"},
+                       Bad{"CUTRIAGE_BUDGET", "-1", "a percentage above 0 and at most 50"},
+                       Bad{"CUTRIAGE_BUDGET", "1e-3", "a percentage above 0 and at most 50"},
+                       Bad{"CUTRIAGE_BUDGET_RATE", "0", "a number above 0 and at most 1000"},
+                       Bad{"CUTRIAGE_CONTROL_SIGNAL", "term", "off, usr1 or usr2"},
+                       Bad{"CUTRIAGE_DEEP_SECONDS", "0", "an integer from 1 to 3600"},
+                       Bad{"CUTRIAGE_DEEP_TARGET", "top:0", "top:<N>"},
+                       Bad{"CUTRIAGE_DEEP_TARGET", "regex:(", "top:<N>"}}) {
+    INFO(b.env << "=" << b.value);
+    const ConfigResult r = parse_config({{b.env, b.value}});
+    REQUIRE(errors(r).size() == 1);
+    CHECK_FALSE(r.config.enabled);
+    CHECK(contains(errors(r)[0].message, b.env));
+    CHECK(contains(errors(r)[0].message, b.accepts));
+  }
+  const ConfigResult ok = parse_config({{"CUTRIAGE_BUDGET", " 0.25% "}, {"CUTRIAGE_MODE", "Always-On"}});
+  REQUIRE(ok.ok());
+  CHECK(std::abs(ok.config.budget_fraction - 0.0025) < 1e-12);
+  CHECK(ok.config.mode == cutriage::agent::AgentMode::kAlwaysOn);
 }

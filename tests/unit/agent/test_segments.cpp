@@ -100,7 +100,7 @@ TEST_CASE("segments: every published segment is a complete file, during and afte
   agent::SegmentOptions o;
   o.max_bytes = 8 << 10;
   agent::Agent ag(config(), platform, agent::make_segment_sink((s.dir / "run.pb").string(), o, log), log,
-                  agent::ProcessInfo{7, "h", {"./svc"}, [] { return uint64_t{1}; }});
+                  agent::ProcessInfo{7, "h", {"./svc"}, [] { return uint64_t{1}; }, {}});
   REQUIRE(ag.start());
   uint64_t correlation = 0;
   run_kernels(platform, 200, correlation);
@@ -134,7 +134,7 @@ TEST_CASE("segments: retention keeps the newest, age rotates a quiet stream", "[
   o.keep = 3;
   o.now_seconds = [&now] { return now; };
   agent::Agent ag(config(), platform, agent::make_segment_sink((s.dir / "svc.pb").string(), o, log), log,
-                  agent::ProcessInfo{7, "h", {"./svc"}, [] { return uint64_t{1}; }});
+                  agent::ProcessInfo{7, "h", {"./svc"}, [] { return uint64_t{1}; }, {}});
   REQUIRE(ag.start());
   uint64_t correlation = 0;
   for (int minute = 0; minute < 6; ++minute) {

@@ -21,6 +21,12 @@ struct RejectedMetric {
   std::string reason;  // "not a GH100 metric", "needs a rollup (.sum/.avg/.min/.max)", ...
 };
 
+// How a profiled launch is collected.
+enum class PlanReplay : uint8_t {
+  kKernel,  // CUPTI replays the kernel inside the launch, once per pass, restoring device memory
+  kNone,    // the launch runs once, as the application issued it; the plan must fit one pass
+};
+
 // What to collect, checked and compiled by the host for one chip. Immutable once made; shareable
 // between contexts of the same chip.
 struct MetricPlan {
@@ -29,6 +35,7 @@ struct MetricPlan {
   std::vector<RejectedMetric> rejected;    // asked for but not collectable on this chip
   uint32_t passes = 0;                     // replay passes the config needs
   std::vector<uint8_t> config_image;       // opaque, for RangeProfiler::start
+  PlanReplay replay = PlanReplay::kKernel; // set by the caller after plan()
 };
 
 struct MetricReading {
@@ -76,6 +83,8 @@ class RangeProfiler {
  public:
   virtual ~RangeProfiler() = default;
   // Configures the plan (its config image is copied; the plan may go away) and starts.
+  // PlanReplay::kNone runs the launch once under user replay (no memory save and restore); a
+  // plan of more than one pass is refused then (kInvalidArgument).
   virtual Status begin(const MetricPlan& plan) = 0;
   // Stops, decodes and returns the counter data. Called once after every successful begin().
   // Fails (and leaves the profiler ready for the next begin()) when no range was recorded, e.g.

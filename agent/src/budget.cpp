@@ -1,0 +1,108 @@
+#include "budget.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cutriage::agent {
+
+namespace {
+
+// First guesses, before anything was measured: what the H200 showed (range profiler begin() that
+// must enable and configure: 135-210 ms; on a configured object under a millisecond plus the wait
+// for the launch; PC sampling begin + end about 210 ms). High on purpose: the first launches then
+// wait for a full allowance.
+constexpr std::array<uint64_t, 4> kInitialEstimateNs = {
+    5'000'000,    // kSameGroup
+    250'000'000,  // kGroupSwitch
+    300'000'000,  // kPcSampling
+    300'000'000,  // kPlanning
+};
+
+}  // namespace
+
+Budget::Budget(BudgetOptions options, uint64_t now_ns)
+    : options_(options), start_ns_(now_ns), last_ns_(now_ns), allowance_ns_(0), estimate_(kInitialEstimateNs) {
+  if (!(options_.fraction > 0)) options_.fraction = 1e-6;
+  if (!(options_.max_per_second > 0)) options_.max_per_second = 1e-3;
+  if (options_.window_ns == 0) options_.window_ns = 1'000'000'000;
+  update_next(now_ns);
+}
+
+void Budget::accrue(uint64_t now_ns) {
+  if (now_ns <= last_ns_) return;
+  const double cap = options_.fraction * static_cast<double>(options_.window_ns);
+  allowance_ns_ = std::min(cap, allowance_ns_ + options_.fraction * static_cast<double>(now_ns - last_ns_));
+  last_ns_ = now_ns;
+}
+
+void Budget::update_next(uint64_t now_ns) {
+  // The earliest time the cheapest launch could be admitted. ready() is a hint for the fast path:
+  // admit() decides.
+  const double cheapest = static_cast<double>(*std::min_element(estimate_.begin(), estimate_.begin() + 3));
+  uint64_t next = now_ns;
+  if (allowance_ns_ < cheapest) {
+    next += static_cast<uint64_t>(std::ceil((cheapest - allowance_ns_) / options_.fraction));
+  }
+  if (admitted_any_) {
+    const auto spacing = static_cast<uint64_t>(1e9 / options_.max_per_second);
+    next = std::max(next, last_admit_ns_ + spacing);
+  }
+  next_ns_.store(next, std::memory_order_relaxed);
+}
+
+bool Budget::admit(uint64_t now_ns, CostKind kind) {
+  accrue(now_ns);
+  const auto spacing = static_cast<uint64_t>(1e9 / options_.max_per_second);
+  const double estimate = static_cast<double>(estimate_[static_cast<size_t>(kind)]);
+  if ((admitted_any_ && now_ns < last_admit_ns_ + spacing) || allowance_ns_ < estimate) {
+    ++deferred_;
+    update_next(now_ns);
+    return false;
+  }
+  allowance_ns_ -= estimate;
+  last_admit_ns_ = now_ns;
+  admitted_any_ = true;
+  ++admitted_;
+  if (kind == CostKind::kGroupSwitch) ++group_switches_;
+  update_next(now_ns);
+  return true;
+}
+
+void Budget::charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
+  accrue(now_ns);
+  const auto k = static_cast<size_t>(kind);
+  // Admitted launches reserved their estimate; one-off work (planning) reserved nothing.
+  const double reserved = kind == CostKind::kPlanning ? 0.0 : static_cast<double>(estimate_[k]);
+  allowance_ns_ += reserved - static_cast<double>(cost_ns);
+  // Running mean of the last few costs (weight up to 8): follows a change of load within a few
+  // launches without one outlier deciding.
+  const uint32_t n = std::min<uint32_t>(measured_[k], 7);
+  estimate_[k] = (estimate_[k] * n + cost_ns) / (n + 1);
+  if (measured_[k] == 0) estimate_[k] = cost_ns;
+  ++measured_[k];
+  spent_ns_ += cost_ns;
+  recent_.emplace_back(now_ns, cost_ns);
+  window_spent_ns_ += cost_ns;
+  while (!recent_.empty() && recent_.front().first + options_.window_ns < now_ns) {
+    window_spent_ns_ -= recent_.front().second;
+    recent_.pop_front();
+  }
+  max_window_spent_ns_ = std::max(max_window_spent_ns_, window_spent_ns_);
+  update_next(now_ns);
+}
+
+wire::OverheadStats Budget::stats(uint64_t now_ns) const {
+  wire::OverheadStats s;
+  s.budget_fraction = options_.fraction;
+  s.max_profiles_per_second = options_.max_per_second;
+  s.wall_ns = now_ns > start_ns_ ? now_ns - start_ns_ : 0;
+  s.spent_ns = spent_ns_;
+  s.max_window_spent_ns = max_window_spent_ns_;
+  s.window_ns = options_.window_ns;
+  s.admitted = admitted_;
+  s.deferred = deferred_;
+  s.group_switches = group_switches_;
+  return s;
+}
+
+}  // namespace cutriage::agent

@@ -1,0 +1,78 @@
+// The always-on agent's overhead budget: how much of the application's time profiled and sampled
+// launches may cost, and how many of them a second.
+//
+// Cost is what the agent measures on the application's thread for one such launch: from its
+// launch-entry callback to the end of its exit callback (CUPTI configuration, the wait for the
+// launch to finish, decoding), plus one-off work done for it (planning metric groups). Time
+// accrues allowance at `fraction` of wall time, up to `fraction * window`; a launch is admitted
+// when the allowance covers its estimated cost and the rate limit allows, and its measured cost
+// is charged when it ends (the estimate is trued up then). So over any stretch of time T the
+// agent spends at most fraction * T + fraction * window plus one launch's misestimate, and when
+// launches get dearer (a busier GPU makes the wait longer) fewer are admitted: the budget backs
+// off by itself.
+//
+// Estimates are per kind of launch (same metric group as the context has configured, a group
+// switch, PC sampling): the mean of recent measured costs, starting from conservative guesses.
+//
+// Not thread-safe: the agent calls it under its own mutex, except ready(), which is lock-free
+// for the launch fast path.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <utility>
+
+#include "cutriage/wire/records.h"
+
+namespace cutriage::agent {
+
+enum class CostKind : uint8_t { kSameGroup = 0, kGroupSwitch = 1, kPcSampling = 2, kPlanning = 3 };
+
+struct BudgetOptions {
+  double fraction = 0.005;          // of wall time
+  double max_per_second = 2.0;      // admitted launches
+  uint64_t window_ns = 60'000'000'000;  // allowance cap, and the window the stats report
+};
+
+class Budget {
+ public:
+  Budget(BudgetOptions options, uint64_t now_ns);
+
+  // Lock-free: false when no launch can be admitted before `next` (the allowance is short or the
+  // rate limit holds); the fast path then skips the selection work entirely.
+  [[nodiscard]] bool ready(uint64_t now_ns) const { return now_ns >= next_ns_.load(std::memory_order_relaxed); }
+  // Whether a launch of `kind` may go now; reserves its estimated cost when it may.
+  bool admit(uint64_t now_ns, CostKind kind);
+  // The measured cost of an admitted launch (or of one-off work), when it ended.
+  void charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns);
+  // A selected launch the budget held back.
+  void defer() { ++deferred_; }
+  [[nodiscard]] uint64_t estimate_ns(CostKind kind) const { return estimate_[static_cast<size_t>(kind)]; }
+  [[nodiscard]] wire::OverheadStats stats(uint64_t now_ns) const;
+  [[nodiscard]] const BudgetOptions& options() const { return options_; }
+
+ private:
+  void accrue(uint64_t now_ns);
+  void update_next(uint64_t now_ns);
+
+  BudgetOptions options_;
+  uint64_t start_ns_;
+  uint64_t last_ns_;        // allowance accrued up to here
+  double allowance_ns_;     // may go negative after an underestimate
+  uint64_t last_admit_ns_ = 0;
+  bool admitted_any_ = false;
+  std::array<uint64_t, 4> estimate_;
+  std::array<uint32_t, 4> measured_{};  // costs measured per kind (the estimate's weight)
+  uint64_t spent_ns_ = 0;
+  uint64_t admitted_ = 0;
+  uint64_t deferred_ = 0;
+  uint64_t group_switches_ = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> recent_;  // (end time, cost) within one window
+  uint64_t window_spent_ns_ = 0;                       // sum of recent_
+  uint64_t max_window_spent_ns_ = 0;
+  std::atomic<uint64_t> next_ns_{0};
+};
+
+}  // namespace cutriage::agent

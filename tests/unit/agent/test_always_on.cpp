@@ -1,0 +1,391 @@
+// Always-on mode (issue 6), driven through the fake platform: counter values are the real H200
+// captures (tests/data/ncu/zoo) the other agent tests use; the costs of profiled launches are the
+// fake's (FakeConfig::cost_*, on the agent's monotonic clock). Also the budget and the control
+// channels on their own.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent_harness.h"
+#include "budget.h"
+#include "control.h"
+#include "groups.h"
+
+using namespace cutriage;
+using agent::AgentConfig;
+using agent::Budget;
+using agent::BudgetOptions;
+using agent::CostKind;
+using testing::Captured;
+using testing::capture_of;
+using testing::Harness;
+using testing::kernel_records;
+using testing::make_launch;
+
+namespace {
+
+AgentConfig always_on(double budget_fraction = 0.005) {
+  AgentConfig c = testing::select_all();
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.budget_fraction = budget_fraction;
+  c.summary = false;
+  return c;
+}
+
+struct Service {
+  Captured a;
+  std::unique_ptr<Harness> h;
+  uint64_t launches = 0;
+};
+
+Service make_service(const char* program, AgentConfig cfg) {
+  Service s;
+  s.a = capture_of(program);
+  s.h = std::make_unique<Harness>(std::move(cfg), testing::counters_for({&s.a}));
+  REQUIRE(s.h->ag->start());
+  return s;
+}
+
+// `n` launches, `gap_ns` of application time (the monotonic clock) between them.
+void serve(Service& s, int n, uint64_t gap_ns) {
+  for (int i = 0; i < n; ++i) {
+    s.h->platform.mono_ns += gap_ns;
+    s.h->platform.launch(make_launch(s.a.mangled.c_str(), ++s.launches, s.a.launch.grid, s.a.launch.block));
+  }
+}
+
+const v1::KernelProfile* last_profiled(const std::vector<const v1::KernelProfile*>& ks) {
+  const v1::KernelProfile* out = nullptr;
+  for (const v1::KernelProfile* k : ks) {
+    if (k->status() == v1::PROFILE_STATUS_PROFILED) out = k;
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- the budget alone --------------------------------------------------------------------
+
+TEST_CASE("budget: admits within the allowance and trues up with the measured cost", "[agent][always_on][budget]") {
+  BudgetOptions o;
+  o.fraction = 0.01;
+  o.max_per_second = 100;
+  o.window_ns = 10'000'000'000;  // allowance cap 100 ms
+  Budget b(o, 0);
+  CHECK_FALSE(b.ready(0));
+  CHECK_FALSE(b.admit(0, CostKind::kSameGroup));  // nothing accrued yet
+  // After 1 s: 10 ms of allowance, the first guess for a same-group launch is 5 ms.
+  CHECK(b.ready(1'000'000'000));
+  CHECK(b.admit(1'000'000'000, CostKind::kSameGroup));
+  b.charge(1'001'000'000, CostKind::kSameGroup, 30'000'000);  // it cost 30 ms: 25 ms more than reserved
+  CHECK(b.estimate_ns(CostKind::kSameGroup) == 30'000'000);
+  // Allowance now about 10 - 30 = -20 ms: the next needs 30 ms more, i.e. 5 s at 1%.
+  CHECK_FALSE(b.admit(4'000'000'000, CostKind::kSameGroup));
+  CHECK_FALSE(b.ready(4'000'000'000));
+  CHECK(b.ready(6'100'000'000));
+  CHECK(b.admit(6'100'000'000, CostKind::kSameGroup));
+  const wire::OverheadStats s = b.stats(7'000'000'000);
+  CHECK(s.admitted == 2);
+  CHECK(s.deferred == 2);
+  CHECK(s.spent_ns == 30'000'000);
+  CHECK(s.wall_ns == 7'000'000'000);
+}
+
+TEST_CASE("budget: the rate limit spaces launches even with allowance to spare", "[agent][always_on][budget]") {
+  BudgetOptions o;
+  o.fraction = 0.5;
+  o.max_per_second = 2;
+  Budget b(o, 0);
+  CHECK(b.admit(1'000'000'000, CostKind::kSameGroup));
+  b.charge(1'000'000'001, CostKind::kSameGroup, 1000);
+  CHECK_FALSE(b.admit(1'200'000'000, CostKind::kSameGroup));  // 0.2 s later: under 1/2 s
+  CHECK(b.admit(1'500'000'001, CostKind::kSameGroup));
+}
+
+TEST_CASE("budget: holds when the launches' cost changes with the load", "[agent][always_on][budget]") {
+  // A simulated service: a candidate launch every 2 ms; each admitted launch costs what the load
+  // makes it: 3 ms, then 40 ms (a busy GPU: the wait for the launch grows), then 1 ms again.
+  BudgetOptions o;
+  o.fraction = 0.005;
+  o.max_per_second = 50;
+  o.window_ns = 60'000'000'000;
+  Budget b(o, 0);
+  uint64_t now = 0;
+  uint64_t max_cost = 0;
+  auto run_phase = [&](uint64_t seconds, uint64_t cost) {
+    const uint64_t end = now + seconds * 1'000'000'000;
+    uint64_t admitted = 0;
+    while (now < end) {
+      now += 2'000'000;
+      if (!b.ready(now)) continue;
+      if (!b.admit(now, CostKind::kSameGroup)) continue;
+      ++admitted;
+      now += cost;
+      b.charge(now, CostKind::kSameGroup, cost);
+      max_cost = std::max(max_cost, cost);
+    }
+    return admitted;
+  };
+  const uint64_t light = run_phase(600, 3'000'000);
+  const uint64_t heavy = run_phase(600, 40'000'000);
+  const uint64_t light_again = run_phase(600, 1'000'000);
+  const wire::OverheadStats s = b.stats(now);
+  // Spent at most the budget of the whole run plus the allowance cap plus one misestimate.
+  const double bound = o.fraction * static_cast<double>(s.wall_ns) + o.fraction * static_cast<double>(o.window_ns) +
+                       static_cast<double>(max_cost);
+  CHECK(static_cast<double>(s.spent_ns) <= bound);
+  // And in every 60 s window: at most the window's share plus the cap plus one misestimate.
+  CHECK(static_cast<double>(s.max_window_spent_ns) <=
+        2 * o.fraction * static_cast<double>(o.window_ns) + static_cast<double>(max_cost));
+  // It backed off under load and came back after it: about 0.5% of 600 s in each phase.
+  CHECK(heavy * 5 < light);
+  CHECK(light_again > heavy * 10);
+  CHECK(static_cast<double>(s.spent_ns) >= 0.8 * o.fraction * static_cast<double>(s.wall_ns));
+}
+
+// ---- single-pass groups ------------------------------------------------------------------
+
+TEST_CASE("groups: every group plans in one pass and holds the duration", "[agent][always_on]") {
+  testing::FakeConfig cfg;
+  testing::FakeStats stats;
+  testing::FakeHost host(cfg, stats);  // one pass per 10 names
+  std::vector<std::string> names;
+  for (int i = 0; i < 47; ++i) names.push_back("unit" + std::to_string(i % 7) + "__m" + std::to_string(i) + ".sum");
+  names.push_back("launch__grid_size");  // the fake chip rejects it
+  names.push_back(names.front());        // duplicates are packed once
+  const agent::MetricGroups g = agent::pack_single_pass(host, names, {"gpu__time_duration.sum"});
+  REQUIRE(!g.plans.empty());
+  std::set<std::string> seen;
+  for (const collectors::MetricPlan& p : g.plans) {
+    CHECK(p.passes == 1);
+    CHECK(p.replay == collectors::PlanReplay::kNone);
+    CHECK(std::count(p.metrics.begin(), p.metrics.end(), "gpu__time_duration.sum") == 1);
+    for (const std::string& m : p.metrics) {
+      if (m != "gpu__time_duration.sum") CHECK(seen.insert(m).second);  // in one group only
+    }
+  }
+  CHECK(seen.size() == 47);
+  CHECK(g.plans.size() == 6);  // 9 names + the duration per group: ceil(47 / 9)
+  REQUIRE(g.unreachable.size() == 1);
+  CHECK(g.unreachable[0].name == "launch__grid_size");
+}
+
+// ---- the agent ----------------------------------------------------------------------------
+
+TEST_CASE("always-on: a diagnosis assembled over launches, never replayed, agreeing with deep mode",
+          "[agent][always_on]") {
+  for (const char* program : {"strided_load", "fma_chain", "transpose", "register_spill"}) {
+    INFO(program);
+    Service on = make_service(program, always_on(0.01));
+    serve(on, 600, 1'000'000'000);  // ten minutes of traffic, a launch a second
+    on.h->ag->finish();
+    Service deep = make_service(program, testing::select_all());
+    serve(deep, 6, 1'000'000);
+    deep.h->ag->finish();
+
+    // Never replayed: every range profiler begin() was a single-pass plan without replay.
+    {
+      std::lock_guard<std::mutex> lock(on.h->platform.stats.mutex);
+      REQUIRE(!on.h->platform.stats.begin_replays.empty());
+      for (collectors::PlanReplay r : on.h->platform.stats.begin_replays) CHECK(r == collectors::PlanReplay::kNone);
+      for (const auto& metrics : on.h->platform.stats.begin_metrics) {
+        CHECK(metrics.size() <= 10);  // the fake's one pass
+        CHECK(std::find(metrics.begin(), metrics.end(), "gpu__time_duration.sum") != metrics.end());
+      }
+    }
+    tools::ReadResult r = on.h->read();
+    const v1::KernelProfile* k = last_profiled(kernel_records(r));
+    REQUIRE(k != nullptr);
+    CHECK(k->replay_mode() == v1::REPLAY_MODE_NONE);
+    CHECK(k->passes() == 1);
+    CHECK(k->assembled_launches_size() >= 2);
+    CHECK(k->assembled_launches_size() == on.h->platform.stats.begins.load());
+    REQUIRE(r.file.records(0).has_session());
+    CHECK(r.file.records(0).session().mode() == "always-on");
+
+    tools::ReadResult rd = deep.h->read();
+    const v1::KernelProfile* kd = last_profiled(kernel_records(rd));
+    REQUIRE(kd != nullptr);
+    CHECK(kd->replay_mode() == v1::REPLAY_MODE_KERNEL);
+    INFO("always-on: " << k->diagnosis().headline() << "\ndeep: " << kd->diagnosis().headline());
+    CHECK(k->diagnosis().classification() == kd->diagnosis().classification());
+    CHECK(k->diagnosis().primary_rule_id() == kd->diagnosis().primary_rule_id());
+    // Decision 0 checked that the launches were alike.
+    bool checked = false;
+    for (const v1::DecisionVisit& d : k->diagnosis().path()) {
+      for (const v1::Check& c : d.checks()) {
+        if (c.rule_id() == "d0.assembled_launches") {
+          checked = true;
+          CHECK(c.outcome() == v1::OUTCOME_NOT_FIRED);
+        }
+      }
+    }
+    CHECK(checked);
+    // The budget: the overhead record is in the session end and within its bound.
+    const wire::OverheadStats s = *on.h->ag->overhead();
+    CHECK(s.admitted >= static_cast<uint64_t>(k->assembled_launches_size()));
+    CHECK(static_cast<double>(s.spent_ns) <=
+          0.01 * static_cast<double>(s.wall_ns) + 0.01 * 60e9 + 400e6);
+  }
+}
+
+TEST_CASE("always-on: the budget spaces profiled launches; a larger budget completes sooner", "[agent][always_on]") {
+  auto launches_to_complete = [](double fraction) {
+    Service s = make_service("strided_load", always_on(fraction));
+    uint64_t n = 0;
+    for (; n < 20000; ++n) {
+      serve(s, 1, 100'000'000);  // 10 launches a second
+      // Complete: counters done and the PC sample taken (its begin is the last profiled work).
+      if (s.h->platform.stats.pc_begins.load() > 0) break;
+    }
+    INFO("budget " << fraction << ": " << s.h->platform.stats.begins.load() << " profiled launches, " << n
+                   << " launches");
+    s.h->ag->finish();
+    return n;
+  };
+  const uint64_t tight = launches_to_complete(0.005);
+  const uint64_t loose = launches_to_complete(0.05);
+  CHECK(loose < tight);
+  CHECK(tight < 20000);  // 0.5% still completes, in minutes of simulated time
+}
+
+TEST_CASE("always-on: PC sampling is duty-cycled", "[agent][always_on]") {
+  AgentConfig cfg = always_on(0.05);
+  cfg.pc_sampling_interval_s = 60;
+  Service s = make_service("strided_load", cfg);
+  for (int minute = 0; minute < 5; ++minute) {
+    serve(s, 60, 1'000'000'000);
+    s.h->ag->flush();  // what the flush thread does every tick
+  }
+  const int after_5min = s.h->platform.stats.pc_begins.load();
+  CHECK(after_5min >= 2);          // sampled again after each minute
+  CHECK(after_5min <= 5);          // not more often
+  s.h->ag->finish();
+}
+
+TEST_CASE("always-on: a deep capture on request replays the family once, then the window closes",
+          "[agent][always_on][control]") {
+  Service s = make_service("strided_load", always_on());
+  serve(s, 20, 1'000'000'000);
+  const int begins_before = s.h->platform.stats.begins.load();
+  std::string error;
+  const uint64_t id = s.h->ag->request_deep_capture(wire::ControlSource::kApi, "regex:strided", 30, &error);
+  REQUIRE(id > 0);
+  // A second request while the window is open is refused, and said.
+  CHECK(s.h->ag->request_deep_capture(wire::ControlSource::kApi, "", 0, &error) == 0);
+  CHECK(error.find("still open") != std::string::npos);
+  serve(s, 3, 1'000'000);  // the next launches: one profiled with replay, one sampled
+  {
+    std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+    const auto& replays = s.h->platform.stats.begin_replays;
+    REQUIRE(replays.size() > static_cast<size_t>(begins_before));
+    CHECK(replays[static_cast<size_t>(begins_before)] == collectors::PlanReplay::kKernel);
+    CHECK(s.h->platform.stats.begin_metrics[static_cast<size_t>(begins_before)].size() > 10);  // everything at once
+  }
+  s.h->platform.mono_ns += 31'000'000'000;  // the window expires
+  s.h->ag->finish();
+  tools::ReadResult r = s.h->read();
+  std::vector<const v1::ControlRequest*> reqs = tools::control_requests(r);
+  REQUIRE(reqs.size() == 2);
+  const v1::ControlRequest* ok = reqs[0]->id() == id ? reqs[0] : reqs[1];
+  const v1::ControlRequest* refused = reqs[0]->id() == id ? reqs[1] : reqs[0];
+  CHECK(ok->source() == v1::CONTROL_SOURCE_API);
+  CHECK(ok->state() == v1::CONTROL_STATE_EXPIRED);  // a name filter's window runs to its end
+  CHECK(ok->family_ids_size() == 1);
+  CHECK(ok->profiled_launches() == 1);
+  CHECK(refused->state() == v1::CONTROL_STATE_REJECTED);
+  // The deep record is the family's latest verdict: kernel replay.
+  const v1::KernelProfile* k = last_profiled(kernel_records(r));
+  REQUIRE(k != nullptr);
+  CHECK(k->replay_mode() == v1::REPLAY_MODE_KERNEL);
+  CHECK(k->assembled_launches_size() == 0);
+}
+
+TEST_CASE("always-on: a request through the control file, a bad one rejected", "[agent][always_on][control]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("cutriage-control-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  AgentConfig cfg = always_on();
+  cfg.control_file = (dir / "control").string();
+  cfg.trace_flush_ms = 5;
+  Service s = make_service("strided_load", cfg);
+  serve(s, 5, 1'000'000'000);
+  auto submit = [&](const std::string& text) {
+    std::ofstream(dir / "control.tmp") << text;
+    std::filesystem::rename(dir / "control.tmp", dir / "control");  // whole, as a writer should
+    for (int i = 0; i < 400 && std::filesystem::exists(dir / "control"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHECK_FALSE(std::filesystem::exists(dir / "control"));  // read and deleted
+  };
+  submit("reboot now\n");
+  submit("# a comment\ndeep 10 top:2\n");
+  serve(s, 3, 1'000'000);
+  s.h->ag->finish();
+  tools::ReadResult r = s.h->read();
+  std::vector<const v1::ControlRequest*> reqs = tools::control_requests(r);
+  REQUIRE(reqs.size() == 2);
+  std::sort(reqs.begin(), reqs.end(), [](auto* a, auto* b) { return a->id() < b->id(); });
+  CHECK(reqs[0]->state() == v1::CONTROL_STATE_REJECTED);
+  CHECK(reqs[0]->detail().find("unknown command \"reboot\"") != std::string::npos);
+  CHECK(reqs[1]->source() == v1::CONTROL_SOURCE_FILE);
+  CHECK(reqs[1]->target() == "top:2");
+  CHECK(reqs[1]->window_seconds() == 10);
+  CHECK(reqs[1]->state() != v1::CONTROL_STATE_STARTED);  // closed by finish() at the latest
+  std::filesystem::remove_all(dir);
+}
+
+// ---- control channels alone --------------------------------------------------------------
+
+TEST_CASE("control: the control file's command", "[agent][control]") {
+  std::string error;
+  auto r = agent::parse_control_command("deep\n", &error);
+  REQUIRE(r);
+  CHECK(r->seconds == 0);
+  CHECK(r->target.empty());
+  r = agent::parse_control_command("  deep 45   regex:gemm|conv \n", &error);
+  REQUIRE(r);
+  CHECK(r->seconds == 45);
+  CHECK(r->target == "regex:gemm|conv");
+  r = agent::parse_control_command("deep top:4", &error);
+  REQUIRE(r);
+  CHECK(r->target == "top:4");
+  CHECK_FALSE(agent::parse_control_command("", &error));
+  CHECK(error.find("empty") != std::string::npos);
+  CHECK_FALSE(agent::parse_control_command("deep 0", &error));
+  CHECK(error.find("1 to 3600") != std::string::npos);
+  CHECK_FALSE(agent::parse_control_command("deep 99999999999999999999", &error));
+  CHECK_FALSE(agent::parse_control_command("deep top:0", &error));
+  CHECK_FALSE(agent::parse_control_command("deep regex:(", &error));
+  CHECK_FALSE(agent::parse_control_command("stop", &error));
+}
+
+TEST_CASE("control: the signal handler is installed only over the default action", "[agent][control]") {
+  std::string why;
+  struct sigaction old {};
+  REQUIRE(::sigaction(SIGUSR2, nullptr, &old) == 0);
+  REQUIRE(old.sa_handler == SIG_DFL);
+  REQUIRE(agent::install_control_signal(agent::ControlSignal::kUsr2, &why));
+  CHECK_FALSE(agent::take_control_signal());
+  ::raise(SIGUSR2);  // would kill the process without the handler
+  CHECK(agent::take_control_signal());
+  CHECK_FALSE(agent::take_control_signal());
+  agent::remove_control_signal();
+  struct sigaction now {};
+  REQUIRE(::sigaction(SIGUSR2, nullptr, &now) == 0);
+  CHECK(now.sa_handler == SIG_DFL);
+
+  // The application's own handler is left alone.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  REQUIRE(::sigaction(SIGUSR1, &ignore, &old) == 0);
+  CHECK_FALSE(agent::install_control_signal(agent::ControlSignal::kUsr1, &why));
+  CHECK(why.find("SIGUSR1") != std::string::npos);
+  REQUIRE(::sigaction(SIGUSR1, &old, nullptr) == 0);
+}
