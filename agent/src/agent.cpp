@@ -1,5 +1,6 @@
 #include "agent.h"
 
+#include <cstdio>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -73,6 +74,7 @@ struct Agent::KernelState {
   // Always-on: the launches the measured counters were assembled from, one group each.
   std::vector<triage::AssembledLaunch> assembled;
   uint64_t deep_request = 0;  // the deep-capture request that last profiled it
+  bool complete_noted = false;  // always-on: the "diagnosis complete" notice was written
 };
 
 // One CUDA context. Shared so a launch in flight keeps it alive through a concurrent destroy.
@@ -1036,7 +1038,7 @@ std::shared_ptr<const MetricGroups> Agent::groups_for(const std::string& chip) {
   std::vector<std::string> universe = all_counters();
   for (std::string& r : first_stage_counters(chip)) universe.push_back(std::move(r));
   universe = triage::expand_breakdowns(universe);
-  auto groups = std::make_shared<MetricGroups>(pack_single_pass(*host, universe, {"gpu__time_duration.sum"}));
+  auto groups = std::make_shared<MetricGroups>(chip_groups(*host, chip, universe, {"gpu__time_duration.sum"}));
   const uint64_t cost = monotonic_now() - t0;
   {
     std::lock_guard<std::mutex> budget_lock(mutex_);
@@ -1126,6 +1128,7 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     context_group = context_for(event)->configured_group.load();
   }
   Selection selection = select(event, chip, *kernel, groups.get(), context_group);
+  if (always_on_) note_complete(*kernel);
   if (selection.kind == Selection::Kind::kSkip) return;
   // What an admitted launch reserved is trued up with its measured cost when it ends, or here when
   // it does not happen after all.
@@ -1600,7 +1603,30 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
     update_candidate_locked(kernel);  // after last_record: PC sampling follows a profiled record
   }
   write_kernel(record);
+  if (always_on_) note_complete(kernel);
   if (active.deep != 0) check_deep_window();
+}
+
+void Agent::note_complete(KernelState& kernel) {
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!kernel.complete || kernel.complete_noted || !kernel.last_record ||
+        kernel.last_record->status != wire::ProfileStatus::kProfiled) {
+      return;
+    }
+    kernel.complete_noted = true;
+    const double seconds = budget_ ? static_cast<double>(budget_->stats(monotonic_now()).wall_ns) / 1e9 : 0.0;
+    std::set<uint32_t> groups;
+    for (const triage::AssembledLaunch& a : kernel.assembled) groups.insert(a.metric_group);
+    char when[32];
+    std::snprintf(when, sizeof(when), "%.1f", seconds);
+    message = kernel.names->function + ": diagnosis complete " + when + " s after the agent started, from " +
+              std::to_string(kernel.assembled.size()) + " launches without replay (" +
+              std::to_string(groups.size()) + " metric groups): " + kernel.last_record->diagnosis.headline;
+  }
+  log_.info(message);
+  write_notice(wire::Severity::kInfo, "always_on_complete", message);
 }
 
 void Agent::fill_trace_inputs_locked(const KernelState& kernel, triage::KernelInput& input) {

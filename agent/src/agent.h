@@ -173,6 +173,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // The flush thread's control duties: the control file and the signal.
   void poll_control();
   uint64_t monotonic_now() const;
+  // Always-on: says once, in the output and the log, when a family's counters are complete.
+  void note_complete(KernelState& kernel);
   // Marks families whose always-on PC-sampling interval has passed as candidates again.
   void refresh_candidates();
   // Charges an admitted launch's measured cost when it ends (mutex_ NOT held).

@@ -27,4 +27,20 @@ struct MetricGroups {
 MetricGroups pack_single_pass(collectors::ProfilerHost& host, std::vector<std::string> metrics,
                               const std::vector<std::string>& in_every_group);
 
+// Tighter and slower: first fit, each name into the first group it still fits in one pass with
+// (about names x groups plan calls: seconds on GH100). For tables made offline
+// (`cutriage-plan-stages --groups`), never on an application thread.
+MetricGroups pack_first_fit(collectors::ProfilerHost& host, std::vector<std::string> metrics,
+                            const std::vector<std::string>& in_every_group);
+
+// The chip's groups for always-on collection: the table made offline for the chips it has
+// (GH100), planned again here (one plan call per group); otherwise pack_single_pass over
+// `universe`. A table group that no longer plans in one pass (another CUDA version) is split by
+// pack_single_pass.
+MetricGroups chip_groups(collectors::ProfilerHost& host, const std::string& chip,
+                         const std::vector<std::string>& universe, const std::vector<std::string>& in_every_group);
+
+// The offline table for `chip`, group by group (empty when there is none).
+const std::vector<std::vector<std::string>>& offline_groups(const std::string& chip);
+
 }  // namespace cutriage::agent

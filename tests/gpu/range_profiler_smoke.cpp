@@ -257,6 +257,31 @@ int run(bool probe_empty_range) {
     check_plan_a(profile_once(*host, *profiler, plan_a, b, "A (keep_enabled = false)"));
     check_plan_b(profile_once(*host, *profiler, plan_b, b, "B (keep_enabled = false)"));
   }
+  {
+    // Always-on collection: a single-pass plan under user replay, the launch run once (no memory
+    // save and restore). The same counts as under kernel replay; a multi-pass plan is refused.
+    cc::MetricPlan plan_c = take(host->plan({kDuration, kDramRead, kDramWrite, kSmInst}), "plan C");
+    std::printf("plan C: %zu metrics, %u pass(es)\n", plan_c.metrics.size(), plan_c.passes);
+    if (plan_c.passes != 1) throw Failure{"plan C should fit one pass"};
+    plan_c.replay = cc::PlanReplay::kNone;
+    auto profiler = take(cc::make_cupti_range_profiler(ctx), "make_cupti_range_profiler (no replay)");
+    auto c1 = profile_once(*host, *profiler, plan_c, b, "C #1 (no replay: enable and configure)");
+    auto c2 = profile_once(*host, *profiler, plan_c, b, "C #2 (no replay, same enabled object)");
+    for (const auto* r : {&c1, &c2}) {
+      const double bytes = static_cast<double>(kN) * sizeof(float);
+      expect_range(*r, kDuration, 1e3, 1e8);
+      expect_range(*r, kDramRead, 0.5 * 2 * bytes, 2.0 * 2 * bytes);
+      expect_range(*r, kDramWrite, 0.5 * bytes, 2.0 * bytes);
+    }
+    cc::MetricPlan multi = plan_a;  // several passes
+    multi.replay = cc::PlanReplay::kNone;
+    const cc::Status refused = profiler->begin(multi);
+    std::printf("  multi-pass plan without replay: %s\n", refused.message().c_str());
+    if (refused.is_ok() || refused.code() != cc::StatusCode::kInvalidArgument) {
+      throw Failure{"a multi-pass plan without replay must be refused"};
+    }
+    check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after no-replay C (kernel replay again)"));
+  }
   launch_and_verify(b);  // unprofiled again after the profilers are gone
 
   if (probe_empty_range) {

@@ -1,3 +1,7 @@
+// cutriage-plan-stages CHIP --groups: prints the single-pass groups of always-on collection, as
+// the table in agent/src/groups_table.cpp (first fit over every counter a route may want,
+// multi-pass throughputs as their breakdown parts; seconds of plan calls, so offline too).
+//
 // cutriage-plan-stages CHIP: prints the counters that ride along with the routing counters
 // (Decisions 0-2) at no extra replay pass on CHIP, as the C++ table agent/src/stages.cpp holds.
 //
@@ -14,12 +18,44 @@
 
 #include "cutriage/collectors/range_profiler.h"
 #include "cutriage/triage/plan.h"
+#include "groups.h"
+#include "stages.h"
 
 using namespace cutriage;
 
+namespace {
+
+int print_groups(collectors::ProfilerHost& host, const char* chip) {
+  using D = triage::Decision;
+  std::vector<std::string> universe = triage::counters_for_decisions(
+      {D::kD0Trust, D::kD1WorkloadSize, D::kD2Regime, D::kD3IssueStalls, D::kD4ComputePipe,
+       D::kD5MemoryMechanism, D::kD7HardwareLimit});
+  for (std::string& r : agent::first_stage_counters(chip)) universe.push_back(std::move(r));
+  universe = triage::expand_breakdowns(universe);
+  const agent::MetricGroups g = agent::pack_first_fit(host, universe, {"gpu__time_duration.sum"});
+  std::printf("// %s: %zu counters in %zu single-pass groups (%u plan calls); need replay:", chip, universe.size(),
+              g.plans.size(), g.plan_calls);
+  for (const auto& u : g.unreachable) std::printf(" %s", u.name.c_str());
+  std::printf("\n");
+  for (const collectors::MetricPlan& p : g.plans) {
+    std::printf("    {");
+    bool first = true;
+    for (const std::string& m : p.metrics) {
+      if (m == "gpu__time_duration.sum") continue;
+      std::printf("%s\"%s\"", first ? "" : ", ", m.c_str());
+      first = false;
+    }
+    std::printf("},\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: cutriage-plan-stages CHIP   (e.g. GH100)\n");
+  const bool groups = argc == 3 && std::string(argv[2]) == "--groups";
+  if (argc != 2 && !groups) {
+    std::fprintf(stderr, "usage: cutriage-plan-stages CHIP [--groups]   (e.g. GH100)\n");
     return 1;
   }
   auto host_or = collectors::make_cupti_profiler_host(argv[1]);
@@ -28,6 +64,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   collectors::ProfilerHost& host = *host_or.value();
+  if (groups) return print_groups(host, argv[1]);
   auto passes = [&](const std::vector<std::string>& m) -> int {
     auto p = host.plan(m);
     return p.is_ok() && p.value().rejected.empty() ? static_cast<int>(p.value().passes) : -1;

@@ -209,6 +209,15 @@ TEST_CASE("always-on: a diagnosis assembled over launches, never replayed, agree
     CHECK(k->assembled_launches_size() == on.h->platform.stats.begins.load());
     REQUIRE(r.file.records(0).has_session());
     CHECK(r.file.records(0).session().mode() == "always-on");
+    // When the counters were complete is said once, with the time since start.
+    int complete_notices = 0;
+    for (const v1::Record& rec : r.file.records()) {
+      if (rec.has_notice() && rec.notice().code() == "always_on_complete") {
+        ++complete_notices;
+        CHECK(rec.notice().message().find("diagnosis complete") != std::string::npos);
+      }
+    }
+    CHECK(complete_notices == 1);
 
     tools::ReadResult rd = deep.h->read();
     const v1::KernelProfile* kd = last_profiled(kernel_records(rd));

@@ -1,0 +1,76 @@
+// Always-on collection on GH100 with the real Profiler Host API (offline, no GPU): every counter a
+// route may want, multi-pass throughputs as their breakdown parts, packed into single-pass groups.
+// The premise is checked here: without replay, everything but the parts that need
+// replay even alone is collectable, one group per launch.
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include "catch.h"
+#include "cutriage/collectors/range_profiler.h"
+#include "cutriage/triage/plan.h"
+#include "groups.h"
+#include "stages.h"
+
+using namespace cutriage;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CUTRIAGE_GROUPS_BLOCKED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CUTRIAGE_GROUPS_BLOCKED 1
+#endif
+#endif
+
+TEST_CASE("always-on groups on GH100: one pass each, only replay-bound parts left out", "[groups]") {
+#if defined(CUTRIAGE_GROUPS_BLOCKED)
+  std::cout << "CUTRIAGE_SKIPPED: the Profiler Host API cannot load under ASan/TSan\n";
+  return;
+#else
+  auto made = collectors::make_cupti_profiler_host("GH100");
+  INFO(made.status().message());
+  REQUIRE(made.is_ok());
+  collectors::ProfilerHost& host = *made.value();
+  using triage::Decision;
+  std::vector<std::string> universe = triage::counters_for_decisions(
+      {Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime, Decision::kD3IssueStalls,
+       Decision::kD4ComputePipe, Decision::kD5MemoryMechanism, Decision::kD7HardwareLimit});
+  for (std::string& r : agent::first_stage_counters("GH100")) universe.push_back(std::move(r));
+  universe = triage::expand_breakdowns(universe);
+  // What the agent uses: the offline table (agent/src/groups_table.cpp), planned again.
+  REQUIRE(!agent::offline_groups("GH100").empty());
+  const agent::MetricGroups g = agent::chip_groups(host, "GH100", universe, {"gpu__time_duration.sum"});
+  // Each table group still plans in one pass as it is (none had to be split).
+  CHECK(g.plans.size() == agent::offline_groups("GH100").size());
+  std::cout << "GH100: " << universe.size() << " counters in " << g.plans.size() << " single-pass groups, "
+            << g.plan_calls << " plan calls; need replay:";
+  for (const auto& u : g.unreachable) std::cout << " " << u.name;
+  std::cout << "\n";
+  std::set<std::string> grouped;
+  for (const collectors::MetricPlan& p : g.plans) {
+    CHECK(p.passes == 1);
+    CHECK(p.rejected.empty());
+    for (const std::string& m : p.metrics) grouped.insert(m);
+    // Re-planning a group gives one pass too (the packing did not depend on a lucky prefix).
+    auto again = host.plan(p.metrics);
+    REQUIRE(again.is_ok());
+    CHECK(again.value().passes == 1);
+  }
+  // Every name is grouped or said to need replay; the multi-pass throughputs never appear.
+  std::set<std::string> unreachable;
+  for (const auto& u : g.unreachable) unreachable.insert(u.name);
+  for (const std::string& m : universe) {
+    INFO(m);
+    CHECK((grouped.count(m) + unreachable.count(m)) == 1);
+  }
+  for (const triage::ThroughputBreakdown& b : triage::throughput_breakdowns()) CHECK(grouped.count(b.metric) == 0);
+  // What needs replay even alone on GH100 is few: the *sass* instrumented metrics and a handful of
+  // multi-pass counters. Most of the route is collectable without replay.
+  CHECK(unreachable.size() * 10 < universe.size());
+  CHECK(g.plans.size() <= 24);
+  // The fast runtime packing (chips without a table) covers the same names, in more groups.
+  const agent::MetricGroups fast = agent::pack_single_pass(host, universe, {"gpu__time_duration.sum"});
+  CHECK(fast.unreachable.size() == g.unreachable.size());
+  CHECK(fast.plans.size() >= g.plans.size());
+#endif
+}
