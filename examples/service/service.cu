@@ -108,6 +108,11 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamEndCapture(side_stream, &graph));
   CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
 
+  // SERVICE_DEEP_AFTER=S: after S seconds, ask the agent for a deep capture of its top families
+  // (what an operator does through the C API, the control file or the signal).
+  const char* deep_after_env = std::getenv("SERVICE_DEEP_AFTER");
+  double deep_after = deep_after_env != nullptr ? std::atof(deep_after_env) : -1.0;
+
   const auto start = std::chrono::steady_clock::now();
   auto last_flush = start;
   long requests = 0;
@@ -123,6 +128,11 @@ int main(int argc, char** argv) {
     ++requests;
     const auto now = std::chrono::steady_clock::now();
     elapsed = std::chrono::duration<double>(now - start).count();
+    if (deep_after >= 0 && elapsed >= deep_after) {
+      const unsigned long long id = cutriage_request_deep_capture(nullptr, 0);
+      std::fprintf(stderr, "service: deep capture requested after %.1f s: request %llu\n", elapsed, id);
+      deep_after = -1.0;
+    }
     if (now - last_flush > std::chrono::seconds(5)) {
       cutriage_flush();  // the trace collected and the Prometheus file rewritten now
       last_flush = now;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The always-on GPU run (issue 6), on the GPU machine from the repository root, in two calls of the
+# device tool (each under its 10-minute limit; the build stays between them):
+#
+#   STEP=1 bash tests/gpu/run_always_on.sh   # build, install, the service; the whole CTest suite;
+#                                            # the benchmark's side-by-side rounds
+#   STEP=2 bash tests/gpu/run_always_on.sh   # the benchmark's long runs (time to diagnosis, verdicts)
+#
+# Logs and results under $OUT (tarred: the device tool brings back few files).
+set -u -o pipefail
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out/logs"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+build=build-gpu
+step="${STEP:-1}"
+persist="$PWD/.ao-bench"  # survives between the two calls (ignored by git)
+mkdir -p "$persist"
+if [ "$step" = 1 ]; then
+  {
+    date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+    git log -1 --format="commit %H" 2>/dev/null
+  } >"$out/env.txt" 2>&1
+  t0=$(date +%s)
+  cmake -S . -B "$build" -G Ninja -DCUTRIAGE_WERROR=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
+    >"$out/logs/configure.log" 2>&1 && cmake --build "$build" -j16 >"$out/logs/build.log" 2>&1 &&
+    cmake --install "$build" --prefix "$PWD/prefix" >"$out/logs/install.log" 2>&1 &&
+    cmake -S examples/service -B build-service -G Ninja -DCMAKE_PREFIX_PATH="$PWD/prefix" >"$out/logs/service.log" 2>&1 &&
+    cmake --build build-service >>"$out/logs/service.log" 2>&1
+  if [ $? -ne 0 ]; then
+    echo "BUILD FAILED"; tail -40 "$out/logs/"*.log; exit 1
+  fi
+  echo "build: $(( $(date +%s) - t0 )) s"
+  ctest --test-dir "$build" -j8 --output-on-failure >"$out/logs/ctest.log" 2>&1
+  echo "ctest: $(grep -E 'tests passed|tests failed' "$out/logs/ctest.log")"
+  grep -E "\*\*\*Failed|Failed  |Exception" "$out/logs/ctest.log" | head -20
+  grep -A40 "range_profiler_smoke" "$out/logs/ctest.log" | grep -E "C #|multi-pass|plan C" | head
+  OUT="$persist" PHASE=rounds bash bench/always_on.sh "$build" build-service/cutriage_service
+  cat "$persist/always_on/raw.txt" | tail -20
+else
+  OUT="$persist" PHASE=long bash bench/always_on.sh "$build" build-service/cutriage_service
+fi
+tar -C "$persist" -czf "$out/always_on.tgz" always_on
+tar -C "$out" -czf "$out/logs.tgz" logs env.txt 2>/dev/null
