@@ -416,10 +416,17 @@ uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::stri
       req.ended_unix_ns = req.requested_unix_ns;
     }
   }
-  write_control(req);
+  // A refused request is written and said once per reason: an application calling in a loop must
+  // not fill the file or the log.
+  bool first_of_kind = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first_of_kind = why.empty() || control_errors_.insert(why).second;
+  }
+  if (first_of_kind) write_control(req);
   if (!why.empty()) {
     if (error != nullptr) *error = why;
-    log_.warn("deep capture refused: " + why);
+    if (first_of_kind) log_.warn("deep capture refused: " + why + " (said once)");
     return 0;
   }
   log_.info("deep capture " + std::to_string(req.id) + " of " + req.target + " for " +
@@ -479,7 +486,12 @@ void Agent::poll_control() {
   std::string error;
   std::optional<std::string> text = take_control_file(config_.control_file, &error);
   if (!error.empty()) {
-    if (control_errors_.insert(error).second) log_.warn(error);
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      first = control_errors_.insert(error).second;
+    }
+    if (first) log_.warn(error);
     return;
   }
   if (!text) return;

@@ -25,7 +25,7 @@ Budget::Budget(BudgetOptions options, uint64_t now_ns)
   if (!(options_.fraction > 0)) options_.fraction = 1e-6;
   if (!(options_.max_per_second > 0)) options_.max_per_second = 1e-3;
   if (options_.window_ns == 0) options_.window_ns = 1'000'000'000;
-  update_next(now_ns);
+  update_next(now_ns, 0);
 }
 
 void Budget::accrue(uint64_t now_ns) {
@@ -35,10 +35,11 @@ void Budget::accrue(uint64_t now_ns) {
   last_ns_ = now_ns;
 }
 
-void Budget::update_next(uint64_t now_ns) {
-  // The earliest time the cheapest launch could be admitted. ready() is a hint for the fast path:
-  // admit() decides.
-  const double cheapest = static_cast<double>(*std::min_element(estimate_.begin(), estimate_.begin() + 3));
+void Budget::update_next(uint64_t now_ns, double needed) {
+  // The earliest time a launch needing `needed` (0: the cheapest kind) could be admitted. ready()
+  // is a hint for the fast path: admit() decides.
+  const double cheapest =
+      needed > 0 ? needed : static_cast<double>(*std::min_element(estimate_.begin(), estimate_.begin() + 3));
   uint64_t next = now_ns;
   if (allowance_ns_ < cheapest) {
     next += static_cast<uint64_t>(std::ceil((cheapest - allowance_ns_) / options_.fraction));
@@ -56,7 +57,10 @@ bool Budget::admit(uint64_t now_ns, CostKind kind) {
   const double estimate = static_cast<double>(estimate_[static_cast<size_t>(kind)]);
   if ((admitted_any_ && now_ns < last_admit_ns_ + spacing) || allowance_ns_ < estimate) {
     ++deferred_;
-    update_next(now_ns);
+    // The fast path stays closed until this launch's kind could go: a family waiting for a costly
+    // group switch must not send every launch through the selection meanwhile (on the H200 that
+    // cost a launch-heavy service 2% while nothing was admitted).
+    update_next(now_ns, estimate);
     return false;
   }
   allowance_ns_ -= estimate;
@@ -64,7 +68,7 @@ bool Budget::admit(uint64_t now_ns, CostKind kind) {
   admitted_any_ = true;
   ++admitted_;
   if (kind == CostKind::kGroupSwitch) ++group_switches_;
-  update_next(now_ns);
+  update_next(now_ns, 0);
   return true;
 }
 
@@ -88,7 +92,7 @@ void Budget::charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
     recent_.pop_front();
   }
   max_window_spent_ns_ = std::max(max_window_spent_ns_, window_spent_ns_);
-  update_next(now_ns);
+  update_next(now_ns, 0);
 }
 
 wire::OverheadStats Budget::stats(uint64_t now_ns) const {

@@ -55,7 +55,7 @@ class Budget {
 
  private:
   void accrue(uint64_t now_ns);
-  void update_next(uint64_t now_ns);
+  void update_next(uint64_t now_ns, double needed);
 
   BudgetOptions options_;
   uint64_t start_ns_;

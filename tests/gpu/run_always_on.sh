@@ -31,7 +31,8 @@ if [ "$step" = 1 ]; then
     echo "BUILD FAILED"; tail -40 "$out/logs/"*.log; exit 1
   fi
   echo "build: $(( $(date +%s) - t0 )) s"
-  ctest --test-dir "$build" -j8 --output-on-failure >"$out/logs/ctest.log" 2>&1
+  # CTEST_REGEX: only those tests (a rerun after a fix); the whole suite otherwise.
+  ctest --test-dir "$build" -j8 --output-on-failure ${CTEST_REGEX:+-R "$CTEST_REGEX"} >"$out/logs/ctest.log" 2>&1
   echo "ctest: $(grep -E 'tests passed|tests failed' "$out/logs/ctest.log")"
   grep -E "\*\*\*Failed|Failed  |Exception" "$out/logs/ctest.log" | head -20
   grep -A40 "range_profiler_smoke" "$out/logs/ctest.log" | grep -E "C #|multi-pass|plan C" | head

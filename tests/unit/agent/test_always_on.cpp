@@ -98,6 +98,20 @@ TEST_CASE("budget: admits within the allowance and trues up with the measured co
   CHECK(s.wall_ns == 7'000'000'000);
 }
 
+TEST_CASE("budget: a deferred costly launch keeps the fast path closed until it could go", "[agent][always_on][budget]") {
+  BudgetOptions o;
+  o.fraction = 0.005;
+  Budget b(o, 0);
+  // After 2 s the allowance (10 ms) covers a same-group launch but not a group switch (250 ms).
+  CHECK(b.ready(2'000'000'000));
+  CHECK_FALSE(b.admit(2'000'000'000, CostKind::kGroupSwitch));
+  // Deferred: launches of a family waiting for a switch skip the selection for the next 48 s.
+  CHECK_FALSE(b.ready(2'100'000'000));
+  CHECK_FALSE(b.ready(49'000'000'000));
+  CHECK(b.ready(50'000'000'001));
+  CHECK(b.admit(50'000'000'001, CostKind::kGroupSwitch));
+}
+
 TEST_CASE("budget: the rate limit spaces launches even with allowance to spare", "[agent][always_on][budget]") {
   BudgetOptions o;
   o.fraction = 0.5;
