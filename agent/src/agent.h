@@ -163,8 +163,12 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // only in always-on mode (the chip's single-pass groups, the group the context has configured).
   Selection select(const collectors::LaunchEvent& event, const std::string& chip, KernelState& kernel,
                    const MetricGroups* groups, int context_group);
-  // Always-on: the chip's single-pass groups, packed on first use (charged to the budget).
-  std::shared_ptr<const MetricGroups> groups_for(const std::string& chip);
+  // Always-on: the chip's single-pass groups, planned on first use. With `may_plan` false (an
+  // application thread while the flush thread runs) a chip not planned yet is left to the flush
+  // thread and null returned; planning on an application thread is charged to the budget.
+  std::shared_ptr<const MetricGroups> groups_for(const std::string& chip, bool may_plan);
+  void plan_pending_groups();  // flush thread
+  [[nodiscard]] bool on_flush_thread() const;
   // Whether a deep-capture window is open and targets this family (mutex_ held).
   bool deep_targets_locked(const KernelState& kernel) const;
   // Closes the deep-capture window when it expired or got everything (mutex_ NOT held).
@@ -271,6 +275,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // The flush thread: delivers trace records every trace_flush_ms (launches of untraced families
   // also flush, see on_launch_enter).
   std::thread flush_thread_;
+  std::thread::id flush_thread_id_;         // written before flush_running_ is set
+  std::atomic<bool> flush_running_{false};
   std::mutex flush_mutex_;
   std::condition_variable flush_cv_;
   bool flush_stop_ = false;
@@ -340,6 +346,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::mutex groups_mutex_;  // leaf: packing runs outside mutex_
   std::map<std::string, std::shared_ptr<const MetricGroups>> groups_;  // by chip
   std::set<std::string> groups_failed_;
+  std::set<std::string> groups_pending_;  // chips the flush thread plans next
 
   mutable std::mutex output_mutex_;  // the encoder (interning) and the sink
   wire::RecordEncoder encoder_;

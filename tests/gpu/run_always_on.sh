@@ -36,8 +36,9 @@ if [ "$step" = 1 ]; then
   echo "ctest: $(grep -E 'tests passed|tests failed' "$out/logs/ctest.log")"
   grep -E "\*\*\*Failed|Failed  |Exception" "$out/logs/ctest.log" | head -20
   grep -A40 "range_profiler_smoke" "$out/logs/ctest.log" | grep -E "C #|multi-pass|plan C" | head
-  OUT="$persist" PHASE=rounds bash bench/always_on.sh "$build" build-service/cutriage_service
-  cat "$persist/always_on/raw.txt" | tail -20
+  # PHASE=all: rounds and long runs in this one call (when they fit its 10 minutes).
+  OUT="$persist" PHASE="${PHASE:-rounds}" bash bench/always_on.sh "$build" build-service/cutriage_service
+  grep -E "^round|DIFFERS" "$persist/always_on/raw.txt" | tail -20
 else
   OUT="$persist" PHASE=long bash bench/always_on.sh "$build" build-service/cutriage_service
 fi

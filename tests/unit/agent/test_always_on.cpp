@@ -36,6 +36,9 @@ AgentConfig always_on(double budget_fraction = 0.005) {
   c.mode = agent::AgentMode::kAlwaysOn;
   c.budget_fraction = budget_fraction;
   c.summary = false;
+  // No flush thread: the metric groups are planned on the launching thread, at once (the tests
+  // run faster than the flush thread's first tick). The test below covers the flush thread.
+  c.trace_flush_ms = 0;
   return c;
 }
 
@@ -257,6 +260,23 @@ TEST_CASE("always-on: a diagnosis assembled over launches, never replayed, agree
     CHECK(static_cast<double>(s.spent_ns) <=
           0.01 * static_cast<double>(s.wall_ns) + 0.01 * 60e9 + 400e6);
   }
+}
+
+TEST_CASE("always-on: with the flush thread, the groups are planned there, not on the application's thread",
+          "[agent][always_on]") {
+  AgentConfig cfg = always_on(0.05);
+  cfg.trace_flush_ms = 5;
+  Service s = make_service("strided_load", cfg);
+  serve(s, 1, 1'000'000'000);  // asks for the chip's groups: left to the flush thread
+  const int plans_before = s.h->platform.stats.plans.load();
+  for (int i = 0; i < 400 && s.h->platform.stats.plans.load() == plans_before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK(s.h->platform.stats.plans.load() > plans_before);  // planned meanwhile, by the flush thread
+  CHECK(s.h->platform.stats.begins.load() == 0);
+  serve(s, 100, 1'000'000'000);
+  CHECK(s.h->platform.stats.begins.load() > 0);
+  s.h->ag->finish();
 }
 
 TEST_CASE("always-on: the budget spaces profiled launches; a larger budget completes sooner", "[agent][always_on]") {
