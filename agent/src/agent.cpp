@@ -1648,9 +1648,13 @@ void Agent::note_complete(KernelState& kernel) {
     for (const triage::AssembledLaunch& a : kernel.assembled) groups.insert(a.metric_group);
     char when[32];
     std::snprintf(when, sizeof(when), "%.1f", seconds);
-    message = kernel.names->function + ": diagnosis complete " + when + " s after the agent started, from " +
-              std::to_string(kernel.assembled.size()) + " launches without replay (" +
-              std::to_string(groups.size()) + " metric groups): " + kernel.last_record->diagnosis.headline;
+    const std::string from =
+        kernel.assembled.empty() && kernel.deep_request != 0
+            ? "deep capture " + std::to_string(kernel.deep_request) + " (one launch, replayed)"
+            : std::to_string(kernel.assembled.size()) + " launches without replay (" + std::to_string(groups.size()) +
+                  " metric groups)";
+    message = kernel.names->function + ": diagnosis complete " + when + " s after the agent started, from " + from +
+              ": " + kernel.last_record->diagnosis.headline;
   }
   log_.info(message);
   write_notice(wire::Severity::kInfo, "always_on_complete", message);

@@ -54,6 +54,7 @@ class Budget {
   [[nodiscard]] const BudgetOptions& options() const { return options_; }
 
  private:
+  [[nodiscard]] double cap() const;  // the allowance's ceiling: fraction * window
   void accrue(uint64_t now_ns);
   void update_next(uint64_t now_ns, double needed);
 

@@ -34,10 +34,22 @@ inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v
   lc.local_bytes_per_thread = k.launch().local_bytes_per_thread();
   in.launch = lc;
   in.device_limits = limits;
-  in.collection.replay_mode = triage::ReplayMode::kKernel;
+  const bool no_replay = k.replay_mode() == v1::REPLAY_MODE_NONE;  // always-on: assembled launches
+  in.collection.replay_mode = no_replay ? triage::ReplayMode::kNone : triage::ReplayMode::kKernel;
   in.collection.clock_control = triage::ClockControl::kNone;
   in.collection.passes = k.passes();
-  in.collection.cache_control = "all";
+  in.collection.cache_control = no_replay ? "none" : "all";
+  for (const v1::AssembledLaunch& a : k.assembled_launches()) {
+    triage::AssembledLaunch t;
+    t.launch_index = a.launch_index();
+    t.grid = {a.grid().x(), a.grid().y(), a.grid().z()};
+    t.block = {a.block().x(), a.block().y(), a.block().z()};
+    t.dynamic_shared_bytes = a.dynamic_shared_bytes();
+    t.duration_ns = a.duration_ns();
+    t.metric_group = a.metric_group();
+    t.metrics = a.metrics();
+    in.assembled_launches.push_back(t);
+  }
   if (!k.has_pc_sampling()) return in;
   const v1::PcSampling& p = k.pc_sampling();
   triage::PcSampleSummary s;

@@ -1,0 +1,171 @@
+// The always-on mode's H200 captures (tests/data/always_on/, README there): the example service
+// with the agent linked in always-on mode, at a 5% budget (svc-ao-fast), at the default 0.5%
+// (svc-ao-long), with a deep capture requested through the C API (svc-ao-request), and in deep
+// mode (svc-deep); the PyTorch loop in always-on mode. Replayed through today's engine and reader.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "catch.h"
+#include "cutriage/triage/engine.h"
+#include "file_reader.h"
+#include "record_support.h"
+
+using namespace cutriage;
+
+namespace {
+
+tools::ReadResult load(const char* name) {
+  const auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "always_on" / name;
+  tools::ReadResult r = tools::read_cutriage_file(path.string());
+  INFO(path.string() << ": " << r.message);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  return r;
+}
+
+// The latest profiled record of each function.
+std::map<std::string, const v1::KernelProfile*> latest(const tools::ReadResult& r) {
+  std::map<std::string, const v1::KernelProfile*> out;
+  for (const v1::KernelProfile* k : tools::current_kernels(r)) {
+    if (k->status() != v1::PROFILE_STATUS_PROFILED) continue;
+    const std::string fn(tools::lookup(r, k->function_name_iid()));
+    const v1::KernelProfile*& slot = out[fn];
+    if (slot == nullptr || k->launch_index() > slot->launch_index()) slot = k;
+  }
+  return out;
+}
+
+triage::Diagnosis retriage(const tools::ReadResult& r, const v1::KernelProfile& k) {
+  triage::KernelInput in = testing::input_from_record(r, k, *triage::known_device_limits("GH100"));
+  if (k.unprofiled_duration_ns() > 0) in.unprofiled_durations_ns = {k.unprofiled_duration_ns()};
+  return triage::triage_kernel(in);
+}
+
+const triage::CheckResult* check(const triage::Diagnosis& d, const char* id) { return d.check(id); }
+
+const char* kMatmul = "(anonymous namespace)::matmul_tiled";
+const char* kNormalize = "(anonymous namespace)::normalize_rows";
+
+}  // namespace
+
+TEST_CASE("H200 always-on: the service's top family assembled without replay agrees with deep mode",
+          "[always_on][h200]") {
+  const tools::ReadResult on = load("svc-ao-fast.pb");
+  const tools::ReadResult deep = load("svc-deep.pb");
+  auto on_k = latest(on);
+  auto deep_k = latest(deep);
+  REQUIRE(on_k.count(kMatmul) == 1);
+  REQUIRE(deep_k.count(kMatmul) == 1);
+  const v1::KernelProfile& a = *on_k[kMatmul];
+  const v1::KernelProfile& d = *deep_k[kMatmul];
+  CHECK(a.replay_mode() == v1::REPLAY_MODE_NONE);
+  CHECK(a.passes() == 1);
+  CHECK(d.replay_mode() == v1::REPLAY_MODE_KERNEL);
+  REQUIRE(a.assembled_launches_size() == 17);
+  std::set<uint32_t> groups;
+  for (const v1::AssembledLaunch& l : a.assembled_launches()) {
+    groups.insert(l.metric_group());
+    CHECK(l.grid().x() == 64);
+    CHECK(l.duration_ns() > 250000);  // each group's launch timed itself: about 276 us
+    CHECK(l.duration_ns() < 300000);
+  }
+  CHECK(groups.size() == 17);  // one single-pass group per launch
+  // The throughputs Decision 1 routes on were never measured: assembled from their breakdowns.
+  bool measured_sm_throughput = false;
+  for (const v1::Metric& m : a.metrics()) {
+    if (tools::lookup(on, m.name_iid()) == "sm__throughput.avg.pct_of_peak_sustained_elapsed" && !m.derived()) {
+      measured_sm_throughput = true;
+    }
+  }
+  CHECK_FALSE(measured_sm_throughput);
+
+  // Today's engine on both: the same verdict, and the same limiter numbers within a few points.
+  const triage::Diagnosis da = retriage(on, a);
+  const triage::Diagnosis dd = retriage(deep, d);
+  INFO("always-on: " << da.headline << "\ndeep: " << dd.headline);
+  CHECK(da.classification == triage::Classification::kMemoryBound);
+  CHECK(da.classification == dd.classification);
+  CHECK(da.primary_rule == dd.primary_rule);
+  CHECK(da.primary_rule == "d5.l1tex_lsu_busy");
+  const triage::CheckResult* assembled = check(da, "d0.assembled_launches");
+  REQUIRE(assembled != nullptr);
+  CHECK(assembled->outcome == triage::Outcome::kNotFired);
+  CHECK(assembled->reason.find("17 launches") != std::string::npos);
+  // sm__throughput from its breakdown vs measured under replay.
+  bool noted = false;
+  for (const std::string& n : da.trust_notes) noted = noted || n.rfind("sm__throughput = ", 0) == 0;
+  CHECK(noted);
+}
+
+TEST_CASE("H200 always-on: a family that ran alone only when profiled is untrusted in both modes",
+          "[always_on][h200]") {
+  const tools::ReadResult on = load("svc-ao-fast.pb");
+  const tools::ReadResult deep = load("svc-deep.pb");
+  auto on_k = latest(on);
+  auto deep_k = latest(deep);
+  REQUIRE(on_k.count(kNormalize) == 1);
+  REQUIRE(deep_k.count(kNormalize) == 1);
+  const triage::Diagnosis da = retriage(on, *on_k[kNormalize]);
+  const triage::Diagnosis dd = retriage(deep, *deep_k[kNormalize]);
+  CHECK(da.classification == triage::Classification::kUntrusted);
+  CHECK(dd.classification == triage::Classification::kUntrusted);
+  CHECK(da.primary_rule == "d0.duration_divergence");
+  CHECK(dd.primary_rule == "d0.duration_divergence");
+}
+
+TEST_CASE("H200 always-on: the budget's record and the completion notice", "[always_on][h200]") {
+  const tools::ReadResult fast = load("svc-ao-fast.pb");
+  REQUIRE(fast.file.records_size() > 0);
+  const v1::Record& last = fast.file.records(fast.file.records_size() - 1);
+  REQUIRE(last.has_session_end());
+  REQUIRE(last.session_end().has_overhead());
+  const v1::OverheadStats& o = last.session_end().overhead();
+  CHECK(o.budget_fraction() == 0.05);
+  CHECK(o.admitted() == 31);
+  // Spent within the budget's bound: the share of the run, the allowance cap, one launch.
+  const double wall = static_cast<double>(o.wall_ns());
+  CHECK(static_cast<double>(o.spent_ns()) <= 0.05 * wall + 0.05 * 60e9 + 1e9);
+  CHECK(static_cast<double>(o.spent_ns()) >= 0.03 * wall);  // and it used it
+  int complete = 0;
+  for (const v1::Record& rec : fast.file.records()) {
+    if (rec.has_notice() && rec.notice().code() == "always_on_complete") {
+      ++complete;
+      CHECK(rec.notice().message().rfind(kMatmul, 0) == 0);
+    }
+  }
+  CHECK(complete == 1);
+
+  // At the default budget, in 100 s: one launch, the process's first, which paid CUPTI's start-up.
+  const tools::ReadResult slow = load("svc-ao-long.pb");
+  const v1::Record& end = slow.file.records(slow.file.records_size() - 1);
+  REQUIRE(end.has_session_end());
+  const v1::OverheadStats& s = end.session_end().overhead();
+  CHECK(s.budget_fraction() == 0.005);
+  CHECK(s.admitted() == 1);
+  CHECK(s.spent_ns() > 500000000);  // 722 ms
+}
+
+TEST_CASE("H200 always-on: a deep capture requested through the C API", "[always_on][h200]") {
+  const tools::ReadResult r = load("svc-ao-request.pb");
+  std::vector<const v1::ControlRequest*> reqs = tools::control_requests(r);
+  REQUIRE(reqs.size() == 1);
+  const v1::ControlRequest& q = *reqs[0];
+  CHECK(q.source() == v1::CONTROL_SOURCE_API);
+  CHECK(q.target() == "top:3");
+  CHECK(q.state() == v1::CONTROL_STATE_COMPLETED);
+  CHECK(q.family_ids_size() == 3);
+  CHECK(q.profiled_launches() == 3);
+  CHECK(q.ended_unix_ns() > q.requested_unix_ns());
+  // The families it captured were profiled with replay, every counter in one launch.
+  size_t replayed = 0;
+  for (const auto& [fn, k] : latest(r)) {
+    if (k->replay_mode() == v1::REPLAY_MODE_KERNEL) {
+      ++replayed;
+      CHECK(k->passes() > 1);
+      CHECK(k->assembled_launches_size() == 0);
+    }
+  }
+  CHECK(replayed == 3);
+}
