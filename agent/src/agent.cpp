@@ -1988,6 +1988,14 @@ PromSnapshot Agent::prometheus_snapshot() const {
   }
   s.kernel_launches = kernel_launches_.load(std::memory_order_relaxed);
   s.sampled_launches = sampled_launches_.load(std::memory_order_relaxed);
+  if (std::optional<wire::OverheadStats> o = overhead()) {
+    s.has_budget = true;
+    s.budget_ratio = o->budget_fraction;
+    s.overhead_seconds = static_cast<double>(o->spent_ns) / 1e9;
+    s.wall_seconds = static_cast<double>(o->wall_ns) / 1e9;
+    s.budget_admitted = o->admitted;
+    s.budget_deferred = o->deferred;
+  }
   triage::TimelineSummary timeline;
   if (trace_started_.load()) {
     std::lock_guard<std::mutex> lock(trace_mutex_);

@@ -31,7 +31,7 @@ namespace cutriage::agent {
 enum class CostKind : uint8_t { kSameGroup = 0, kGroupSwitch = 1, kPcSampling = 2, kPlanning = 3 };
 
 struct BudgetOptions {
-  double fraction = 0.005;          // of wall time
+  double fraction = 0.004;          // of wall time
   double max_per_second = 2.0;      // admitted launches
   uint64_t window_ns = 60'000'000'000;  // allowance cap, and the window the stats report
 };

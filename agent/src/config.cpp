@@ -576,9 +576,9 @@ const std::array<Option, 34> kOptions = {{
        }
        return ok();
      }},
-    {{"CUTRIAGE_BUDGET", "--budget", "P%", "0.5%",
+    {{"CUTRIAGE_BUDGET", "--budget", "P%", "0.4%",
       "always-on: the most the agent's profiled and sampled launches may cost the application, as "
-      "a share of wall time measured on its threads (the kernel trace, about 0.5% more on a "
+      "a share of wall time measured on its threads (the kernel trace, about 0.6% more on a "
       "launch-heavy service, is not included)"},
      "a percentage above 0 and at most 50, such as 0.5% or 2%",
      [](std::string_view v, AgentConfig& c) {

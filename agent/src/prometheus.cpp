@@ -109,6 +109,20 @@ std::string render_prometheus(const PromSnapshot& s) {
   header(out, "cutriage_trace_dropped_records_total", "counter",
          "Kernel trace records CUPTI dropped (buffers full); the statistics undercount by this much.");
   out += "cutriage_trace_dropped_records_total" + host + " " + number(s.dropped_trace_records) + "\n";
+  if (s.has_budget) {
+    header(out, "cutriage_budget_ratio", "gauge",
+           "Always-on: the share of wall time profiled and sampled launches may cost the application (CUTRIAGE_BUDGET).");
+    out += "cutriage_budget_ratio" + host + " " + number(s.budget_ratio) + "\n";
+    header(out, "cutriage_overhead_seconds_total", "counter",
+           "Always-on: time profiled and sampled launches cost the application's threads, measured.");
+    out += "cutriage_overhead_seconds_total" + host + " " + number(s.overhead_seconds) + "\n";
+    header(out, "cutriage_agent_seconds_total", "counter", "Always-on: wall time since the agent started.");
+    out += "cutriage_agent_seconds_total" + host + " " + number(s.wall_seconds) + "\n";
+    header(out, "cutriage_budget_admitted_total", "counter", "Always-on: launches the budget let through.");
+    out += "cutriage_budget_admitted_total" + host + " " + number(s.budget_admitted) + "\n";
+    header(out, "cutriage_budget_deferred_total", "counter", "Always-on: selected launches the budget held back.");
+    out += "cutriage_budget_deferred_total" + host + " " + number(s.budget_deferred) + "\n";
+  }
 
   header(out, "cutriage_gpu_busy_seconds", "gauge", "Time the GPU ran a kernel or a copy, over the traced span.");
   for (const PromGpu& g : s.gpus) out += "cutriage_gpu_busy_seconds" + gpu_labels(s, g.device).str() + " " + number(g.busy_seconds) + "\n";

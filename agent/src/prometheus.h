@@ -41,6 +41,13 @@ struct PromSnapshot {
   uint64_t dropped_trace_records = 0;
   std::vector<PromGpu> gpus;
   std::vector<PromFamily> families;  // largest GPU time first; the renderer keeps the first max
+  // Always-on mode's budget (absent in deep mode): the share allowed, what was spent, over what.
+  bool has_budget = false;
+  double budget_ratio = 0;
+  double overhead_seconds = 0;
+  double wall_seconds = 0;
+  uint64_t budget_admitted = 0;
+  uint64_t budget_deferred = 0;
 };
 
 // Families exported: the rest are summed into no series (their time is in the GPU's busy time).

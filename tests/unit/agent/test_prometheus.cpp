@@ -69,6 +69,24 @@ TEST_CASE("prometheus: series, labels and escaping", "[agent][prometheus]") {
                   "Hostname=\"node-7\",family=\"2\"") == std::string::npos);
 }
 
+TEST_CASE("prometheus: the always-on budget's series, only in always-on mode", "[agent][prometheus]") {
+  agent::PromSnapshot s = synthetic();
+  CHECK(agent::render_prometheus(s).find("cutriage_budget_ratio") == std::string::npos);
+  s.has_budget = true;
+  s.budget_ratio = 0.005;
+  s.overhead_seconds = 0.75;
+  s.wall_seconds = 300;
+  s.budget_admitted = 12;
+  s.budget_deferred = 7;
+  const std::string text = agent::render_prometheus(s);
+  INFO(text);
+  CHECK(text.find("# TYPE cutriage_budget_ratio gauge\ncutriage_budget_ratio{Hostname=\"node-7\"} 0.005\n") !=
+        std::string::npos);
+  CHECK(text.find("cutriage_overhead_seconds_total{Hostname=\"node-7\"} 0.75\n") != std::string::npos);
+  CHECK(text.find("cutriage_agent_seconds_total{Hostname=\"node-7\"} 300\n") != std::string::npos);
+  CHECK(text.find("cutriage_budget_deferred_total{Hostname=\"node-7\"} 7\n") != std::string::npos);
+}
+
 TEST_CASE("prometheus: at most kMaxPromFamilies families, long names cut", "[agent][prometheus]") {
   agent::PromSnapshot s = synthetic();
   s.families.clear();
