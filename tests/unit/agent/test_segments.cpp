@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_harness.h"
@@ -121,6 +123,57 @@ TEST_CASE("segments: every published segment is a complete file, during and afte
   const SegmentView last = check_segment(all.back());
   CHECK(last.summary);
   CHECK(last.end);
+}
+
+TEST_CASE("segments: a reader listing the directory while segments rotate never sees a torn file",
+          "[agent][segments]") {
+  Scratch s("reader");
+  agent::Logger log;
+  (void)log.configure(agent::LogLevel::kOff, "");
+  testing::FakePlatform platform;
+  agent::SegmentOptions o;
+  o.max_bytes = 4 << 10;
+  o.keep = 6;  // retention deletes segments under the reader's feet too
+  agent::Agent ag(config(), platform, agent::make_segment_sink((s.dir / "run.pb").string(), o, log), log,
+                  agent::ProcessInfo{7, "h", {"./svc"}, [] { return uint64_t{1}; }, {}});
+  REQUIRE(ag.start());
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0};
+  std::atomic<int> torn{0};
+  std::thread reader([&] {
+    // What a dashboard does: list *.pb, read each whole. A file may vanish (retention) between the
+    // listing and the read; one that is read must be complete.
+    while (!done.load()) {
+      for (const fs::path& p : s.published()) {
+        tools::ReadResult r = tools::read_cutriage_file(p.string());
+        if (r.status == tools::ReadStatus::kOk || r.bytes_total > 0) {
+          ++reads;
+          if (r.status != tools::ReadStatus::kOk || r.bytes_skipped != 0 || r.file.records_size() == 0 ||
+              !r.file.records(0).has_session()) {
+            ++torn;
+          }
+        }
+      }
+    }
+  });
+  uint64_t correlation = 0;
+  run_kernels(platform, 600, correlation);
+  ag.finish();
+  done.store(true);
+  reader.join();
+  CHECK(reads.load() > 0);
+  CHECK(torn.load() == 0);
+  // Each segment says which one it is, counting up in file order.
+  const std::vector<fs::path> all = s.published();
+  REQUIRE(all.size() == 6);
+  uint32_t previous = 0;
+  for (const fs::path& p : all) {
+    tools::ReadResult r = tools::read_cutriage_file(p.string());
+    REQUIRE(r.file.records_size() > 0);
+    const uint32_t index = r.file.records(0).session().segment_index();
+    CHECK(index > previous);
+    previous = index;
+  }
 }
 
 TEST_CASE("segments: retention keeps the newest, age rotates a quiet stream", "[agent][segments]") {
