@@ -2157,6 +2157,12 @@ wire::TraceSummary Agent::trace_summary_locked(const triage::TimelineSummary& ti
           "launched only from CUDA graphs: the range profiler cannot replay a kernel inside a graph "
           "launch (on CUDA 13.0 auto-range replay of cuGraphLaunch gave no ranges and lost the "
           "graph's results), so graph kernels are traced and ranked but not profiled";
+    } else if (always_on_ && (k.ranked || config_.select == SelectMode::kAll)) {
+      o.selection = S::kTooFewLaunches;
+      o.selection_detail = "ranked #" + std::to_string(k.rank) +
+                           "; always-on: none of its launches fit the budget yet (the first profiled "
+                           "launch waits for a full allowance, then one single-pass group a launch; "
+                           "a larger CUTRIAGE_BUDGET or a deep capture gets there sooner)";
     } else if (k.ranked || config_.select == SelectMode::kAll) {
       o.selection = S::kTooFewLaunches;
       o.selection_detail = "ranked #" + std::to_string(k.rank) +

@@ -384,7 +384,11 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     out << "    collected ";
     if (k.launch_index() != 0) out << "launch #" << k.launch_index();
     for (uint64_t li : k.combined_launch_indices()) out << " + #" << li;
-    if (k.passes() > 0) out << (k.launch_index() != 0 ? ", " : "") << k.passes() << " replay passes on the last";
+    if (k.replay_mode() == v1::REPLAY_MODE_NONE) {
+      out << (k.launch_index() != 0 ? ", " : "") << "one pass each, no replay";
+    } else if (k.passes() > 0) {
+      out << (k.launch_index() != 0 ? ", " : "") << k.passes() << " replay passes on the last";
+    }
     out << "\n";
   }
   if (k.assembled_launches_size() > 0) render_assembled(out, k);

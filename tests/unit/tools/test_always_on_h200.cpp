@@ -12,6 +12,7 @@
 #include "cutriage/triage/engine.h"
 #include "file_reader.h"
 #include "record_support.h"
+#include "report.h"
 
 using namespace cutriage;
 
@@ -93,6 +94,12 @@ TEST_CASE("H200 always-on: the service's top family assembled without replay agr
   REQUIRE(assembled != nullptr);
   CHECK(assembled->outcome == triage::Outcome::kNotFired);
   CHECK(assembled->reason.find("17 launches") != std::string::npos);
+  // The report says how the record was collected.
+  const std::string text = tools::render_report(on, {});
+  CHECK(text.find("mode: always-on") != std::string::npos);
+  CHECK(text.find("one pass each, no replay") != std::string::npos);
+  CHECK(text.find("assembled from 17 launches without replay") != std::string::npos);
+  CHECK(text.find("overhead: budget 5%") != std::string::npos);
   // sm__throughput from its breakdown vs measured under replay.
   bool noted = false;
   for (const std::string& n : da.trust_notes) noted = noted || n.rfind("sm__throughput = ", 0) == 0;
