@@ -966,6 +966,11 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
         }
       } else if (config_.max_profiles_per_kernel == 1 && !always_on_) {
         wanted = all_counters();  // no second launch to adapt on: everything at once
+      } else if (always_on_) {
+        // The routing counters alone: the riders of the first stage fill replay passes that are
+        // paid anyway; without replay each group is a launch of its own, and the route decides
+        // which of them it needs.
+        wanted = triage::counters_for_decisions(triage::routing_decisions());
       } else {
         wanted = first_stage_counters(chip);
       }
