@@ -9,8 +9,8 @@
 // application thread a cache lookup and a few relaxed atomics (on_launch_enter's fast path).
 //
 // Threading: callbacks arrive on the application's threads, several at once. Lock order:
-// trace_mutex_ -> mutex_ -> output_mutex_; nvtx_mutex_ is a leaf. Shared state sits behind
-// `mutex_`; it is never held while a kernel runs. A profiled launch holds its context's
+// trace_mutex_ -> mutex_ -> output_mutex_, and groups_mutex_ -> mutex_; nvtx_mutex_ is a leaf.
+// Shared state sits behind `mutex_`; it is never held while a kernel runs. A profiled launch holds its context's
 // `busy` flag from launch entry to launch exit (same thread); a second selected launch on that
 // context meanwhile is left unprofiled rather than waited for, so the agent never blocks one
 // application thread on another.
@@ -343,7 +343,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   uint64_t next_request_id_ = 1;
   std::set<std::string> control_errors_;  // said once each
 
-  std::mutex groups_mutex_;  // leaf: packing runs outside mutex_
+  std::mutex groups_mutex_;  // before mutex_ (planning calls host_for and charges the budget)
   std::map<std::string, std::shared_ptr<const MetricGroups>> groups_;  // by chip
   std::set<std::string> groups_failed_;
   std::set<std::string> groups_pending_;  // chips the flush thread plans next
