@@ -193,14 +193,6 @@ bool same_shape(const triage::LaunchConfig& a, const triage::LaunchConfig& b) {
          a.dynamic_shared_bytes == b.dynamic_shared_bytes;
 }
 
-std::vector<std::string> all_counters() {
-  using triage::Decision;
-  return triage::counters_for_decisions({Decision::kD0Trust, Decision::kD1WorkloadSize,
-                                         Decision::kD2Regime, Decision::kD3IssueStalls,
-                                         Decision::kD4ComputePipe, Decision::kD5MemoryMechanism,
-                                         Decision::kD7HardwareLimit});
-}
-
 std::string metric_mode_name(MetricMode m) {
   switch (m) {
     case MetricMode::kAdaptive: return "adaptive";
@@ -386,29 +378,27 @@ uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::stri
   req.window_seconds = seconds == 0 ? config_.deep_seconds : seconds;
   req.requested_unix_ns = process_.now_unix_ns();
   std::string why;
+  std::optional<DeepTarget> parsed;
   if (finished_.load() || state_.load() != wire::AgentState::kActive || !subscribed_.load()) {
     why = "the agent is not profiling";
   } else if (seconds > 3600) {
     why = "the window must be 1 to 3600 seconds";
   } else {
-    why = check_deep_target(req.target);
+    parsed = parse_deep_target(req.target, config_.kernel_filter.base(), &why);
   }
-  DeepWindow window;
-  if (why.empty()) {
-    const std::string_view t = req.target;
-    if (t.size() > 4 && (t.substr(0, 4) == "top:" || t.substr(0, 4) == "TOP:")) {
-      window.top = static_cast<uint32_t>(std::stoul(std::string(t.substr(4))));
-    } else {
-      why = window.filter.set(req.target, config_.kernel_filter.base());
-    }
-  }
+  // A refused request is written and said once per reason: an application calling in a loop must
+  // not fill the file or the log.
+  bool first_of_kind = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     req.id = next_request_id_++;
     if (why.empty() && deep_) why = "deep capture " + std::to_string(deep_->request.id) + " is still open";
-    if (why.empty()) {
+    if (why.empty() && parsed.has_value()) {  // parsed whenever nothing was refused
       req.state = wire::ControlState::kStarted;
+      DeepWindow window;
       window.request = req;
+      window.top = parsed->top;
+      window.filter = std::move(parsed->filter);
       window.end_mono_ns = monotonic_now() + uint64_t{static_cast<uint32_t>(req.window_seconds)} * 1000000000ULL;
       deep_ = std::move(window);
       deep_open_.store(true);
@@ -417,14 +407,8 @@ uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::stri
       req.state = wire::ControlState::kRejected;
       req.detail = why;
       req.ended_unix_ns = req.requested_unix_ns;
+      first_of_kind = control_errors_.insert(why).second;
     }
-  }
-  // A refused request is written and said once per reason: an application calling in a loop must
-  // not fill the file or the log.
-  bool first_of_kind = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    first_of_kind = why.empty() || control_errors_.insert(why).second;
   }
   if (first_of_kind) write_control(req);
   if (!why.empty()) {
@@ -439,6 +423,7 @@ uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::stri
 }
 
 void Agent::check_deep_window() {
+  if (!deep_open_.load()) return;  // the flush thread asks every tick
   wire::ControlRequest done;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -490,12 +475,7 @@ void Agent::poll_control() {
   std::string error;
   std::optional<std::string> text = take_control_file(config_.control_file, &error);
   if (!error.empty()) {
-    bool first = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      first = control_errors_.insert(error).second;
-    }
-    if (first) log_.warn(error);
+    log_.log_once(LogLevel::kWarn, "control-file: " + error, error);
     return;
   }
   if (!text) return;
@@ -964,13 +944,13 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
           update_candidate_locked(*kernel);
           return {};
         }
-      } else if (config_.max_profiles_per_kernel == 1 && !always_on_) {
-        wanted = all_counters();  // no second launch to adapt on: everything at once
       } else if (always_on_) {
         // The routing counters alone: the riders of the first stage fill replay passes that are
         // paid anyway; without replay each group is a launch of its own, and the route decides
         // which of them it needs.
         wanted = triage::counters_for_decisions(triage::routing_decisions());
+      } else if (config_.max_profiles_per_kernel == 1) {
+        wanted = all_counters();  // no second launch to adapt on: everything at once
       } else {
         wanted = first_stage_counters(chip);
       }
@@ -1063,12 +1043,8 @@ std::shared_ptr<const MetricGroups> Agent::groups_for(const std::string& chip, b
     return nullptr;
   }
   const uint64_t t0 = monotonic_now();
-  // Everything any route may want, multi-pass throughputs as their parts; every group also reads
-  // the launch's duration (Decision 0 compares the launches a diagnosis is assembled from).
-  std::vector<std::string> universe = all_counters();
-  for (std::string& r : first_stage_counters(chip)) universe.push_back(std::move(r));
-  universe = triage::expand_breakdowns(universe);
-  auto groups = std::make_shared<MetricGroups>(chip_groups(*host, chip, universe, {"gpu__time_duration.sum"}));
+  const std::vector<std::string> universe = always_on_counters(chip);
+  auto groups = std::make_shared<MetricGroups>(chip_groups(*host, chip, universe, in_every_group()));
   const uint64_t cost = monotonic_now() - t0;
   if (!on_flush_thread()) {  // the application's time: the budget's business
     std::lock_guard<std::mutex> budget_lock(mutex_);
@@ -1160,16 +1136,17 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     context_group = context_for(event)->configured_group.load();
   }
   Selection selection = select(event, chip, *kernel, groups.get(), context_group);
-  if (always_on_) note_complete(*kernel);
-  if (selection.kind == Selection::Kind::kSkip) return;
+  if (selection.kind == Selection::Kind::kSkip) {
+    // select() may have found nothing left to collect (the family is complete then).
+    if (always_on_) note_complete(*kernel);
+    return;
+  }
   // What an admitted launch reserved is trued up with its measured cost when it ends, or here when
   // it does not happen after all.
   const bool budgeted = budget_ && selection.deep == 0 &&
                         (selection.kind == Selection::Kind::kCounters || selection.kind == Selection::Kind::kPcSampling);
   auto refund = [&] {
-    if (!budgeted) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    budget_->charge(monotonic_now(), selection.cost, monotonic_now() - started_mono);
+    if (budgeted) charge_since(selection.cost, started_mono);
   };
   if (selection.kind == Selection::Kind::kPcSampling) {
     pc_sampling_enter(event, *kernel, launch_index, selection.deep);
@@ -1491,10 +1468,14 @@ void Agent::finish_pc_sampling(KernelState& kernel, PcSummary summary) {
 }
 
 void Agent::charge(const ActiveProfile& active) {
-  if (!active.budgeted || !budget_) return;
+  if (active.budgeted) charge_since(active.cost, active.started_mono_ns);
+}
+
+void Agent::charge_since(CostKind kind, uint64_t started_mono_ns) {
+  if (!budget_) return;
   const uint64_t now = monotonic_now();
   std::lock_guard<std::mutex> lock(mutex_);
-  budget_->charge(now, active.cost, now > active.started_mono_ns ? now - active.started_mono_ns : 0);
+  budget_->charge(now, kind, now > started_mono_ns ? now - started_mono_ns : 0);
 }
 
 void Agent::launch_exit(const LaunchEvent& event) {

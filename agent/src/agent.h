@@ -183,6 +183,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void refresh_candidates();
   // Charges an admitted launch's measured cost when it ends (mutex_ NOT held).
   void charge(const ActiveProfile& active);
+  // Charges what elapsed since `started_mono_ns` to the budget (mutex_ NOT held).
+  void charge_since(CostKind kind, uint64_t started_mono_ns);
   // Whether the family's next launch goes to select() (mutex_ held).
   void update_candidate_locked(KernelState& kernel);
   bool counters_left_locked(const KernelState& kernel) const;      // mutex_ held
@@ -341,7 +343,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   };
   std::optional<DeepWindow> deep_;
   uint64_t next_request_id_ = 1;
-  std::set<std::string> control_errors_;  // said once each
+  std::set<std::string> control_errors_;  // refusal reasons written and said once each
 
   std::mutex groups_mutex_;  // before mutex_ (planning calls host_for and charges the budget)
   std::map<std::string, std::shared_ptr<const MetricGroups>> groups_;  // by chip

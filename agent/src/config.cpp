@@ -642,18 +642,35 @@ const std::array<Option, 34> kOptions = {{
 
 }  // namespace
 
+std::string_view trim_whitespace(std::string_view s) { return trim(s); }
+
 std::string_view mode_name(AgentMode mode) { return mode == AgentMode::kAlwaysOn ? "always-on" : "deep"; }
 
-std::string check_deep_target(std::string_view target) {
+std::optional<DeepTarget> parse_deep_target(std::string_view target, NameBase base, std::string* error) {
   const std::string_view t = trim(target);
-  if (t.empty()) return "the target is empty";
+  if (t.empty()) {
+    *error = "the target is empty";
+    return std::nullopt;
+  }
+  DeepTarget out;
   if (istarts_with(t, "top:")) {
     const std::optional<uint64_t> k = parse_unsigned(t.substr(4), 1000);
-    if (!k || *k == 0) return "top: needs a count from 1 to 1000";
-    return {};
+    if (!k || *k == 0) {
+      *error = "top: needs a count from 1 to 1000";
+      return std::nullopt;
+    }
+    out.top = static_cast<uint32_t>(*k);
+    return out;
   }
-  KernelFilter filter;
-  return filter.set(target, NameBase::kFunction);
+  *error = out.filter.set(target, base);
+  if (!error->empty()) return std::nullopt;
+  return out;
+}
+
+std::string check_deep_target(std::string_view target) {
+  std::string error;
+  (void)parse_deep_target(target, NameBase::kFunction, &error);
+  return error;
 }
 
 namespace {

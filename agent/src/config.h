@@ -144,8 +144,19 @@ struct AgentConfig {
 // "deep" or "always-on"
 std::string_view mode_name(AgentMode mode);
 
-// A deep-capture target: "top:N" (the N largest families by traced GPU time) or a kernel-name
-// filter in CUTRIAGE_KERNEL_NAME's syntax. Returns an error message, empty when valid.
+// `s` without leading and trailing whitespace (what every value here is trimmed of).
+std::string_view trim_whitespace(std::string_view s);
+
+// A deep-capture target: "top:N" (the N largest families by traced GPU time; "top:" in any case)
+// or a kernel-name filter in CUTRIAGE_KERNEL_NAME's syntax, matched against `base`.
+struct DeepTarget {
+  uint32_t top = 0;     // 1..1000 for "top:N"; 0 when `filter` names the families
+  KernelFilter filter;
+};
+// nullopt with `error` set when the target is empty, a bad count or a bad filter.
+std::optional<DeepTarget> parse_deep_target(std::string_view target, NameBase base, std::string* error);
+// The error parse_deep_target would give, empty when valid (for the configuration and control
+// file checks).
 std::string check_deep_target(std::string_view target);
 
 // "top:5", "all", "share:5%", "none"

@@ -12,12 +12,6 @@ namespace cutriage::agent {
 
 namespace {
 
-std::string_view trim_blank(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
-  return s;
-}
-
 std::atomic<bool> g_signal_pending{false};
 std::atomic<int> g_installed_signal{0};
 
@@ -32,7 +26,7 @@ std::optional<DeepRequest> parse_control_command(std::string_view text, std::str
   std::string_view line;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
-    std::string_view l = trim_blank(text.substr(0, nl));
+    std::string_view l = trim_whitespace(text.substr(0, nl));
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     if (!l.empty() && l.front() != '#') {
       line = l;
@@ -49,7 +43,7 @@ std::optional<DeepRequest> parse_control_command(std::string_view text, std::str
     return std::nullopt;
   }
   DeepRequest req;
-  std::string_view rest = sp == std::string_view::npos ? std::string_view{} : trim_blank(line.substr(sp));
+  std::string_view rest = sp == std::string_view::npos ? std::string_view{} : trim_whitespace(line.substr(sp));
   if (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
     const size_t end = rest.find_first_of(" \t");
     const std::string_view num = rest.substr(0, end);
@@ -66,7 +60,7 @@ std::optional<DeepRequest> parse_control_command(std::string_view text, std::str
       return std::nullopt;
     }
     req.seconds = static_cast<uint32_t>(n);
-    rest = end == std::string_view::npos ? std::string_view{} : trim_blank(rest.substr(end));
+    rest = end == std::string_view::npos ? std::string_view{} : trim_whitespace(rest.substr(end));
   }
   if (!rest.empty()) {
     std::string bad = check_deep_target(rest);

@@ -1,10 +1,51 @@
 #include "groups.h"
 
+#include "cutriage/triage/plan.h"
+#include "stages.h"
+
 #include <algorithm>
 #include <optional>
 #include <set>
 
 namespace cutriage::agent {
+
+namespace {
+
+// The plan of in_every_group + names when it takes one pass and the chip accepted every name,
+// ready for collection without replay; nullopt otherwise. Counts the call in `calls`.
+std::optional<collectors::MetricPlan> one_pass_plan(collectors::ProfilerHost& host,
+                                                    const std::vector<std::string>& in_every_group,
+                                                    std::vector<std::string>::const_iterator first,
+                                                    std::vector<std::string>::const_iterator last,
+                                                    uint32_t& calls) {
+  std::vector<std::string> names = in_every_group;
+  names.insert(names.end(), first, last);
+  ++calls;
+  collectors::Result<collectors::MetricPlan> plan = host.plan(names);
+  if (!plan.is_ok() || plan.value().passes != 1 || !plan.value().rejected.empty()) return std::nullopt;
+  collectors::MetricPlan p = std::move(plan).value();
+  p.replay = collectors::PlanReplay::kNone;
+  return p;
+}
+
+std::optional<collectors::MetricPlan> one_pass_plan(collectors::ProfilerHost& host,
+                                                    const std::vector<std::string>& in_every_group,
+                                                    const std::vector<std::string>& names, uint32_t& calls) {
+  return one_pass_plan(host, in_every_group, names.begin(), names.end(), calls);
+}
+
+}  // namespace
+
+std::vector<std::string> always_on_counters(std::string_view chip) {
+  std::vector<std::string> universe = all_counters();
+  for (std::string& r : first_stage_counters(chip)) universe.push_back(std::move(r));
+  return triage::expand_breakdowns(universe);
+}
+
+const std::vector<std::string>& in_every_group() {
+  static const auto& kNames = *new std::vector<std::string>{"gpu__time_duration.sum"};
+  return kNames;
+}
 
 MetricGroups pack_single_pass(collectors::ProfilerHost& host, std::vector<std::string> metrics,
                               const std::vector<std::string>& in_every_group) {
@@ -18,18 +59,10 @@ MetricGroups pack_single_pass(collectors::ProfilerHost& host, std::vector<std::s
                                }),
                 metrics.end());
 
-  // The plan of in_every_group + metrics[begin, begin + n) when it is one pass and every name was
-  // accepted; nullopt otherwise.
-  auto single_pass = [&](size_t begin, size_t n) -> std::optional<collectors::MetricPlan> {
-    std::vector<std::string> names = in_every_group;
-    names.insert(names.end(), metrics.begin() + static_cast<std::ptrdiff_t>(begin),
-                 metrics.begin() + static_cast<std::ptrdiff_t>(begin + n));
-    ++out.plan_calls;
-    collectors::Result<collectors::MetricPlan> plan = host.plan(names);
-    if (!plan.is_ok() || plan.value().passes != 1 || !plan.value().rejected.empty()) return std::nullopt;
-    collectors::MetricPlan p = std::move(plan).value();
-    p.replay = collectors::PlanReplay::kNone;
-    return p;
+  // in_every_group + metrics[begin, begin + n), when it fits one pass.
+  auto single_pass = [&](size_t begin, size_t n) {
+    const auto first = metrics.cbegin() + static_cast<std::ptrdiff_t>(begin);
+    return one_pass_plan(host, in_every_group, first, first + static_cast<std::ptrdiff_t>(n), out.plan_calls);
   };
 
   size_t begin = 0;
@@ -83,44 +116,39 @@ MetricGroups pack_first_fit(collectors::ProfilerHost& host, std::vector<std::str
   MetricGroups out;
   std::sort(metrics.begin(), metrics.end());
   metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
-  std::vector<std::vector<std::string>> groups;
-  auto fits = [&](const std::vector<std::string>& names) {
-    std::vector<std::string> all = in_every_group;
-    all.insert(all.end(), names.begin(), names.end());
-    ++out.plan_calls;
-    collectors::Result<collectors::MetricPlan> plan = host.plan(all);
-    return plan.is_ok() && plan.value().passes == 1 && plan.value().rejected.empty();
-  };
+  std::vector<std::vector<std::string>> groups;  // names, parallel to out.plans (their last fit)
   for (const std::string& m : metrics) {
     if (std::find(in_every_group.begin(), in_every_group.end(), m) != in_every_group.end()) continue;
     bool placed = false;
-    for (std::vector<std::string>& g : groups) {
-      g.push_back(m);
-      if (fits(g)) {
+    for (size_t g = 0; g < groups.size() && !placed; ++g) {
+      groups[g].push_back(m);
+      if (std::optional<collectors::MetricPlan> p = one_pass_plan(host, in_every_group, groups[g], out.plan_calls)) {
+        out.plans[g] = std::move(*p);
         placed = true;
-        break;
+      } else {
+        groups[g].pop_back();
       }
-      g.pop_back();
     }
     if (placed) continue;
-    if (fits({m})) {
+    if (std::optional<collectors::MetricPlan> p = one_pass_plan(host, in_every_group, {m}, out.plan_calls)) {
       groups.push_back({m});
+      out.plans.push_back(std::move(*p));
     } else {
       out.unreachable.push_back({m, "does not fit one pass (alone, beside the duration)"});
     }
   }
-  for (const std::vector<std::string>& g : groups) {
-    std::vector<std::string> all = in_every_group;
-    all.insert(all.end(), g.begin(), g.end());
-    ++out.plan_calls;
-    collectors::Result<collectors::MetricPlan> plan = host.plan(all);
-    if (!plan.is_ok()) continue;  // fitted a moment ago: cannot happen with a deterministic host
-    collectors::MetricPlan p = std::move(plan).value();
-    p.replay = collectors::PlanReplay::kNone;
-    out.plans.push_back(std::move(p));
-  }
   return out;
 }
+
+namespace {
+
+void append(MetricGroups& out, MetricGroups more) {
+  out.plan_calls += more.plan_calls;
+  for (collectors::MetricPlan& p : more.plans) out.plans.push_back(std::move(p));
+  for (collectors::RejectedMetric& r : more.unreachable) out.unreachable.push_back(std::move(r));
+}
+
+}  // namespace
 
 MetricGroups chip_groups(collectors::ProfilerHost& host, const std::string& chip,
                          const std::vector<std::string>& universe, const std::vector<std::string>& in_every_group) {
@@ -129,19 +157,10 @@ MetricGroups chip_groups(collectors::ProfilerHost& host, const std::string& chip
   MetricGroups out;
   std::set<std::string> covered;
   for (const std::vector<std::string>& group : table) {
-    std::vector<std::string> names = in_every_group;
-    names.insert(names.end(), group.begin(), group.end());
-    ++out.plan_calls;
-    collectors::Result<collectors::MetricPlan> plan = host.plan(names);
-    if (plan.is_ok() && plan.value().passes == 1 && plan.value().rejected.empty()) {
-      collectors::MetricPlan p = std::move(plan).value();
-      p.replay = collectors::PlanReplay::kNone;
-      out.plans.push_back(std::move(p));
+    if (std::optional<collectors::MetricPlan> p = one_pass_plan(host, in_every_group, group, out.plan_calls)) {
+      out.plans.push_back(std::move(*p));
     } else {
-      MetricGroups split = pack_single_pass(host, group, in_every_group);
-      out.plan_calls += split.plan_calls;
-      for (collectors::MetricPlan& p : split.plans) out.plans.push_back(std::move(p));
-      for (collectors::RejectedMetric& r : split.unreachable) out.unreachable.push_back(std::move(r));
+      append(out, pack_single_pass(host, group, in_every_group));
     }
     covered.insert(group.begin(), group.end());
   }
@@ -153,12 +172,7 @@ MetricGroups chip_groups(collectors::ProfilerHost& host, const std::string& chip
       rest.push_back(m);
     }
   }
-  if (!rest.empty()) {
-    MetricGroups more = pack_single_pass(host, rest, in_every_group);
-    out.plan_calls += more.plan_calls;
-    for (collectors::MetricPlan& p : more.plans) out.plans.push_back(std::move(p));
-    for (collectors::RejectedMetric& r : more.unreachable) out.unreachable.push_back(std::move(r));
-  }
+  if (!rest.empty()) append(out, pack_single_pass(host, rest, in_every_group));
   return out;
 }
 

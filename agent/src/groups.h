@@ -6,11 +6,19 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cutriage/collectors/range_profiler.h"
 
 namespace cutriage::agent {
+
+// Every counter a route may read on `chip` (all_counters() and the first stage's riders), the
+// multi-pass throughputs as their single-pass breakdown parts: what the groups cover.
+std::vector<std::string> always_on_counters(std::string_view chip);
+// What every group also reads: the launch's duration, so that Decision 0 can compare the launches
+// a diagnosis is assembled from (d0.assembled_launches).
+const std::vector<std::string>& in_every_group();
 
 struct MetricGroups {
   std::vector<collectors::MetricPlan> plans;  // one pass each, PlanReplay::kNone

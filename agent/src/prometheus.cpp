@@ -100,28 +100,33 @@ std::string render_prometheus(const PromSnapshot& s) {
   header(out, "cutriage_agent_info", "gauge", "cutriage agent running in this process (1), with its state.");
   out += "cutriage_agent_info" + agent + " 1\n";
   const std::string host = Labels().add("Hostname", s.host).str();
-  header(out, "cutriage_kernel_launches_total", "counter", "Kernel launches the agent saw.");
-  out += "cutriage_kernel_launches_total" + host + " " + number(s.kernel_launches) + "\n";
-  header(out, "cutriage_profiled_launches_total", "counter", "Launches replayed for hardware counters.");
-  out += "cutriage_profiled_launches_total" + host + " " + number(s.profiled_launches) + "\n";
-  header(out, "cutriage_pc_sampled_launches_total", "counter", "Launches PC-sampled for stall reasons per line.");
-  out += "cutriage_pc_sampled_launches_total" + host + " " + number(s.sampled_launches) + "\n";
-  header(out, "cutriage_trace_dropped_records_total", "counter",
-         "Kernel trace records CUPTI dropped (buffers full); the statistics undercount by this much.");
-  out += "cutriage_trace_dropped_records_total" + host + " " + number(s.dropped_trace_records) + "\n";
+  // One series labelled with the host only.
+  auto host_series = [&](const char* name, const char* type, const char* help, const std::string& value) {
+    header(out, name, type, help);
+    out += std::string(name) + host + " " + value + "\n";
+  };
+  host_series("cutriage_kernel_launches_total", "counter", "Kernel launches the agent saw.", number(s.kernel_launches));
+  host_series("cutriage_profiled_launches_total", "counter", "Launches replayed for hardware counters.",
+              number(s.profiled_launches));
+  host_series("cutriage_pc_sampled_launches_total", "counter", "Launches PC-sampled for stall reasons per line.",
+              number(s.sampled_launches));
+  host_series("cutriage_trace_dropped_records_total", "counter",
+              "Kernel trace records CUPTI dropped (buffers full); the statistics undercount by this much.",
+              number(s.dropped_trace_records));
   if (s.has_budget) {
-    header(out, "cutriage_budget_ratio", "gauge",
-           "Always-on: the share of wall time profiled and sampled launches may cost the application (CUTRIAGE_BUDGET).");
-    out += "cutriage_budget_ratio" + host + " " + number(s.budget_ratio) + "\n";
-    header(out, "cutriage_overhead_seconds_total", "counter",
-           "Always-on: time profiled and sampled launches cost the application's threads, measured.");
-    out += "cutriage_overhead_seconds_total" + host + " " + number(s.overhead_seconds) + "\n";
-    header(out, "cutriage_agent_seconds_total", "counter", "Always-on: wall time since the agent started.");
-    out += "cutriage_agent_seconds_total" + host + " " + number(s.wall_seconds) + "\n";
-    header(out, "cutriage_budget_admitted_total", "counter", "Always-on: launches the budget let through.");
-    out += "cutriage_budget_admitted_total" + host + " " + number(s.budget_admitted) + "\n";
-    header(out, "cutriage_budget_deferred_total", "counter", "Always-on: selected launches the budget held back.");
-    out += "cutriage_budget_deferred_total" + host + " " + number(s.budget_deferred) + "\n";
+    host_series("cutriage_budget_ratio", "gauge",
+                "Always-on: the share of wall time profiled and sampled launches may cost the application "
+                "(CUTRIAGE_BUDGET).",
+                number(s.budget_ratio));
+    host_series("cutriage_overhead_seconds_total", "counter",
+                "Always-on: time profiled and sampled launches cost the application's threads, measured.",
+                number(s.overhead_seconds));
+    host_series("cutriage_agent_seconds_total", "counter", "Always-on: wall time since the agent started.",
+                number(s.wall_seconds));
+    host_series("cutriage_budget_admitted_total", "counter", "Always-on: launches the budget let through.",
+                number(s.budget_admitted));
+    host_series("cutriage_budget_deferred_total", "counter", "Always-on: selected launches the budget held back.",
+                number(s.budget_deferred));
   }
 
   header(out, "cutriage_gpu_busy_seconds", "gauge", "Time the GPU ran a kernel or a copy, over the traced span.");

@@ -72,6 +72,13 @@ std::vector<std::string> free_riders(std::string_view chip) {
   return {};
 }
 
+std::vector<std::string> all_counters() {
+  using triage::Decision;
+  return triage::counters_for_decisions({Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime,
+                                         Decision::kD3IssueStalls, Decision::kD4ComputePipe,
+                                         Decision::kD5MemoryMechanism, Decision::kD7HardwareLimit});
+}
+
 std::vector<std::string> first_stage_counters(std::string_view chip) {
   std::vector<std::string> out = triage::counters_for_decisions(triage::routing_decisions());
   for (std::string& r : free_riders(chip)) {

@@ -17,4 +17,8 @@ std::vector<std::string> free_riders(std::string_view chip);
 // Routing counters followed by `chip`'s free riders, without duplicates.
 std::vector<std::string> first_stage_counters(std::string_view chip);
 
+// Every counter the rules of Decisions 0-5 and 7 read (6 and 2A have none): what one launch
+// collects with CUTRIAGE_METRICS=full or a deep capture.
+std::vector<std::string> all_counters();
+
 }  // namespace cutriage::agent

@@ -26,13 +26,8 @@ using namespace cutriage;
 namespace {
 
 int print_groups(collectors::ProfilerHost& host, const char* chip) {
-  using D = triage::Decision;
-  std::vector<std::string> universe = triage::counters_for_decisions(
-      {D::kD0Trust, D::kD1WorkloadSize, D::kD2Regime, D::kD3IssueStalls, D::kD4ComputePipe,
-       D::kD5MemoryMechanism, D::kD7HardwareLimit});
-  for (std::string& r : agent::first_stage_counters(chip)) universe.push_back(std::move(r));
-  universe = triage::expand_breakdowns(universe);
-  const agent::MetricGroups g = agent::pack_first_fit(host, universe, {"gpu__time_duration.sum"});
+  const std::vector<std::string> universe = agent::always_on_counters(chip);
+  const agent::MetricGroups g = agent::pack_first_fit(host, universe, agent::in_every_group());
   std::printf("// %s: %zu counters in %zu single-pass groups (%u plan calls); need replay:", chip, universe.size(),
               g.plans.size(), g.plan_calls);
   for (const auto& u : g.unreachable) std::printf(" %s", u.name.c_str());

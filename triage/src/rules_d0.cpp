@@ -377,6 +377,10 @@ RuleVerdict eval_pc_samples_dropped(RuleContext& ctx) {
 // configuration and took about as long. A launch of another shape, or one that ran far longer
 // (other work sharing the GPU, data-dependent loops), makes ratios between its counters and those
 // of the other launches meaningless.
+std::string dims(const Dim3& d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
 RuleVerdict eval_assembled(RuleContext& ctx) {
   const std::vector<AssembledLaunch>& launches = ctx.kernel().assembled_launches;
   if (launches.empty()) return RuleVerdict::not_fired("every metric came from one launch");
@@ -386,10 +390,8 @@ RuleVerdict eval_assembled(RuleContext& ctx) {
   std::vector<std::string> shapes;
   for (const AssembledLaunch& l : launches) {
     if (l.grid != first.grid || l.block != first.block || l.dynamic_shared_bytes != first.dynamic_shared_bytes) {
-      shapes.push_back("launch " + std::to_string(l.launch_index) + " grid (" + std::to_string(l.grid.x) + "," +
-                       std::to_string(l.grid.y) + "," + std::to_string(l.grid.z) + ") block (" +
-                       std::to_string(l.block.x) + "," + std::to_string(l.block.y) + "," +
-                       std::to_string(l.block.z) + ") " + std::to_string(l.dynamic_shared_bytes) + " B dynamic");
+      shapes.push_back("launch " + std::to_string(l.launch_index) + " grid " + dims(l.grid) + " block " +
+                       dims(l.block) + " " + std::to_string(l.dynamic_shared_bytes) + " B dynamic");
     }
   }
   std::vector<double> durations;
@@ -399,9 +401,8 @@ RuleVerdict eval_assembled(RuleContext& ctx) {
   const std::string count = std::to_string(launches.size()) + " launches";
   if (!shapes.empty()) {
     RuleVerdict v = RuleVerdict::fired(count + " of different launch configurations: launch " +
-                                       std::to_string(first.launch_index) + " grid (" + std::to_string(first.grid.x) +
-                                       "," + std::to_string(first.grid.y) + "," + std::to_string(first.grid.z) +
-                                       ") vs " + shapes.front() +
+                                       std::to_string(first.launch_index) + " grid " + dims(first.grid) + " vs " +
+                                       shapes.front() +
                                        (shapes.size() > 1 ? " and " + std::to_string(shapes.size() - 1) + " more" : ""),
                                        1.0);
     v.next_action = "Counters of differently shaped launches cannot be combined: collect this family again "

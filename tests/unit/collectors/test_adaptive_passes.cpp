@@ -12,6 +12,7 @@
 
 #include "capture_support.h"
 #include "catch.h"
+#include "host_api_guard.h"
 #include "cutriage/collectors/range_profiler.h"
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/plan.h"
@@ -21,20 +22,13 @@
 using namespace cutriage;
 using cutriage::testing::slurp;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CUTRIAGE_PASSES_BLOCKED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CUTRIAGE_PASSES_BLOCKED 1
-#endif
-#endif
 
 namespace {
 
 }  // namespace
 
 TEST_CASE("adaptive collection: at most half of ncu's passes per zoo kernel on GH100", "[passes]") {
-#if defined(CUTRIAGE_PASSES_BLOCKED)
+#if defined(CUTRIAGE_HOST_API_BLOCKED)
   std::cout << "CUTRIAGE_SKIPPED: the Profiler Host API cannot load under ASan/TSan\n";
   return;
 #else

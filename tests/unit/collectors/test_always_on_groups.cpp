@@ -7,6 +7,7 @@
 #include <set>
 
 #include "catch.h"
+#include "host_api_guard.h"
 #include "cutriage/collectors/range_profiler.h"
 #include "cutriage/triage/plan.h"
 #include "groups.h"
@@ -14,16 +15,9 @@
 
 using namespace cutriage;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CUTRIAGE_GROUPS_BLOCKED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CUTRIAGE_GROUPS_BLOCKED 1
-#endif
-#endif
 
 TEST_CASE("always-on groups on GH100: one pass each, only replay-bound parts left out", "[groups]") {
-#if defined(CUTRIAGE_GROUPS_BLOCKED)
+#if defined(CUTRIAGE_HOST_API_BLOCKED)
   std::cout << "CUTRIAGE_SKIPPED: the Profiler Host API cannot load under ASan/TSan\n";
   return;
 #else
@@ -31,15 +25,10 @@ TEST_CASE("always-on groups on GH100: one pass each, only replay-bound parts lef
   INFO(made.status().message());
   REQUIRE(made.is_ok());
   collectors::ProfilerHost& host = *made.value();
-  using triage::Decision;
-  std::vector<std::string> universe = triage::counters_for_decisions(
-      {Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime, Decision::kD3IssueStalls,
-       Decision::kD4ComputePipe, Decision::kD5MemoryMechanism, Decision::kD7HardwareLimit});
-  for (std::string& r : agent::first_stage_counters("GH100")) universe.push_back(std::move(r));
-  universe = triage::expand_breakdowns(universe);
+  const std::vector<std::string> universe = agent::always_on_counters("GH100");
   // What the agent uses: the offline table (agent/src/groups_table.cpp), planned again.
   REQUIRE(!agent::offline_groups("GH100").empty());
-  const agent::MetricGroups g = agent::chip_groups(host, "GH100", universe, {"gpu__time_duration.sum"});
+  const agent::MetricGroups g = agent::chip_groups(host, "GH100", universe, agent::in_every_group());
   // Each table group still plans in one pass as it is (none had to be split).
   CHECK(g.plans.size() == agent::offline_groups("GH100").size());
   std::cout << "GH100: " << universe.size() << " counters in " << g.plans.size() << " single-pass groups, "
@@ -69,7 +58,7 @@ TEST_CASE("always-on groups on GH100: one pass each, only replay-bound parts lef
   CHECK(unreachable.size() * 10 < universe.size());
   CHECK(g.plans.size() <= 24);
   // The fast runtime packing (chips without a table) covers the same names, in more groups.
-  const agent::MetricGroups fast = agent::pack_single_pass(host, universe, {"gpu__time_duration.sum"});
+  const agent::MetricGroups fast = agent::pack_single_pass(host, universe, agent::in_every_group());
   CHECK(fast.unreachable.size() == g.unreachable.size());
   CHECK(fast.plans.size() >= g.plans.size());
 #endif

@@ -8,22 +8,16 @@
 #include <set>
 
 #include "catch.h"
+#include "host_api_guard.h"
 #include "cutriage/collectors/range_profiler.h"
 #include "cutriage/triage/plan.h"
 #include "stages.h"
 
 using namespace cutriage;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CUTRIAGE_FIRST_STAGE_BLOCKED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CUTRIAGE_FIRST_STAGE_BLOCKED 1
-#endif
-#endif
 
 TEST_CASE("first-stage table: GH100's free riders cost no extra pass", "[stages]") {
-#if defined(CUTRIAGE_FIRST_STAGE_BLOCKED)
+#if defined(CUTRIAGE_HOST_API_BLOCKED)
   // libcupti loads libnvperf_host with RTLD_DEEPBIND, which ASan/TSan refuse (see
   // test_profiler_host.cpp); CTest reports this marker as skipped.
   std::cout << "CUTRIAGE_SKIPPED: the Profiler Host API cannot load under ASan/TSan\n";

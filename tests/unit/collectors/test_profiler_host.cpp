@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "host_api_guard.h"
 #include "cutriage/collectors/range_profiler.h"
 
 using cutriage::collectors::CounterData;
@@ -25,30 +26,6 @@ using cutriage::collectors::ProfilerHost;
 using cutriage::collectors::RejectedMetric;
 using cutriage::collectors::StatusCode;
 
-// A test that cannot run here says so and is reported skipped, never passed: it prints a marker
-// that CTest turns into "skipped" (SKIP_REGULAR_EXPRESSION in tests/CMakeLists.txt). Not Catch2's
-// SKIP: v2 has none, and v3's exits with 4, which CTest counts as a failure unless told otherwise.
-#define CUTRIAGE_SKIP_TEST(reason)                           \
-  do {                                                       \
-    std::cout << "CUTRIAGE_SKIPPED: " << (reason) << '\n';  \
-    return;                                                  \
-  } while (false)
-
-// libcupti loads libnvperf_host.so with dlopen(RTLD_DEEPBIND); the ASan and TSan runtimes abort
-// the process on that flag, so the host API cannot run in those builds.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CUTRIAGE_HOST_API_BLOCKED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CUTRIAGE_HOST_API_BLOCKED 1
-#endif
-#endif
-#if defined(CUTRIAGE_HOST_API_BLOCKED)
-#define SKIP_IF_HOST_API_BLOCKED() \
-  CUTRIAGE_SKIP_TEST("libcupti loads libnvperf_host with RTLD_DEEPBIND, which ASan/TSan refuse")
-#else
-#define SKIP_IF_HOST_API_BLOCKED() static_cast<void>(0)
-#endif
 
 namespace {
 

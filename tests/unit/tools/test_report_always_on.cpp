@@ -9,29 +9,14 @@
 #include "cutriage/wire/writer.h"
 #include "file_reader.h"
 #include "report.h"
+#include "report_text.h"
 #include "trace_fixture.h"
 
 using namespace cutriage;
+using testing::columns;
+using testing::lines_of;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
-size_t columns(const std::string& line) {
-  size_t n = 0;
-  for (char c : line) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
 
 // A paragraph that put_wrapped broke into lines: the line starting with `first`, then the
 // continuation lines (those starting with `indent` followed by text), joined with spaces.

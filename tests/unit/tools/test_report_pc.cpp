@@ -11,29 +11,14 @@
 #include "nvdisasm_stub.h"
 #include "pc_sampling_fixture.h"
 #include "report.h"
+#include "report_text.h"
 
 using namespace cutriage;
+using testing::columns;
+using testing::lines_of;
 using testing::SyntheticPc;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
-size_t columns(const std::string& line) {
-  size_t n = 0;
-  for (char c : line) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
 
 // The lines of `text` from the one starting with `first` up to (without) the next empty line.
 std::string block(const std::string& text, const std::string& first) {

@@ -8,31 +8,16 @@
 #include "cutriage/wire/writer.h"
 #include "file_reader.h"
 #include "report.h"
+#include "report_text.h"
 #include "trace_fixture.h"
 
 using namespace cutriage;
+using testing::columns;
+using testing::lines_of;
 
 namespace {
 
 // Columns a terminal gives the line: code points, not bytes (names may hold "…" and non-ASCII).
-size_t columns(const std::string& line) {
-  size_t n = 0;
-  for (char c : line) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 size_t position(const std::string& text, const std::string& what) {
   size_t at = text.find(what);
   INFO("looking for: " << what);
