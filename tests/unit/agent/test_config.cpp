@@ -858,3 +858,19 @@ TEST_CASE("config: always-on options reject bad values, naming the variable and 
   CHECK(std::abs(ok.config.budget_fraction - 0.0025) < 1e-12);
   CHECK(ok.config.mode == cutriage::agent::AgentMode::kAlwaysOn);
 }
+
+TEST_CASE("config: a deep-capture target is parsed the same wherever it comes from", "[config]") {
+  std::string error;
+  std::optional<cutriage::agent::DeepTarget> t =
+      cutriage::agent::parse_deep_target(" Top:3 ", cutriage::agent::NameBase::kFunction, &error);
+  REQUIRE(t.has_value());
+  CHECK(t->top == 3);  // any case, as the configuration check accepts it
+  t = cutriage::agent::parse_deep_target("regex:gemm", cutriage::agent::NameBase::kFunction, &error);
+  REQUIRE(t.has_value());
+  CHECK(t->top == 0);
+  CHECK(t->filter.matches("", "", "my_gemm_kernel"));
+  CHECK_FALSE(t->filter.matches("", "", "reduce"));
+  CHECK_FALSE(cutriage::agent::parse_deep_target("top:1001", cutriage::agent::NameBase::kFunction, &error));
+  CHECK(error.find("1 to 1000") != std::string::npos);
+  CHECK(cutriage::agent::check_deep_target("top:1001") == error);
+}
