@@ -75,6 +75,9 @@ struct Agent::KernelState {
   std::vector<triage::AssembledLaunch> assembled;
   uint64_t deep_request = 0;  // the deep-capture request that last profiled it
   bool complete_noted = false;  // always-on: the "diagnosis complete" notice was written
+  // Always-on: what select() last found this family still wants (breakdown parts expanded),
+  // sorted; other families' group choices count it, so that one switch serves several.
+  std::vector<std::string> ao_wanted;
 };
 
 // One CUDA context. Shared so a launch in flight keeps it alive through a concurrent destroy.
@@ -92,6 +95,7 @@ struct Agent::ContextState {
   // Always-on: the single-pass group the context's range profiler is configured with (-1: none
   // or another plan). A launch of that group costs little; another group re-enables (costly).
   std::atomic<int> configured_group{-1};
+  std::atomic<uint64_t> configured_mono_ns{0};  // when configured_group was configured
 };
 
 // NVTX ranges open on one application thread, as CUPTI's callbacks reported them.
@@ -863,8 +867,32 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
 
 // ---- selection ---------------------------------------------------------------------------
 
+std::vector<size_t> Agent::wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups) {
+  // Families that have not been profiled yet want the routing counters first.
+  static const std::vector<std::string> kRouting = [] {
+    std::vector<std::string> r = triage::expand_breakdowns(triage::counters_for_decisions(triage::routing_decisions()));
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    return r;
+  }();
+  std::vector<size_t> hits(groups.plans.size(), 0);
+  for (const KernelState* f : families_) {
+    if (f == &kernel || f->complete || f->device != kernel.device || !f->candidate.load(std::memory_order_relaxed)) {
+      continue;
+    }
+    if (f->profiles_started > 0 && f->ao_wanted.empty()) continue;  // counters done
+    const std::vector<std::string>& want = f->ao_wanted.empty() ? kRouting : f->ao_wanted;
+    for (size_t g = 0; g < groups.plans.size(); ++g) {
+      for (const std::string& m : groups.plans[g].metrics) {
+        if (std::binary_search(want.begin(), want.end(), m) && f->attempted.count(m) == 0) ++hits[g];
+      }
+    }
+  }
+  return hits;
+}
+
 Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip, KernelState& k,
-                               const MetricGroups* groups, int context_group) {
+                               const MetricGroups* groups, int context_group, uint64_t context_group_since_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   KernelState* kernel = &k;
   if (event.stream_capturing) {
@@ -962,33 +990,47 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
     // Throughputs that take several passes come from their single-pass parts.
     wanted = triage::expand_breakdowns(wanted);
     const std::set<std::string> want(wanted.begin(), wanted.end());
-    // The group with the most of what is still wanted; the context's configured group when it
-    // has any (no re-enable: the cheap kind of launch).
-    int best = -1;
-    size_t best_hits = 0;
-    for (size_t g = 0; g < groups->plans.size(); ++g) {
-      size_t hits = 0;
+    kernel->ao_wanted.assign(want.begin(), want.end());
+    const size_t n_groups = groups->plans.size();
+    std::vector<size_t> own(n_groups, 0);
+    for (size_t g = 0; g < n_groups; ++g) {
       for (const std::string& m : groups->plans[g].metrics) {
-        hits += want.count(m) > 0 && kernel->attempted.count(m) == 0 ? 1 : 0;
-      }
-      if (hits == 0) continue;
-      if (static_cast<int>(g) == context_group) {
-        best = context_group;
-        best_hits = hits;
-        break;
-      }
-      if (hits > best_hits) {
-        best = static_cast<int>(g);
-        best_hits = hits;
+        own[g] += want.count(m) > 0 && kernel->attempted.count(m) == 0 ? 1 : 0;
       }
     }
-    if (best < 0) {
+    if (std::all_of(own.begin(), own.end(), [](size_t h) { return h == 0; })) {
       // What is still wanted is in no single-pass group: needs replay (a deep capture).
       kernel->complete = true;
       update_candidate_locked(*kernel);
       return {};
     }
-    selection.cost = best == context_group ? CostKind::kSameGroup : CostKind::kGroupSwitch;
+    int best = -1;
+    if (context_group >= 0 && static_cast<size_t>(context_group) < n_groups && own[static_cast<size_t>(context_group)] > 0) {
+      best = context_group;  // the configured group: no re-enable, the cheap kind of launch
+      selection.cost = CostKind::kSameGroup;
+    } else {
+      // A switch, the dear kind (a new object's first Start: 140-200 ms on the H200). What the
+      // other families still want counts too: one switch then serves several of them.
+      const std::vector<size_t> others = wanted_by_other_families_locked(*kernel, *groups);
+      const uint64_t now = monotonic_now();
+      if (context_group >= 0 && static_cast<size_t>(context_group) < n_groups &&
+          others[static_cast<size_t>(context_group)] > 0 && now < context_group_since_ns + kHoldGroupNs) {
+        // Other families still want the configured group and their launches may come any
+        // moment: leave it to them a while rather than switch away and back.
+        return {};
+      }
+      size_t best_score = 0;
+      for (size_t g = 0; g < n_groups; ++g) {
+        if (own[g] == 0) continue;  // this launch collects something of its own
+        const size_t score = own[g] + others[g];
+        if (best < 0 || score > best_score ||
+            (score == best_score && own[g] > own[static_cast<size_t>(best)])) {
+          best = static_cast<int>(g);
+          best_score = score;
+        }
+      }
+      selection.cost = CostKind::kGroupSwitch;
+    }
     if (!budget_->admit(monotonic_now(), selection.cost)) return {};
     selection.group = best;
     selection.metrics = groups->plans[static_cast<size_t>(best)].metrics;
@@ -1129,13 +1171,16 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   }
   std::shared_ptr<const MetricGroups> groups;
   int context_group = -1;
+  uint64_t context_group_since = 0;
   if (always_on_ && !chip.empty()) {
     // Planned on the flush thread when there is one (about 100 ms of Profiler Host calls, once per
     // chip: on the H200 that was 0.65% of a 20 s service run when the application thread paid it).
     groups = groups_for(chip, !flush_running_.load());
-    context_group = context_for(event)->configured_group.load();
+    const std::shared_ptr<ContextState> ctx = context_for(event);
+    context_group = ctx->configured_group.load();
+    context_group_since = ctx->configured_mono_ns.load();
   }
-  Selection selection = select(event, chip, *kernel, groups.get(), context_group);
+  Selection selection = select(event, chip, *kernel, groups.get(), context_group, context_group_since);
   if (selection.kind == Selection::Kind::kSkip) {
     // select() may have found nothing left to collect (the family is complete then).
     if (always_on_) note_complete(*kernel);
@@ -1261,6 +1306,9 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
       return;
     }
     collectors::Status s = ctx->profiler->begin(active->plan);
+    if (!s.is_ok() || ctx->configured_group.load() != selection.group) {
+      ctx->configured_mono_ns.store(started_mono);
+    }
     ctx->configured_group.store(s.is_ok() ? selection.group : -1);
     if (!s.is_ok()) {
       ctx->busy.store(false);

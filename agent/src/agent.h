@@ -159,10 +159,17 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
     uint64_t deep = 0;    // id of the deep-capture request this launch serves; 0 = none
     CostKind cost = CostKind::kSameGroup;  // always-on: what the budget reserved for it
   };
-  // Decides under mutex_ whether this launch is profiled and how. `groups` and `context_group`
-  // only in always-on mode (the chip's single-pass groups, the group the context has configured).
+  // Decides under mutex_ whether this launch is profiled and how. `groups`, `context_group` and
+  // `context_group_since_ns` only in always-on mode (the chip's single-pass groups, the group the
+  // context has configured and since when).
   Selection select(const collectors::LaunchEvent& event, const std::string& chip, KernelState& kernel,
-                   const MetricGroups* groups, int context_group);
+                   const MetricGroups* groups, int context_group, uint64_t context_group_since_ns);
+  // Always-on (mutex_ held): per group, how many counters the other candidate families on the
+  // kernel's device still want from it.
+  std::vector<size_t> wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups);
+  // Always-on: how long a configured group is left to the other families that still want it
+  // before a family that wants none of it may switch the context away.
+  static constexpr uint64_t kHoldGroupNs = 5'000'000'000;
   // Always-on: the chip's single-pass groups, planned on first use. With `may_plan` false (an
   // application thread while the flush thread runs) a chip not planned yet is left to the flush
   // thread and null returned; planning on an application thread is charged to the budget.

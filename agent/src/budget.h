@@ -66,6 +66,7 @@ class Budget {
   bool admitted_any_ = false;
   std::array<uint64_t, 4> estimate_;
   std::array<uint32_t, 4> measured_{};  // costs measured per kind (the estimate's weight)
+  bool startup_charged_ = false;          // the first group switch (CUPTI start-up) was charged
   uint64_t spent_ns_ = 0;
   uint64_t admitted_ = 0;
   uint64_t deferred_ = 0;
