@@ -869,19 +869,14 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
 
 std::vector<size_t> Agent::wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups) {
   // Families that have not been profiled yet want the routing counters first.
-  static const std::vector<std::string> kRouting = [] {
-    std::vector<std::string> r = triage::expand_breakdowns(triage::counters_for_decisions(triage::routing_decisions()));
-    std::sort(r.begin(), r.end());
-    r.erase(std::unique(r.begin(), r.end()), r.end());
-    return r;
-  }();
+  const std::vector<std::string>& routing = routing_counters_expanded();
   std::vector<size_t> hits(groups.plans.size(), 0);
   for (const KernelState* f : families_) {
     if (f == &kernel || f->complete || f->device != kernel.device || !f->candidate.load(std::memory_order_relaxed)) {
       continue;
     }
     if (f->profiles_started > 0 && f->ao_wanted.empty()) continue;  // counters done
-    const std::vector<std::string>& want = f->ao_wanted.empty() ? kRouting : f->ao_wanted;
+    const std::vector<std::string>& want = f->ao_wanted.empty() ? routing : f->ao_wanted;
     for (size_t g = 0; g < groups.plans.size(); ++g) {
       for (const std::string& m : groups.plans[g].metrics) {
         if (std::binary_search(want.begin(), want.end(), m) && f->attempted.count(m) == 0) ++hits[g];

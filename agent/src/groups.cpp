@@ -42,6 +42,16 @@ std::vector<std::string> always_on_counters(std::string_view chip) {
   return triage::expand_breakdowns(universe);
 }
 
+const std::vector<std::string>& routing_counters_expanded() {
+  static const auto& kNames = *new std::vector<std::string>([] {
+    std::vector<std::string> r = triage::expand_breakdowns(triage::counters_for_decisions(triage::routing_decisions()));
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    return r;
+  }());
+  return kNames;
+}
+
 const std::vector<std::string>& in_every_group() {
   static const auto& kNames = *new std::vector<std::string>{"gpu__time_duration.sum"};
   return kNames;
@@ -112,10 +122,14 @@ MetricGroups pack_single_pass(collectors::ProfilerHost& host, std::vector<std::s
 }
 
 MetricGroups pack_first_fit(collectors::ProfilerHost& host, std::vector<std::string> metrics,
-                            const std::vector<std::string>& in_every_group) {
+                            const std::vector<std::string>& in_every_group, const std::vector<std::string>& first) {
   MetricGroups out;
   std::sort(metrics.begin(), metrics.end());
   metrics.erase(std::unique(metrics.begin(), metrics.end()), metrics.end());
+  // The names of `first` go first (each part stays sorted), so they fill the fewest groups.
+  std::stable_partition(metrics.begin(), metrics.end(), [&](const std::string& m) {
+    return std::find(first.begin(), first.end(), m) != first.end();
+  });
   std::vector<std::vector<std::string>> groups;  // names, parallel to out.plans (their last fit)
   for (const std::string& m : metrics) {
     if (std::find(in_every_group.begin(), in_every_group.end(), m) != in_every_group.end()) continue;

@@ -37,9 +37,15 @@ MetricGroups pack_single_pass(collectors::ProfilerHost& host, std::vector<std::s
 
 // Tighter and slower: first fit, each name into the first group it still fits in one pass with
 // (about names x groups plan calls: seconds on GH100). For tables made offline
-// (`cutriage-plan-stages --groups`), never on an application thread.
+// (`cutriage-plan-stages --groups`), never on an application thread. The names of `first` are
+// placed before the others, so they take the fewest groups (the routing counters: a family is
+// routed after fewer group switches).
 MetricGroups pack_first_fit(collectors::ProfilerHost& host, std::vector<std::string> metrics,
-                            const std::vector<std::string>& in_every_group);
+                            const std::vector<std::string>& in_every_group,
+                            const std::vector<std::string>& first = {});
+// The routing counters (Decisions 0-2) with the multi-pass throughputs as their single-pass
+// parts, sorted: what a family's first always-on launches collect.
+const std::vector<std::string>& routing_counters_expanded();
 
 // The chip's groups for always-on collection: the table made offline for the chips it has
 // (GH100), planned again here (one plan call per group); otherwise pack_single_pass over

@@ -27,7 +27,9 @@ namespace {
 
 int print_groups(collectors::ProfilerHost& host, const char* chip) {
   const std::vector<std::string> universe = agent::always_on_counters(chip);
-  const agent::MetricGroups g = agent::pack_first_fit(host, universe, agent::in_every_group());
+  // The routing counters first: a family is routed after the fewest group switches.
+  const agent::MetricGroups g =
+      agent::pack_first_fit(host, universe, agent::in_every_group(), agent::routing_counters_expanded());
   std::printf("// %s: %zu counters in %zu single-pass groups (%u plan calls); need replay:", chip, universe.size(),
               g.plans.size(), g.plan_calls);
   for (const auto& u : g.unreachable) std::printf(" %s", u.name.c_str());
@@ -45,11 +47,29 @@ int print_groups(collectors::ProfilerHost& host, const char* chip) {
   return 0;
 }
 
+// How many single-pass groups the routing counters (Decisions 0-2, breakdowns expanded) touch in
+// the chip's offline table, and how many they take packed alone: what a route-first packing
+// could save before a family can be routed.
+int print_routing(collectors::ProfilerHost& host, const char* chip) {
+  const std::vector<std::string>& routing = agent::routing_counters_expanded();
+  size_t touched = 0;
+  for (const std::vector<std::string>& g : agent::offline_groups(chip)) {
+    touched += std::any_of(g.begin(), g.end(), [&](const std::string& m) {
+      return std::binary_search(routing.begin(), routing.end(), m);
+    }) ? 1 : 0;
+  }
+  const agent::MetricGroups alone = agent::pack_first_fit(host, routing, agent::in_every_group());
+  std::printf("%s: %zu routing counters; in %zu of the %zu table groups; %zu groups packed alone\n", chip,
+              routing.size(), touched, agent::offline_groups(chip).size(), alone.plans.size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool groups = argc == 3 && std::string(argv[2]) == "--groups";
-  if (argc != 2 && !groups) {
+  const bool routing_only = argc == 3 && std::string(argv[2]) == "--routing";
+  if (argc != 2 && !groups && !routing_only) {
     std::fprintf(stderr, "usage: cutriage-plan-stages CHIP [--groups]   (e.g. GH100)\n");
     return 1;
   }
@@ -60,6 +80,7 @@ int main(int argc, char** argv) {
   }
   collectors::ProfilerHost& host = *host_or.value();
   if (groups) return print_groups(host, argv[1]);
+  if (routing_only) return print_routing(host, argv[1]);
   auto passes = [&](const std::vector<std::string>& m) -> int {
     auto p = host.plan(m);
     return p.is_ok() && p.value().rejected.empty() ? static_cast<int>(p.value().passes) : -1;
