@@ -6,9 +6,11 @@
 #
 # Builds, installs the package and the example service, then runs two lanes at once, one per GPU
 # (each GPU's counters serve one process at a time, so the lanes do not meet):
-#   GPU 0  the service, always-on at the default budget, for DEFAULT_SECONDS
-#   GPU 1  the GPU tests (ctest -L gpu), then the service and bench/torch_loop.py always-on at
-#          FAST_BUDGET (a shorter stretch of the same process: the time scales with the budget)
+#   GPU 0  the service, always-on at DEFAULT_BUDGET (empty: the agent's default), for
+#          DEFAULT_SECONDS
+#   GPU 1  the GPU tests (ctest -L gpu), then the service for FAST_SECONDS (0: not run) and
+#          bench/torch_loop.py for at most TORCH_SECONDS, always-on at FAST_BUDGET (the time to
+#          a diagnosis scales with the budget)
 # Every agent file is kept without its timeline (tests/data/always_on/strip_timeline.py) with its
 # `cutriage report`; everything is tarred under $OUT (the device tool brings back few files).
 set -u -o pipefail
@@ -17,6 +19,8 @@ work="$out/ttd"
 mkdir -p "$work"
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 default_seconds="${DEFAULT_SECONDS:-420}"
+default_budget="${DEFAULT_BUDGET:-}"
+torch_seconds="${TORCH_SECONDS:-190}"
 fast_budget="${FAST_BUDGET:-2%}"
 fast_seconds="${FAST_SECONDS:-150}"
 torch_steps="${TORCH_STEPS:-60000}"
@@ -25,7 +29,7 @@ build=build-gpu
   date -u +"date: %Y-%m-%dT%H:%M:%SZ"
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
   git log -1 --format="commit %H" 2>/dev/null
-  echo "DEFAULT_SECONDS=$default_seconds FAST_BUDGET=$fast_budget FAST_SECONDS=$fast_seconds TORCH_STEPS=$torch_steps"
+  echo "DEFAULT_BUDGET=$default_budget DEFAULT_SECONDS=$default_seconds TORCH_SECONDS=$torch_seconds FAST_BUDGET=$fast_budget FAST_SECONDS=$fast_seconds TORCH_STEPS=$torch_steps"
 } >"$work/env.txt" 2>&1
 t0=$(date +%s)
 cmake -S . -B "$build" -G Ninja -DCUTRIAGE_WERROR=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
@@ -48,18 +52,20 @@ keep() {  # keep NAME: the agent file without its timeline, and its report
 }
 
 lane0() {
-  CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$work/svc-default.pb" \
+  CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao${default_budget:+;CUTRIAGE_BUDGET=$default_budget};CUTRIAGE_OUTPUT=$work/svc-default.pb" \
     "$svc" "$default_seconds" >"$work/svc-default.out" 2>"$work/svc-default.log"
   keep svc-default
 }
 lane1() {
   CUDA_VISIBLE_DEVICES=1 timeout 240 ctest --test-dir "$build" -L gpu -j4 --output-on-failure >"$work/ctest-gpu.log" 2>&1
-  CUDA_VISIBLE_DEVICES=1 SERVICE_CUTRIAGE="$ao;CUTRIAGE_BUDGET=$fast_budget;CUTRIAGE_OUTPUT=$work/svc-fast.pb" \
-    "$svc" "$fast_seconds" >"$work/svc-fast.out" 2>"$work/svc-fast.log"
-  keep svc-fast
+  if [ "$fast_seconds" != 0 ]; then
+    CUDA_VISIBLE_DEVICES=1 SERVICE_CUTRIAGE="$ao;CUTRIAGE_BUDGET=$fast_budget;CUTRIAGE_OUTPUT=$work/svc-fast.pb" \
+      "$svc" "$fast_seconds" >"$work/svc-fast.out" 2>"$work/svc-fast.log"
+    keep svc-fast
+  fi
   CUDA_VISIBLE_DEVICES=1 CUDA_INJECTION64_PATH="$lib" CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 \
     CUTRIAGE_LOG_LEVEL=info CUTRIAGE_BUDGET="$fast_budget" CUTRIAGE_OUTPUT="$work/torch-fast.pb" \
-    timeout $((fast_seconds + 40)) python3 bench/torch_loop.py "$torch_steps" >"$work/torch-fast.out" 2>"$work/torch-fast.log"
+    timeout "$torch_seconds" python3 bench/torch_loop.py "$torch_steps" >"$work/torch-fast.out" 2>"$work/torch-fast.log"
   echo "torch exit $?" >>"$work/torch-fast.out"
   keep torch-fast
 }
