@@ -52,15 +52,17 @@ int print_groups(collectors::ProfilerHost& host, const char* chip) {
 // could save before a family can be routed.
 int print_routing(collectors::ProfilerHost& host, const char* chip) {
   const std::vector<std::string>& routing = agent::routing_counters_expanded();
+  const std::string chip_name(chip);  // named: offline_groups keeps no reference to it
+  const std::vector<std::vector<std::string>>& table = agent::offline_groups(chip_name);
   size_t touched = 0;
-  for (const std::vector<std::string>& g : agent::offline_groups(chip)) {
+  for (const std::vector<std::string>& g : table) {
     touched += std::any_of(g.begin(), g.end(), [&](const std::string& m) {
       return std::binary_search(routing.begin(), routing.end(), m);
     }) ? 1 : 0;
   }
   const agent::MetricGroups alone = agent::pack_first_fit(host, routing, agent::in_every_group());
   std::printf("%s: %zu routing counters; in %zu of the %zu table groups; %zu groups packed alone\n", chip,
-              routing.size(), touched, agent::offline_groups(chip).size(), alone.plans.size());
+              routing.size(), touched, table.size(), alone.plans.size());
   return 0;
 }
 
