@@ -12,6 +12,8 @@
 //   warm-*   a worker makes the object's first Start (an empty range, or one around a small
 //            kernel of its own) while the main thread keeps launching; the main thread then
 //            collects on the warmed object
+//   idle     launches per second with no object, with one enabled and configured but idle (between
+//            profiled launches), and after Disable: what keeping an object enabled costs
 //   thread   a worker thread enables and configures the next group while the main thread keeps
 //            launching kernels; the main thread then only starts, launches and stops (whether the
 //            switch can leave the application's thread, and what it does to the launches meanwhile)
@@ -412,6 +414,40 @@ int main(int argc, char** argv) {
         report((mode + "-again").c_str(), r, g, again, collect(p, g, x, y, again));
       }
     }
+  } else if (mode == "idle") {
+    // What an enabled range-profiler object costs launches it does not profile: launches per
+    // second with no object, with an object enabled and configured (one collection done, then
+    // idle), and after Disable. Tiny kernels (launch-bound) and 1M-element ones.
+    cudaStream_t app = nullptr;
+    cuda(cudaStreamCreateWithFlags(&app, cudaStreamNonBlocking), "app stream");
+    const auto rate = [&](size_t n_elems, double seconds) {
+      size_t n = 0;
+      const auto b0 = std::chrono::steady_clock::now();
+      while (ms(b0) < seconds * 1e3) {
+        for (int k = 0; k < 64; ++k) launch(x, y, n_elems, app);
+        cuda(cudaStreamSynchronize(app), "idle burst");
+        n += 64;
+      }
+      return static_cast<double>(n) / seconds;
+    };
+    for (int r = 0; r < rounds; ++r) {
+      const double none_small = rate(size_t{1} << 12, 1.0);
+      const double none_big = rate(size_t{1} << 20, 1.0);
+      Times t;
+      enable(p, t);
+      configure(p, gs[0], t);
+      (void)collect(p, gs[0], x, y, t);
+      const double on_small = rate(size_t{1} << 12, 1.0);
+      const double on_big = rate(size_t{1} << 20, 1.0);
+      Times d;
+      disable(p, d);
+      const double off_small = rate(size_t{1} << 12, 1.0);
+      const double off_big = rate(size_t{1} << 20, 1.0);
+      std::printf("idle round %d: launches/s tiny %.0f -> enabled idle %.0f (%+.1f%%) -> disabled %.0f; "
+                  "1M elements %.0f -> %.0f (%+.1f%%) -> %.0f; disable %.2f ms\n",
+                  r, none_small, on_small, 100.0 * (on_small / none_small - 1), off_small, none_big, on_big,
+                  100.0 * (on_big / none_big - 1), off_big, d.disable);
+    }
   } else if (mode == "thread") {
     // Short launches on a stream of their own, counted while the worker switches.
     constexpr size_t kSmall = size_t{1} << 16;
@@ -455,7 +491,7 @@ int main(int argc, char** argv) {
     }
     std::printf("thread: after %.0f launches/s\n", burst(0.5));
   } else {
-    die("mode: fresh, inplace, thread, warm-empty or warm-kernel");
+    die("mode: fresh, inplace, thread, warm-empty, warm-kernel or idle");
   }
   cuda(cudaDeviceSynchronize(), "final sync");
   std::printf("%s: OK\n", mode.c_str());

@@ -14,7 +14,7 @@ if [ -z "$bin" ]; then
   nvcc -std=c++17 -O2 -arch=sm_90 -I"$cupti/include" "$(dirname "$0")/switch_cost.cu" -o "$bin" \
     -L"$cupti/lib64" -L/usr/local/cuda/lib64 -lcupti -lcuda || exit 1
 fi
-for mode in ${MODES:-fresh inplace thread warm-empty warm-kernel}; do
+for mode in ${MODES:-fresh inplace thread warm-empty warm-kernel idle}; do
   echo "== $mode"
   timeout 120 "$bin" "$mode" "$rounds"
   echo "== $mode: exit $?"

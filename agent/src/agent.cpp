@@ -96,6 +96,9 @@ struct Agent::ContextState {
   // or another plan). A launch of that group costs little; another group re-enables (costly).
   std::atomic<int> configured_group{-1};
   std::atomic<uint64_t> configured_mono_ns{0};  // when configured_group was configured
+  // Always-on: when the last profiled launch on this context ended, while its range profiler is
+  // still enabled; 0 once released (release_idle_profilers) or never used.
+  std::atomic<uint64_t> profiled_end_mono_ns{0};
 };
 
 // NVTX ranges open on one application thread, as CUPTI's callbacks reported them.
@@ -347,6 +350,7 @@ void Agent::flush_loop() {
       check_deep_window();
       refresh_candidates();
       plan_pending_groups();
+      release_idle_profilers();
     } catch (...) {
     }
     if (!config_.prometheus_file.empty() &&
@@ -1550,8 +1554,23 @@ void Agent::fill_kernel_input(const LaunchEvent& event, const KernelState& kerne
 void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_event) {
   (void)exit_event;
   collectors::Result<collectors::CounterData> data = [&] {
-    std::lock_guard<std::mutex> lock(active.context->profiler_mutex);
-    return active.context->profiler->end();
+    ContextState& ctx = *active.context;
+    std::lock_guard<std::mutex> lock(ctx.profiler_mutex);
+    collectors::Result<collectors::CounterData> ended = ctx.profiler->end();
+    if (always_on_) {
+      // An enabled profiler slows every launch on the context: released now (within this launch's
+      // measured cost) or, after release_ms without another profiled launch, by the flush thread
+      // (or cutriage_flush; at the latest when the agent finishes).
+      if (config_.release_ms == 0) {
+        (void)ctx.profiler->disable();
+        ctx.configured_group.store(-1);
+        ctx.profiled_end_mono_ns.store(0);
+        releases_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        ctx.profiled_end_mono_ns.store(monotonic_now());
+      }
+    }
+    return ended;
   }();
   if (!data.is_ok()) {
     record_failure(active, "range profiler stop/decode: " + data.status().message());
@@ -2082,6 +2101,7 @@ void Agent::flush() {
     if (gate.owns_lock()) platform_.flush_trace(false);
   }
   refresh_candidates();
+  release_idle_profilers();
   write_prometheus();
 }
 
@@ -2096,6 +2116,40 @@ void Agent::plan_pending_groups() {
     pending.swap(groups_pending_);
   }
   for (const std::string& chip : pending) (void)groups_for(chip, true);
+}
+
+void Agent::release_idle_profilers() {
+  if (!always_on_) return;
+  const uint64_t now = monotonic_now();
+  const uint64_t idle_ns = uint64_t{config_.release_ms} * 1'000'000;
+  std::vector<std::shared_ptr<ContextState>> idle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, ctx] : contexts_) {
+      const uint64_t ended = ctx ? ctx->profiled_end_mono_ns.load() : 0;
+      if (ended != 0 && now >= ended + idle_ns) idle.push_back(ctx);
+    }
+  }
+  for (const std::shared_ptr<ContextState>& ctx : idle) release_profiler(*ctx);
+}
+
+void Agent::release_profiler(ContextState& ctx) {
+  // Claimed like a profiled launch: a launch being profiled on the context keeps it (and a launch
+  // that arrives meanwhile runs unprofiled, as when another profile holds the context).
+  bool expected = false;
+  if (!ctx.busy.compare_exchange_strong(expected, true)) return;
+  const uint64_t started = monotonic_now();
+  {
+    std::shared_lock<std::shared_mutex> gate(cupti_gate_);
+    std::lock_guard<std::mutex> lock(ctx.profiler_mutex);
+    if (ctx.profiler) (void)ctx.profiler->disable();
+    ctx.configured_group.store(-1);
+    ctx.profiled_end_mono_ns.store(0);
+  }
+  ctx.busy.store(false);
+  // The Disable stalls the application's launches on the context meanwhile: charged.
+  charge_since(CostKind::kRelease, started);
+  releases_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Agent::refresh_candidates() {

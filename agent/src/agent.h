@@ -188,6 +188,10 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void note_complete(KernelState& kernel);
   // Marks families whose always-on PC-sampling interval has passed as candidates again.
   void refresh_candidates();
+  // Always-on (flush thread): disables the range profilers of contexts whose last profiled launch
+  // ended release_ms ago. release_profiler: one context, charged to the budget.
+  void release_idle_profilers();
+  void release_profiler(ContextState& ctx);
   // Charges an admitted launch's measured cost when it ends (mutex_ NOT held).
   void charge(const ActiveProfile& active);
   // Charges what elapsed since `started_mono_ns` to the budget (mutex_ NOT held).
@@ -294,6 +298,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // kernel on another thread, so the agent never does: profiled launches hold this shared from
   // begin to end; flushes hold it exclusively (the callback's flush only tries, never waits).
   std::shared_mutex cupti_gate_;
+  std::atomic<uint64_t> releases_{0};  // always-on: range profilers disabled after going idle
 
   mutable std::mutex trace_mutex_;  // the timeline and everything the activity side owns
   triage::TimelineAccumulator timeline_;

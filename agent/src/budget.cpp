@@ -13,11 +13,12 @@ namespace {
 // newly enabled object, 140-200 ms; a launch of the configured group pays Start and Stop under
 // user replay, 15-60 ms depending on the group; PC sampling begin + end about 210 ms. High on
 // purpose: the first launches wait for a full allowance.
-constexpr std::array<uint64_t, 4> kInitialEstimateNs = {
+constexpr std::array<uint64_t, 5> kInitialEstimateNs = {
     20'000'000,   // kSameGroup
     750'000'000,  // kGroupSwitch (the first one: with the start-up)
     300'000'000,  // kPcSampling
     300'000'000,  // kPlanning
+    12'000'000,   // kRelease (a Disable: 11-12 ms)
 };
 // The guess for a group switch once the first one (the start-up) has been paid.
 constexpr uint64_t kLaterSwitchGuessNs = 200'000'000;
@@ -84,8 +85,9 @@ bool Budget::admit(uint64_t now_ns, CostKind kind) {
 void Budget::charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
   accrue(now_ns);
   const auto k = static_cast<size_t>(kind);
-  // Admitted launches reserved their estimate; one-off work (planning) reserved nothing.
-  const double reserved = kind == CostKind::kPlanning ? 0.0 : static_cast<double>(estimate_[k]);
+  // Admitted launches reserved their estimate; one-off work (planning, a release) reserved nothing.
+  const bool one_off = kind == CostKind::kPlanning || kind == CostKind::kRelease;
+  const double reserved = one_off ? 0.0 : static_cast<double>(estimate_[k]);
   allowance_ns_ += reserved - static_cast<double>(cost_ns);
   // Running mean of the last few costs (weight up to 8): follows a change of load within a few
   // launches without one outlier deciding.

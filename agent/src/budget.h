@@ -28,7 +28,8 @@
 
 namespace cutriage::agent {
 
-enum class CostKind : uint8_t { kSameGroup = 0, kGroupSwitch = 1, kPcSampling = 2, kPlanning = 3 };
+// kPlanning and kRelease are one-off work charged when done (nothing reserved for them).
+enum class CostKind : uint8_t { kSameGroup = 0, kGroupSwitch = 1, kPcSampling = 2, kPlanning = 3, kRelease = 4 };
 
 struct BudgetOptions {
   double fraction = 0.004;          // of wall time
@@ -64,8 +65,8 @@ class Budget {
   double allowance_ns_;     // may go negative after an underestimate
   uint64_t last_admit_ns_ = 0;
   bool admitted_any_ = false;
-  std::array<uint64_t, 4> estimate_;
-  std::array<uint32_t, 4> measured_{};  // costs measured per kind (the estimate's weight)
+  std::array<uint64_t, 5> estimate_;
+  std::array<uint32_t, 5> measured_{};  // costs measured per kind (the estimate's weight)
   bool startup_charged_ = false;          // the first group switch (CUPTI start-up) was charged
   uint64_t spent_ns_ = 0;
   uint64_t admitted_ = 0;

@@ -403,7 +403,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 34> kOptions = {{
+const std::array<Option, 35> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -602,6 +602,11 @@ const std::array<Option, 34> kOptions = {{
       "traffic); 0: once per family"},
      "an integer from 0 to 31536000",
      [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.pc_sampling_interval_s, 0, 31536000); }},
+    {{"CUTRIAGE_RELEASE_MS", "--release-ms", "MS", "2000",
+      "always-on: disable a context's range profiler MS milliseconds after its last profiled launch "
+      "(an enabled profiler slows the launches it does not profile); 0: right after each one"},
+     "an integer from 0 to 3600000",
+     [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.release_ms, 0, 3600000); }},
     {{"CUTRIAGE_CONTROL_FILE", "--control-file", "PATH", "(off)",
       "a file the agent checks every trace flush; writing \"deep [SECONDS] [TARGET]\" to it requests a "
       "deep capture (the agent deletes it when read)"},

@@ -134,6 +134,10 @@ struct AgentConfig {
   double budget_fraction = 0.004;  // with the trace (about 0.6% on the H200) about 1% in all
   double budget_rate = 2.0;
   uint32_t pc_sampling_interval_s = 600;  // a family is PC-sampled again after this long
+  // A context's range profiler is disabled this long after its last profiled launch: an enabled
+  // profiler slows the launches it does not profile (bench/switch_cost.sh idle). 0: right after
+  // each profiled launch. Meanwhile other families may take the configured group cheaply.
+  uint32_t release_ms = 2000;
   // Deep captures on request (cutriage_request_deep_capture, the control file, the signal).
   std::string control_file;  // polled by the flush thread; empty: off
   ControlSignal control_signal = ControlSignal::kOff;

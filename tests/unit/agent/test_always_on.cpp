@@ -459,7 +459,9 @@ TEST_CASE("always-on: a group switch serves every family that still wants the gr
   // are the dear launches (a new object's first Start).
   Captured a = capture_of("strided_load");
   Captured b = capture_of("fma_chain");
-  Harness h(always_on(0.01), testing::counters_for({&a, &b}));
+  AgentConfig cfg = always_on(0.01);
+  cfg.release_ms = 3'600'000;  // the profiler stays enabled between launches here (see below)
+  Harness h(std::move(cfg), testing::counters_for({&a, &b}));
   REQUIRE(h.ag->start());
   uint64_t n = 0;
   for (int i = 0; i < 2000; ++i) {
@@ -498,4 +500,42 @@ TEST_CASE("always-on: a group switch serves every family that still wants the gr
   // Each configured once, but for a group a family's route asks for only after the context moved
   // on (its wants change once it is routed). Choosing for one family alone took 28 here.
   CHECK(s.group_switches <= groups_used.size() + 1);
+}
+
+TEST_CASE("always-on: an idle range profiler is released, at once or after CUTRIAGE_RELEASE_MS", "[agent][always_on]") {
+  // An enabled profiler slows the launches it does not profile, so it is disabled: with
+  // CUTRIAGE_RELEASE_MS=0 right after each profiled launch (within the launch's measured cost);
+  // otherwise when release_ms passed without another profiled launch (the flush thread, or
+  // cutriage_flush), and the next launch then pays a group switch.
+  {
+    AgentConfig cfg = always_on(0.05);
+    cfg.release_ms = 0;
+    Service s = make_service("strided_load", cfg);
+    serve(s, 300, 1'000'000'000);
+    const int begins = s.h->platform.stats.begins.load();
+    REQUIRE(begins >= 3);
+    CHECK(s.h->platform.stats.disables.load() >= begins);  // each profiled launch released
+    s.h->ag->finish();
+    CHECK(s.h->ag->overhead()->group_switches == static_cast<uint64_t>(begins));  // none cheap
+  }
+  {
+    AgentConfig cfg = always_on(0.05);
+    cfg.release_ms = 2000;
+    Service s = make_service("strided_load", cfg);
+    // No flush thread here: cutriage_flush releases (the flush thread calls the same code).
+    uint64_t profiled_at = 0;
+    for (int i = 0; i < 300 && s.h->platform.stats.begins.load() == 0; ++i) serve(s, 1, 1'000'000'000);
+    REQUIRE(s.h->platform.stats.begins.load() == 1);
+    profiled_at = s.h->platform.mono_ns;
+    const int disables = s.h->platform.stats.disables.load();
+    s.h->platform.mono_ns = profiled_at + 1'000'000'000;  // 1 s idle: kept
+    s.h->ag->flush();
+    CHECK(s.h->platform.stats.disables.load() == disables);
+    s.h->platform.mono_ns = profiled_at + 2'500'000'000;  // 2.5 s idle: released
+    s.h->ag->flush();
+    CHECK(s.h->platform.stats.disables.load() == disables + 1);
+    s.h->ag->flush();  // once
+    CHECK(s.h->platform.stats.disables.load() == disables + 1);
+    s.h->ag->finish();
+  }
 }
