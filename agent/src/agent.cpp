@@ -1030,7 +1030,11 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
       }
       selection.cost = CostKind::kGroupSwitch;
     }
-    if (!budget_->admit(monotonic_now(), selection.cost)) return {};
+    // A launch of the configured group goes on credit: the profiler is still enabled (it is
+    // released release_ms after the last profiled launch), and a family that waited for the
+    // allowance would find it released and pay a switch (10-40x dearer) instead. Each family takes
+    // a group once, so the credit is bounded by the families that want the group.
+    if (!budget_->admit(monotonic_now(), selection.cost, selection.cost == CostKind::kSameGroup)) return {};
     selection.group = best;
     selection.metrics = groups->plans[static_cast<size_t>(best)].metrics;
     wanted = selection.metrics;

@@ -58,13 +58,13 @@ void Budget::update_next(uint64_t now_ns, double needed) {
   next_ns_.store(next, std::memory_order_relaxed);
 }
 
-bool Budget::admit(uint64_t now_ns, CostKind kind) {
+bool Budget::admit(uint64_t now_ns, CostKind kind, bool on_credit) {
   accrue(now_ns);
   const auto spacing = static_cast<uint64_t>(1e9 / options_.max_per_second);
   const double estimate = static_cast<double>(estimate_[static_cast<size_t>(kind)]);
   // A launch dearer than the allowance cap goes once the allowance is full and leaves a debt that
   // later launches wait out: the long-run share stays the budget.
-  const double needed = std::min(estimate, cap());
+  const double needed = on_credit ? 0.0 : std::min(estimate, cap());
   if ((admitted_any_ && now_ns < last_admit_ns_ + spacing) || allowance_ns_ < needed) {
     ++deferred_;
     // The fast path stays closed until this launch's kind could go: a family waiting for a costly

@@ -44,8 +44,10 @@ class Budget {
   // Lock-free: false when no launch can be admitted before `next` (the allowance is short or the
   // rate limit holds); the fast path then skips the selection work entirely.
   [[nodiscard]] bool ready(uint64_t now_ns) const { return now_ns >= next_ns_.load(std::memory_order_relaxed); }
-  // Whether a launch of `kind` may go now; reserves its estimated cost when it may.
-  bool admit(uint64_t now_ns, CostKind kind);
+  // Whether a launch of `kind` may go now; reserves its estimated cost when it may. With
+  // `on_credit` the allowance is not checked (only the rate limit): the launch may leave a debt
+  // that later launches wait out, so the long-run share still holds.
+  bool admit(uint64_t now_ns, CostKind kind, bool on_credit = false);
   // The measured cost of an admitted launch (or of one-off work), when it ended.
   void charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns);
   // A selected launch the budget held back.

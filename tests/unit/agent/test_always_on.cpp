@@ -539,3 +539,18 @@ TEST_CASE("always-on: an idle range profiler is released, at once or after CUTRI
     s.h->ag->finish();
   }
 }
+
+TEST_CASE("budget: a launch on credit waits only for the rate limit, and its debt delays the next", "[agent][always_on][budget]") {
+  BudgetOptions o;
+  o.fraction = 0.01;
+  o.max_per_second = 2;
+  Budget b(o, 0);
+  CHECK_FALSE(b.admit(100'000'000, CostKind::kSameGroup));        // no allowance yet
+  CHECK(b.admit(100'000'000, CostKind::kSameGroup, true));        // on credit
+  CHECK_FALSE(b.admit(300'000'000, CostKind::kSameGroup, true));  // the rate limit still holds
+  b.charge(400'000'000, CostKind::kSameGroup, 40'000'000);        // a 40 ms debt (4 ms accrued)
+  // Paid back at 1%: the next launch without credit waits about 4 s more than it would have.
+  CHECK_FALSE(b.admit(5'000'000'000, CostKind::kSameGroup));
+  CHECK(b.admit(8'100'000'000, CostKind::kSameGroup));
+  CHECK(b.stats(8'100'000'000).spent_ns == 40'000'000);
+}
