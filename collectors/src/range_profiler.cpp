@@ -19,7 +19,11 @@
 // with the same config image and the same buffers works launch after launch, with the same
 // counts; SetConfig with another plan's config on the same enabled object crashed the process
 // (SIGSEGV in the kernel replay) or recorded 0 ranges, depending on where the new buffers were;
-// Disable + Enable between the two plans works. So a begin() with a plan other than the one the
+// Disable + Enable between the two plans works. Under user replay (single-pass plans, always-on)
+// the second config ran without error and gave NaN values (bench/switch_cost.sh inplace, H200).
+// What a switch costs is the new object's first Start (140-200 ms there; Enable 8-10 ms, SetConfig
+// nothing, Disable 11-12 ms); a Start on the configured object 7-46 ms under user replay.
+// So a begin() with a plan other than the one the
 // object was configured with disables and enables again, with fresh buffers, and the buffers of
 // an object keep their addresses while it lives (same sizes: std::vector::assign reuses them).
 #include <cuda.h>

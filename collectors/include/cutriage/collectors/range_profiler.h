@@ -102,8 +102,10 @@ struct RangeProfilerOptions {
   // again, since one enabled CUPTI object serves one config (a second config crashed the process
   // on the H200). false: enable in begin() and disable in end(), once per launch: the sequence
   // the shared notes saw working on the H200. Cost seen there: begin() 0.0-0.2 ms on an object
-  // kept enabled for the plan, 135-210 ms when it must enable and configure; end() 1 ms, 12 ms
-  // with the Disable.
+  // kept enabled for the plan (kernel replay; 7-46 ms under user replay), 135-210 ms when it must
+  // enable and configure (the new object's first Start); end() 1 ms (7 ms under user replay),
+  // 12 ms with the Disable. An enabled object also slows the launches it does not profile by a
+  // few percent (bench/switch_cost.sh idle).
   bool keep_enabled = true;
   // Ranges the counter-data image holds and the profiler records per pass (maxRangesPerPass):
   // one auto range per kernel launch, so 1 for one launch between begin() and end().
