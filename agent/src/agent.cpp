@@ -78,6 +78,10 @@ struct Agent::KernelState {
   // Always-on: what select() last found this family still wants (breakdown parts expanded),
   // sorted; other families' group choices count it, so that one switch serves several.
   std::vector<std::string> ao_wanted;
+  // Always-on: its launches skip the selection until then (monotonic ns): it waits for a switch
+  // the budget cannot pay yet, for the rate limit, or while other families take the configured
+  // group, and the fast path must not run the selection on each of its launches meanwhile.
+  std::atomic<uint64_t> not_before_ns{0};
 };
 
 // One CUDA context. Shared so a launch in flight keeps it alive through a concurrent destroy.
@@ -623,7 +627,13 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
     if (!kernel->candidate.load(std::memory_order_relaxed)) return false;
     if (paused_.load(std::memory_order_relaxed)) return false;
     // Always-on: while the budget cannot admit anything, a candidate's launch costs one clock read.
-    if (budget_ && !deep_open_.load(std::memory_order_relaxed) && !budget_->ready(monotonic_now())) return false;
+    // While a configured profiler may still be taken on credit (credit_until_ns_), the families
+    // come through once each and are then held by their own not_before_ns.
+    if (budget_ && !deep_open_.load(std::memory_order_relaxed)) {
+      const uint64_t now = monotonic_now();
+      if (now < kernel->not_before_ns.load(std::memory_order_relaxed)) return false;
+      if (!budget_->ready(now) && now >= credit_until_ns_.load(std::memory_order_relaxed)) return false;
+    }
     launch_enter(event, *kernel, launch_index);
     const std::unique_ptr<ActiveProfile>& slot = active_slot();
     return slot && slot->owner == this && slot->correlation_id == event.correlation_id;
@@ -944,7 +954,10 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
   }
   if (!counters_left_locked(*kernel)) {
     if (pc_sampling_left_locked(*kernel)) {
-      if (budget_ && !budget_->admit(monotonic_now(), CostKind::kPcSampling)) return {};
+      if (budget_ && !budget_->admit(monotonic_now(), CostKind::kPcSampling)) {
+        kernel->not_before_ns.store(budget_->next_ns(), std::memory_order_relaxed);
+        return {};
+      }
       kernel->pc_started = true;
       update_candidate_locked(*kernel);
       Selection sel{Selection::Kind::kPcSampling, {}};
@@ -1016,6 +1029,7 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
           others[static_cast<size_t>(context_group)] > 0 && now < context_group_since_ns + kHoldGroupNs) {
         // Other families still want the configured group and their launches may come any
         // moment: leave it to them a while rather than switch away and back.
+        kernel->not_before_ns.store(context_group_since_ns + kHoldGroupNs, std::memory_order_relaxed);
         return {};
       }
       size_t best_score = 0;
@@ -1034,7 +1048,14 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
     // released release_ms after the last profiled launch), and a family that waited for the
     // allowance would find it released and pay a switch (10-40x dearer) instead. Each family takes
     // a group once, so the credit is bounded by the families that want the group.
-    if (!budget_->admit(monotonic_now(), selection.cost, selection.cost == CostKind::kSameGroup)) return {};
+    const uint64_t now = monotonic_now();
+    if (!budget_->admit(now, selection.cost, selection.cost == CostKind::kSameGroup)) {
+      // Back when the budget could pay it (a switch) or the rate limit allows (on credit).
+      kernel->not_before_ns.store(selection.cost == CostKind::kSameGroup ? now + budget_->spacing_ns()
+                                                                         : budget_->next_ns(),
+                                  std::memory_order_relaxed);
+      return {};
+    }
     selection.group = best;
     selection.metrics = groups->plans[static_cast<size_t>(best)].metrics;
     wanted = selection.metrics;
@@ -1313,6 +1334,11 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
       ctx->configured_mono_ns.store(started_mono);
     }
     ctx->configured_group.store(s.is_ok() ? selection.group : -1);
+    if (s.is_ok() && selection.group >= 0 && config_.release_ms > 0) {
+      // The profiler stays configured until release_ms after this launch: other families may
+      // take the group on credit meanwhile, so their launches must reach the selection.
+      credit_until_ns_.store(monotonic_now() + uint64_t{config_.release_ms} * 1'000'000, std::memory_order_relaxed);
+    }
     if (!s.is_ok()) {
       ctx->busy.store(false);
       refund();

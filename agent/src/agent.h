@@ -299,6 +299,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // begin to end; flushes hold it exclusively (the callback's flush only tries, never waits).
   std::shared_mutex cupti_gate_;
   std::atomic<uint64_t> releases_{0};  // always-on: range profilers disabled after going idle
+  // Always-on: until then (monotonic ns) a configured profiler may be taken on credit, so the fast
+  // path lets candidate launches through even when the budget is not ready.
+  std::atomic<uint64_t> credit_until_ns_{0};
 
   mutable std::mutex trace_mutex_;  // the timeline and everything the activity side owns
   triage::TimelineAccumulator timeline_;

@@ -44,6 +44,10 @@ class Budget {
   // Lock-free: false when no launch can be admitted before `next` (the allowance is short or the
   // rate limit holds); the fast path then skips the selection work entirely.
   [[nodiscard]] bool ready(uint64_t now_ns) const { return now_ns >= next_ns_.load(std::memory_order_relaxed); }
+  // When ready() turns true (a hint, as ready() is).
+  [[nodiscard]] uint64_t next_ns() const { return next_ns_.load(std::memory_order_relaxed); }
+  // The minimum spacing of admitted launches (the rate limit).
+  [[nodiscard]] uint64_t spacing_ns() const { return static_cast<uint64_t>(1e9 / options_.max_per_second); }
   // Whether a launch of `kind` may go now; reserves its estimated cost when it may. With
   // `on_credit` the allowance is not checked (only the rate limit): the launch may leave a debt
   // that later launches wait out, so the long-run share still holds.

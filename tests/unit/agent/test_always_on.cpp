@@ -554,3 +554,34 @@ TEST_CASE("budget: a launch on credit waits only for the rate limit, and its deb
   CHECK(b.admit(8'100'000'000, CostKind::kSameGroup));
   CHECK(b.stats(8'100'000'000).spent_ns == 40'000'000);
 }
+
+TEST_CASE("always-on: while the profiler may be taken on credit, a family's launches skip the selection", "[agent][always_on]") {
+  // After a group switch the fast path lets candidate launches through (others may take the
+  // group on credit), but a family that cannot go now waits behind its own not-before time: its
+  // launches do not each run the selection (a launch-heavy service paid 2% for that once).
+  Captured a = capture_of("strided_load");
+  Captured b = capture_of("fma_chain");
+  AgentConfig cfg = always_on(0.004);
+  cfg.release_ms = 3'600'000;  // the credit window stays open throughout
+  Harness h(std::move(cfg), testing::counters_for({&a, &b}));
+  REQUIRE(h.ag->start());
+  uint64_t n = 0;
+  auto serve_both = [&](int rounds, uint64_t gap_ns) {
+    for (int i = 0; i < rounds; ++i) {
+      for (const Captured* c : {&a, &b}) {
+        h.platform.mono_ns += gap_ns;
+        h.platform.launch(make_launch(c->mangled.c_str(), ++n, c->launch.grid, c->launch.block));
+      }
+    }
+  };
+  // Until something was profiled (the first switch waits for a full allowance: 60 s at 0.4%).
+  for (int i = 0; i < 2000 && h.platform.stats.begins.load() == 0; ++i) serve_both(1, 100'000'000);
+  REQUIRE(h.platform.stats.begins.load() >= 1);
+  serve_both(50, 1'000'000);  // the other family's burst on credit, if it wants the group
+  const int slow_before = h.platform.details_calls.load();
+  serve_both(5000, 100'000);  // 10,000 launches in 1 s: the budget's next switch is far off
+  const int slow = h.platform.details_calls.load() - slow_before;
+  INFO(slow << " of 10000 launches ran the selection");
+  CHECK(slow <= 20);
+  h.ag->finish();
+}
