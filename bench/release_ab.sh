@@ -20,11 +20,7 @@ date -u +"date: %Y-%m-%dT%H:%M:%SZ"; git log -1 --format="commit %H" 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 MODES=idle bash bench/switch_cost.sh "" "${IDLE_ROUNDS:-2}" 2>&1 | grep -E "==|idle round|FAIL"
 build=build-gpu
-cmake -S . -B "$build" -G Ninja -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" >"$out/configure.log" 2>&1 &&
-  cmake --build "$build" -j16 >"$out/build.log" 2>&1 &&
-  cmake --install "$build" --prefix "$PWD/prefix" >"$out/install.log" 2>&1 &&
-  cmake -S examples/service -B build-service -G Ninja -DCMAKE_PREFIX_PATH="$PWD/prefix" >"$out/service.log" 2>&1 &&
-  cmake --build build-service >>"$out/service.log" 2>&1 || { echo "BUILD FAILED"; tail -30 "$out/build.log"; exit 1; }
+bash tests/gpu/build_with_service.sh "$build" "$out" || exit 1
 svc=build-service/cutriage_service
 echo "service off: $(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" "$svc" "$seconds" 2>&1 | tail -1)"
 echo "service always-on $budget: $(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_BUDGET=$budget;CUTRIAGE_LOG_LEVEL=info;CUTRIAGE_OUTPUT=$out/svc-release.pb" \

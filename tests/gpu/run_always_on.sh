@@ -22,14 +22,7 @@ if [ "$step" = 1 ]; then
     git log -1 --format="commit %H" 2>/dev/null
   } >"$out/env.txt" 2>&1
   t0=$(date +%s)
-  cmake -S . -B "$build" -G Ninja -DCUTRIAGE_WERROR=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
-    >"$out/logs/configure.log" 2>&1 && cmake --build "$build" -j16 >"$out/logs/build.log" 2>&1 &&
-    cmake --install "$build" --prefix "$PWD/prefix" >"$out/logs/install.log" 2>&1 &&
-    cmake -S examples/service -B build-service -G Ninja -DCMAKE_PREFIX_PATH="$PWD/prefix" >"$out/logs/service.log" 2>&1 &&
-    cmake --build build-service >>"$out/logs/service.log" 2>&1
-  if [ $? -ne 0 ]; then
-    echo "BUILD FAILED"; tail -40 "$out/logs/"*.log; exit 1
-  fi
+  bash tests/gpu/build_with_service.sh "$build" "$out/logs" -DCUTRIAGE_WERROR=ON || exit 1
   echo "build: $(( $(date +%s) - t0 )) s"
   # CTEST_REGEX: only those tests (a rerun after a fix); the whole suite otherwise.
   ctest --test-dir "$build" -j8 --output-on-failure ${CTEST_REGEX:+-R "$CTEST_REGEX"} >"$out/logs/ctest.log" 2>&1

@@ -32,13 +32,8 @@ build=build-gpu
   echo "DEFAULT_BUDGET=$default_budget DEFAULT_SECONDS=$default_seconds TORCH_SECONDS=$torch_seconds FAST_BUDGET=$fast_budget FAST_SECONDS=$fast_seconds TORCH_STEPS=$torch_steps"
 } >"$work/env.txt" 2>&1
 t0=$(date +%s)
-cmake -S . -B "$build" -G Ninja -DCUTRIAGE_WERROR=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
-  >"$work/configure.log" 2>&1 && cmake --build "$build" -j32 >"$work/build.log" 2>&1 &&
-  cmake --install "$build" --prefix "$PWD/prefix" >"$work/install.log" 2>&1 &&
-  cmake -S examples/service -B build-service -G Ninja -DCMAKE_PREFIX_PATH="$PWD/prefix" >"$work/service.log" 2>&1 &&
-  cmake --build build-service >>"$work/service.log" 2>&1
-if [ $? -ne 0 ]; then
-  echo "BUILD FAILED"; tail -40 "$work/"*.log; tar -C "$out" -czf "$out/ttd.tgz" ttd; exit 1
+if ! bash tests/gpu/build_with_service.sh "$build" "$work" -DCUTRIAGE_WERROR=ON; then
+  tar -C "$out" -czf "$out/ttd.tgz" ttd; exit 1
 fi
 echo "build: $(( $(date +%s) - t0 )) s"
 svc="$PWD/build-service/cutriage_service"
