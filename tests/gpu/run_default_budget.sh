@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Always-on at the default budget until the top families are complete (issue 6): about 20 minutes
+# of traffic, longer than one device command (10 minutes). So the runs go to the background on the
+# two-GPU machine (nvidia-h200-x2) and three calls follow each other within the machine's warm
+# window (30 s after a call):
+#
+#   PHASE=start   bash tests/gpu/run_default_budget.sh   # build; start both runs; watch ~9 min
+#   PHASE=wait    bash tests/gpu/run_default_budget.sh   # watch ~9.5 min more
+#   PHASE=collect bash tests/gpu/run_default_budget.sh   # wait for the end; reports and files to $OUT
+#
+# GPU 0: the example service for RUN_SECONDS (default 1500), always-on at the default budget.
+# GPU 1: bench/torch_loop.py TORCH_STEPS (default 700000, about 23 minutes), the same.
+# Each phase prints which families said they were complete so far. Whether a background process
+# outlives the call that started it is what the first two phases find out: `wait` says so.
+set -u -o pipefail
+phase="${PHASE:-start}"
+persist="$PWD/.ao-default"  # survives between the calls (ignored by git)
+watch="${WATCH_SECONDS:-530}"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+build=build-gpu
+
+progress() {
+  for f in "$persist"/svc.log "$persist"/torch.log; do
+    [ -f "$f" ] || continue
+    echo "$(basename "$f"): $(grep -c 'diagnosis complete' "$f") complete"
+    grep -o '^cutriage: [^:]*: diagnosis complete [0-9.]* s' "$f" | cut -c1-160
+  done
+  for p in svc torch; do
+    if [ -f "$persist/$p.pid" ] && kill -0 "$(cat "$persist/$p.pid")" 2>/dev/null; then
+      echo "$p: running"
+    else
+      echo "$p: not running"
+    fi
+  done
+}
+
+watch_for() {  # watch SECONDS: progress every minute, stop early when both runs ended
+  local end=$(( $(date +%s) + $1 ))
+  while [ "$(date +%s)" -lt "$end" ]; do
+    sleep 60
+    echo "--- $(date -u +%H:%M:%S)"; progress
+    if ! kill -0 "$(cat "$persist/svc.pid")" 2>/dev/null && ! kill -0 "$(cat "$persist/torch.pid")" 2>/dev/null; then
+      return
+    fi
+  done
+}
+
+case "$phase" in
+  start)
+    rm -rf "$persist"; mkdir -p "$persist"
+    {
+      date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+      nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+      echo "RUN_SECONDS=${RUN_SECONDS:-1500} TORCH_STEPS=${TORCH_STEPS:-700000}"
+    } >"$persist/env.txt" 2>&1
+    bash tests/gpu/build_with_service.sh "$build" "$persist" -DCUTRIAGE_WERROR=ON || exit 1
+    ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info"
+    # setsid + nohup: a session of their own, so that the end of this call does not take them.
+    CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$persist/svc.pb" setsid nohup \
+      build-service/cutriage_service "${RUN_SECONDS:-1500}" >"$persist/svc.out" 2>"$persist/svc.log" </dev/null &
+    echo $! >"$persist/svc.pid"
+    CUDA_VISIBLE_DEVICES=1 CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" CUTRIAGE_MODE=always-on \
+      CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_OUTPUT="$persist/torch.pb" setsid nohup \
+      python3 bench/torch_loop.py "${TORCH_STEPS:-700000}" >"$persist/torch.out" 2>"$persist/torch.log" </dev/null &
+    echo $! >"$persist/torch.pid"
+    echo "started: service pid $(cat "$persist/svc.pid"), torch pid $(cat "$persist/torch.pid")"
+    watch_for "$watch"
+    ;;
+  wait)
+    progress
+    watch_for "$watch"
+    ;;
+  collect)
+    while kill -0 "$(cat "$persist/svc.pid")" 2>/dev/null || kill -0 "$(cat "$persist/torch.pid")" 2>/dev/null; do
+      sleep 10
+    done
+    progress
+    out="${OUT:-$PWD/gpu-out}"
+    mkdir -p "$out/default"
+    for p in svc torch; do
+      [ -f "$persist/$p.pb" ] || continue
+      "$build/tools/cutriage" report "$persist/$p.pb" >"$out/default/$p.report.txt" 2>&1
+      python3 tests/data/always_on/strip_timeline.py "$persist/$p.pb" "$out/default/$p.stripped.pb"
+      cp "$persist/$p.log" "$persist/$p.out" "$out/default/" 2>/dev/null
+    done
+    cp "$persist/env.txt" "$out/default/"
+    grep -h -E "^overhead|^ +\(|^info" "$out"/default/*.report.txt
+    tar -C "$out" -czf "$out/default.tgz" default && rm -rf "$out/default"
+    ;;
+  *) echo "PHASE: start, wait or collect"; exit 2 ;;
+esac
