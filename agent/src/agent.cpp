@@ -987,8 +987,8 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
       } else if (always_on_) {
         // The routing counters alone: the riders of the first stage fill replay passes that are
         // paid anyway; without replay each group is a launch of its own, and the route decides
-        // which of them it needs.
-        wanted = triage::counters_for_decisions(triage::routing_decisions());
+        // which of them it needs (computed once, breakdowns expanded).
+        wanted = routing_counters_expanded();
       } else if (config_.max_profiles_per_kernel == 1) {
         wanted = all_counters();  // no second launch to adapt on: everything at once
       } else {
@@ -1592,10 +1592,7 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
       // measured cost) or, after release_ms without another profiled launch, by the flush thread
       // (or cutriage_flush; at the latest when the agent finishes).
       if (config_.release_ms == 0) {
-        (void)ctx.profiler->disable();
-        ctx.configured_group.store(-1);
-        ctx.profiled_end_mono_ns.store(0);
-        releases_.fetch_add(1, std::memory_order_relaxed);
+        release_locked(ctx);
       } else {
         ctx.profiled_end_mono_ns.store(monotonic_now());
       }
@@ -2172,14 +2169,17 @@ void Agent::release_profiler(ContextState& ctx) {
   {
     std::shared_lock<std::shared_mutex> gate(cupti_gate_);
     std::lock_guard<std::mutex> lock(ctx.profiler_mutex);
-    if (ctx.profiler) (void)ctx.profiler->disable();
-    ctx.configured_group.store(-1);
-    ctx.profiled_end_mono_ns.store(0);
+    release_locked(ctx);
   }
   ctx.busy.store(false);
   // The Disable stalls the application's launches on the context meanwhile: charged.
   charge_since(CostKind::kRelease, started);
-  releases_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Agent::release_locked(ContextState& ctx) {
+  if (ctx.profiler) (void)ctx.profiler->disable();
+  ctx.configured_group.store(-1);
+  ctx.profiled_end_mono_ns.store(0);
 }
 
 void Agent::refresh_candidates() {

@@ -192,6 +192,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // ended release_ms ago. release_profiler: one context, charged to the budget.
   void release_idle_profilers();
   void release_profiler(ContextState& ctx);
+  // Disables the context's range profiler and forgets its group (profiler_mutex held).
+  void release_locked(ContextState& ctx);
   // Charges an admitted launch's measured cost when it ends (mutex_ NOT held).
   void charge(const ActiveProfile& active);
   // Charges what elapsed since `started_mono_ns` to the budget (mutex_ NOT held).
@@ -298,7 +300,6 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // kernel on another thread, so the agent never does: profiled launches hold this shared from
   // begin to end; flushes hold it exclusively (the callback's flush only tries, never waits).
   std::shared_mutex cupti_gate_;
-  std::atomic<uint64_t> releases_{0};  // always-on: range profilers disabled after going idle
   // Always-on: until then (monotonic ns) a configured profiler may be taken on credit, so the fast
   // path lets candidate launches through even when the budget is not ready.
   std::atomic<uint64_t> credit_until_ns_{0};

@@ -51,16 +51,13 @@ void Budget::update_next(uint64_t now_ns, double needed) {
   if (allowance_ns_ < cheapest) {
     next += static_cast<uint64_t>(std::ceil((cheapest - allowance_ns_) / options_.fraction));
   }
-  if (admitted_any_) {
-    const auto spacing = static_cast<uint64_t>(1e9 / options_.max_per_second);
-    next = std::max(next, last_admit_ns_ + spacing);
-  }
+  if (admitted_any_) next = std::max(next, last_admit_ns_ + spacing_ns());
   next_ns_.store(next, std::memory_order_relaxed);
 }
 
 bool Budget::admit(uint64_t now_ns, CostKind kind, bool on_credit) {
   accrue(now_ns);
-  const auto spacing = static_cast<uint64_t>(1e9 / options_.max_per_second);
+  const uint64_t spacing = spacing_ns();
   const double estimate = static_cast<double>(estimate_[static_cast<size_t>(kind)]);
   // A launch dearer than the allowance cap goes once the allowance is full and leaves a debt that
   // later launches wait out: the long-run share stays the budget.
