@@ -23,7 +23,8 @@ progress() {
   for f in "$persist"/svc.log "$persist"/torch.log; do
     [ -f "$f" ] || continue
     echo "$(basename "$f"): $(grep -c 'diagnosis complete' "$f") complete"
-    grep -o '^cutriage: [^:]*: diagnosis complete [0-9.]* s' "$f" | cut -c1-160
+    # Kernel names hold colons ("(anonymous namespace)::gelu"): match up to the notice's text.
+    grep -o '^cutriage: .*: diagnosis complete [0-9.]* s' "$f" | cut -c1-200
   done
   for p in svc torch; do
     if [ -f "$persist/$p.pid" ] && kill -0 "$(cat "$persist/$p.pid")" 2>/dev/null; then
@@ -53,7 +54,9 @@ case "$phase" in
       nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
       echo "RUN_SECONDS=${RUN_SECONDS:-1500} TORCH_STEPS=${TORCH_STEPS:-700000}"
     } >"$persist/env.txt" 2>&1
-    bash tests/gpu/build_with_service.sh "$build" "$persist" -DCUTRIAGE_WERROR=ON || exit 1
+    # Without -Werror: a new warning from the device's compiler must not cost the whole run; the
+    # build log (in the collected files) shows any.
+    bash tests/gpu/build_with_service.sh "$build" "$persist" || exit 1
     ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info"
     # setsid + nohup: a session of their own, so that the end of this call does not take them.
     CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$persist/svc.pb" setsid nohup \
@@ -63,6 +66,7 @@ case "$phase" in
       CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_OUTPUT="$persist/torch.pb" setsid nohup \
       python3 bench/torch_loop.py "${TORCH_STEPS:-700000}" >"$persist/torch.out" 2>"$persist/torch.log" </dev/null &
     echo $! >"$persist/torch.pid"
+    echo "build warnings: $(grep -c 'warning:' "$persist/build.log")"
     echo "started: service pid $(cat "$persist/svc.pid"), torch pid $(cat "$persist/torch.pid")"
     watch_for "$watch"
     ;;
@@ -81,9 +85,11 @@ case "$phase" in
       [ -f "$persist/$p.pb" ] || continue
       "$build/tools/cutriage" report "$persist/$p.pb" >"$out/default/$p.report.txt" 2>&1
       python3 tests/data/always_on/strip_timeline.py "$persist/$p.pb" "$out/default/$p.stripped.pb"
+      cp "$persist/$p.pb" "$out/default/"  # whole, timeline included
       cp "$persist/$p.log" "$persist/$p.out" "$out/default/" 2>/dev/null
     done
     cp "$persist/env.txt" "$out/default/"
+    cp "$persist"/build.log "$persist"/service.log "$out/default/" 2>/dev/null
     grep -h -E "^overhead|^ +\(|^info" "$out"/default/*.report.txt
     tar -C "$out" -czf "$out/default.tgz" default && rm -rf "$out/default"
     ;;
