@@ -82,6 +82,10 @@ struct Agent::KernelState {
   // the budget cannot pay yet, for the rate limit, or while other families take the configured
   // group, and the fast path must not run the selection on each of its launches meanwhile.
   std::atomic<uint64_t> not_before_ns{0};
+  // Always-on: when a launch of this candidate last came through the fast path (monotonic ns); 0
+  // after a launch of another shape than the one its counters are assembled on. The switch
+  // policy's "still launching".
+  std::atomic<uint64_t> seen_mono_ns{0};
 };
 
 // One CUDA context. Shared so a launch in flight keeps it alive through a concurrent destroy.
@@ -631,6 +635,7 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
     // come through once each and are then held by their own not_before_ns.
     if (budget_ && !deep_open_.load(std::memory_order_relaxed)) {
       const uint64_t now = monotonic_now();
+      kernel->seen_mono_ns.store(now, std::memory_order_relaxed);
       if (now < kernel->not_before_ns.load(std::memory_order_relaxed)) return false;
       if (!budget_->ready(now) && now >= credit_until_ns_.load(std::memory_order_relaxed)) return false;
     }
@@ -881,23 +886,41 @@ void Agent::on_launch_exit(const LaunchEvent& event) {
 
 // ---- selection ---------------------------------------------------------------------------
 
-std::vector<size_t> Agent::wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups) {
+namespace {
+
+// A family with no verdict yet: never profiled, or the route could not be decided.
+bool unrouted(const std::optional<triage::Diagnosis>& diagnosis) {
+  return !diagnosis || diagnosis->classification == triage::Classification::kInconclusive;
+}
+
+}  // namespace
+
+Agent::GroupDemand Agent::wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups,
+                                                          uint64_t now_ns) {
   // Families that have not been profiled yet want the routing counters first.
   const std::vector<std::string>& routing = routing_counters_expanded();
-  std::vector<size_t> hits(groups.plans.size(), 0);
+  GroupDemand demand{std::vector<size_t>(groups.plans.size(), 0), std::vector<size_t>(groups.plans.size(), 0)};
   for (const KernelState* f : families_) {
     if (f == &kernel || f->complete || f->device != kernel.device || !f->candidate.load(std::memory_order_relaxed)) {
       continue;
     }
     if (f->profiles_started > 0 && f->ao_wanted.empty()) continue;  // counters done
+    // Only families still launching: a switch chosen for one that stopped serves nobody.
+    const uint64_t seen = f->seen_mono_ns.load(std::memory_order_relaxed);
+    if (seen == 0 || now_ns >= seen + kRecentLaunchNs) continue;
     const std::vector<std::string>& want = f->ao_wanted.empty() ? routing : f->ao_wanted;
+    const bool waits_for_route = unrouted(f->diagnosis);
     for (size_t g = 0; g < groups.plans.size(); ++g) {
+      bool routes = false;
       for (const std::string& m : groups.plans[g].metrics) {
-        if (std::binary_search(want.begin(), want.end(), m) && f->attempted.count(m) == 0) ++hits[g];
+        if (!std::binary_search(want.begin(), want.end(), m) || f->attempted.count(m) != 0) continue;
+        ++demand.counters[g];
+        routes = routes || (waits_for_route && std::binary_search(routing.begin(), routing.end(), m));
       }
+      if (routes) ++demand.unrouted[g];
     }
   }
-  return hits;
+  return demand;
 }
 
 Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip, KernelState& k,
@@ -950,6 +973,7 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
   // Counters measured on different launches are combined, and samples join them, so only
   // launches of the same shape.
   if (kernel->first_launch && event.launch && !same_shape(*kernel->first_launch, *event.launch)) {
+    kernel->seen_mono_ns.store(0, std::memory_order_relaxed);  // no use to it: not "still launching"
     return {};
   }
   if (!counters_left_locked(*kernel)) {
@@ -1023,24 +1047,57 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
     } else {
       // A switch, the dear kind (a new object's first Start: 140-200 ms on the H200). What the
       // other families still want counts too: one switch then serves several of them.
-      const std::vector<size_t> others = wanted_by_other_families_locked(*kernel, *groups);
       const uint64_t now = monotonic_now();
+      const GroupDemand others = wanted_by_other_families_locked(*kernel, *groups, now);
       if (context_group >= 0 && static_cast<size_t>(context_group) < n_groups &&
-          others[static_cast<size_t>(context_group)] > 0 && now < context_group_since_ns + kHoldGroupNs) {
+          others.counters[static_cast<size_t>(context_group)] > 0 && now < context_group_since_ns + kHoldGroupNs) {
         // Other families still want the configured group and their launches may come any
         // moment: leave it to them a while rather than switch away and back.
         kernel->not_before_ns.store(context_group_since_ns + kHoldGroupNs, std::memory_order_relaxed);
         return {};
       }
+      // Routing first: while a family that is still launching has no verdict, switches go to
+      // groups holding routing counters it lacks. A verdict for more of the GPU time is worth more
+      // than detail on a family already routed (on the H200 at the default budget, two CUTLASS
+      // GEMMs with 36% of a PyTorch loop's GPU time were still unrouted after 22 minutes while the
+      // switches went to the cuBLAS GEMMs' deeper decisions).
+      std::vector<size_t> unrouted_served(n_groups, 0);
+      bool routing_wanted = false;
+      if (unrouted(kernel->diagnosis)) {
+        const std::vector<std::string>& routing = routing_counters_expanded();
+        for (size_t g = 0; g < n_groups; ++g) {
+          for (const std::string& m : groups->plans[g].metrics) {
+            if (want.count(m) > 0 && kernel->attempted.count(m) == 0 &&
+                std::binary_search(routing.begin(), routing.end(), m)) {
+              unrouted_served[g] = 1;
+              break;
+            }
+          }
+        }
+      }
+      for (size_t g = 0; g < n_groups; ++g) {
+        unrouted_served[g] += others.unrouted[g];
+        routing_wanted = routing_wanted || unrouted_served[g] > 0;
+      }
+      size_t best_routed = 0;
       size_t best_score = 0;
       for (size_t g = 0; g < n_groups; ++g) {
         if (own[g] == 0) continue;  // this launch collects something of its own
-        const size_t score = own[g] + others[g];
-        if (best < 0 || score > best_score ||
-            (score == best_score && own[g] > own[static_cast<size_t>(best)])) {
+        if (routing_wanted && unrouted_served[g] == 0) continue;
+        const size_t score = own[g] + others.counters[g];
+        if (best < 0 || unrouted_served[g] > best_routed ||
+            (unrouted_served[g] == best_routed &&
+             (score > best_score || (score == best_score && own[g] > own[static_cast<size_t>(best)])))) {
           best = static_cast<int>(g);
+          best_routed = unrouted_served[g];
           best_score = score;
         }
+      }
+      if (best < 0) {
+        // Routed, and none of its groups routes anyone: the switch is left to an unrouted
+        // family's launch.
+        kernel->not_before_ns.store(now + kRoutingFirstWaitNs, std::memory_order_relaxed);
+        return {};
       }
       selection.cost = CostKind::kGroupSwitch;
     }

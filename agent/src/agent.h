@@ -164,12 +164,25 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // context has configured and since when).
   Selection select(const collectors::LaunchEvent& event, const std::string& chip, KernelState& kernel,
                    const MetricGroups* groups, int context_group, uint64_t context_group_since_ns);
-  // Always-on (mutex_ held): per group, how many counters the other candidate families on the
-  // kernel's device still want from it.
-  std::vector<size_t> wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups);
+  // Always-on (mutex_ held): per group, what the other candidate families on the kernel's device
+  // that are still launching (within kRecentLaunchNs) want from it.
+  struct GroupDemand {
+    std::vector<size_t> counters;  // counters wanted, summed over the families
+    // Families without a verdict yet (not profiled, or inconclusive) that want routing counters
+    // of the group.
+    std::vector<size_t> unrouted;
+  };
+  GroupDemand wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups,
+                                              uint64_t now_ns);
   // Always-on: how long a configured group is left to the other families that still want it
   // before a family that wants none of it may switch the context away.
   static constexpr uint64_t kHoldGroupNs = 5'000'000'000;
+  // Always-on: a family counts as still launching this long after its latest launch. Switches are
+  // chosen for those only: a family that stopped launching must not hold the others back.
+  static constexpr uint64_t kRecentLaunchNs = 30'000'000'000;
+  // Always-on: how long a routed family that declined a switch (routing first) waits before its
+  // launches come to the selection again.
+  static constexpr uint64_t kRoutingFirstWaitNs = 1'000'000'000;
   // Always-on: the chip's single-pass groups, planned on first use. With `may_plan` false (an
   // application thread while the flush thread runs) a chip not planned yet is left to the flush
   // thread and null returned; planning on an application thread is charged to the budget.

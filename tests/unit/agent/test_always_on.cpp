@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -584,4 +585,136 @@ TEST_CASE("always-on: while the profiler may be taken on credit, a family's laun
   INFO(slow << " of 10000 launches ran the selection");
   CHECK(slow <= 20);
   h.ag->finish();
+}
+
+namespace {
+
+// One profiled launch of an always-on run, from the families' assembled launches.
+struct Step {
+  uint64_t launch_index = 0;
+  std::string family;  // mangled name
+  uint32_t group = 0;
+};
+
+// Every family's assembled launches in launch order, and when each family first had a verdict (the
+// launch index of its first profiled record that is not inconclusive; 0 = never).
+struct Sequence {
+  std::vector<Step> steps;
+  std::map<std::string, uint64_t> routed_at;
+};
+
+Sequence sequence_of(const tools::ReadResult& r) {
+  Sequence s;
+  std::map<std::string, const v1::KernelProfile*> last;
+  for (const v1::KernelProfile* p : kernel_records(r)) {
+    if (p->status() != v1::PROFILE_STATUS_PROFILED) continue;
+    const std::string mangled(tools::lookup(r, p->mangled_name_iid()));
+    last[mangled] = p;
+    if (p->diagnosis().classification() != v1::CLASSIFICATION_INCONCLUSIVE && s.routed_at.count(mangled) == 0) {
+      s.routed_at[mangled] = p->launch_index();
+    }
+  }
+  for (const auto& [mangled, p] : last) {
+    for (const v1::AssembledLaunch& l : p->assembled_launches()) s.steps.push_back({l.launch_index(), mangled, l.metric_group()});
+  }
+  std::sort(s.steps.begin(), s.steps.end(), [](const Step& x, const Step& y) { return x.launch_index < y.launch_index; });
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("always-on: a family still without a verdict gets the switches before a routed family's depth",
+          "[agent][always_on]") {
+  // A runs alone until it is routed, then B starts launching too. Until B has a verdict, every
+  // group switch goes to a group holding routing counters B lacks: A takes only groups B took,
+  // on credit, and none of its deeper decisions' groups.
+  Captured a = capture_of("strided_load");
+  Captured b = capture_of("fma_chain");
+  AgentConfig cfg = always_on(0.01);
+  cfg.release_ms = 3'600'000;
+  Harness h(std::move(cfg), testing::counters_for({&a, &b}));
+  REQUIRE(h.ag->start());
+  uint64_t n = 0;
+  auto launch = [&](const Captured& c) {
+    h.platform.mono_ns += 250'000'000;
+    h.platform.launch(make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block));
+  };
+  // A alone, until its record says routed (read back through flush; at most 20 minutes).
+  bool a_routed = false;
+  for (int minute = 0; minute < 20 && !a_routed; ++minute) {
+    for (int i = 0; i < 240; ++i) launch(a);
+    h.ag->flush();
+    const Sequence now = sequence_of(h.read());
+    a_routed = now.routed_at.count(a.mangled) > 0;
+  }
+  REQUIRE(a_routed);
+  for (int i = 0; i < 8000; ++i) {
+    for (const Captured* c : {&a, &a, &a, &b}) launch(*c);
+  }
+  h.ag->finish();
+  const Sequence seq = sequence_of(h.read());
+  REQUIRE(seq.routed_at.count(b.mangled) == 1);
+  const uint64_t b_routed = seq.routed_at.at(b.mangled);
+  uint64_t b_first = 0;
+  std::set<uint32_t> b_groups_until_routed;
+  std::set<uint32_t> a_groups_meanwhile;
+  std::set<uint32_t> a_groups_after;
+  for (const Step& st : seq.steps) {
+    if (st.family == b.mangled && b_first == 0) b_first = st.launch_index;
+    if (st.family == b.mangled && st.launch_index <= b_routed) b_groups_until_routed.insert(st.group);
+    if (st.family == a.mangled && b_first != 0 && st.launch_index < b_routed) a_groups_meanwhile.insert(st.group);
+    if (st.family == a.mangled && st.launch_index > b_routed) a_groups_after.insert(st.group);
+  }
+  INFO("B routed after " << b_groups_until_routed.size() << " groups; A took " << a_groups_meanwhile.size()
+                         << " groups meanwhile, " << a_groups_after.size() << " after");
+  REQUIRE(b_first != 0);
+  for (uint32_t g : a_groups_meanwhile) {
+    INFO("group " << g);
+    CHECK(b_groups_until_routed.count(g) == 1);
+  }
+  CHECK(!a_groups_after.empty());  // A's depth came afterwards
+}
+
+TEST_CASE("always-on: an unrouted family that stopped launching does not hold the others back", "[agent][always_on]") {
+  // C launches a few times while the budget still waits for its first allowance, never to be
+  // profiled, then stops. Routing first must not wait for it: A takes the same groups in the same
+  // order as in a run without C, and completes.
+  Captured a = capture_of("strided_load");
+  Captured c = capture_of("fma_chain");
+  auto run = [&](bool with_c) {
+    AgentConfig cfg = always_on(0.01);
+    cfg.release_ms = 3'600'000;
+    Harness h(std::move(cfg), testing::counters_for({&a, &c}));
+    REQUIRE(h.ag->start());
+    uint64_t n = 0;
+    for (int i = 0; i < 5; ++i) {
+      h.platform.mono_ns += 1'000'000'000;
+      if (with_c) h.platform.launch(make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block));
+    }
+    REQUIRE(h.platform.stats.begins.load() == 0);
+    for (int i = 0; i < 4 * 3600; ++i) {  // an hour of A, four launches a second
+      h.platform.mono_ns += 250'000'000;
+      h.platform.launch(make_launch(a.mangled.c_str(), ++n, a.launch.grid, a.launch.block));
+    }
+    h.ag->finish();
+    tools::ReadResult r = h.read();
+    const Sequence seq = sequence_of(r);
+    CHECK(seq.routed_at.count(c.mangled) == 0);
+    CHECK(seq.routed_at.count(a.mangled) == 1);
+    int complete_notices = 0;
+    for (const v1::Record& rec : r.file.records()) {
+      if (rec.has_notice() && rec.notice().code() == "always_on_complete") {
+        ++complete_notices;
+        CHECK(rec.notice().message().find("strided_load") != std::string::npos);  // A's, not C's
+      }
+    }
+    CHECK(complete_notices == 1);
+    std::vector<uint32_t> groups;
+    for (const Step& st : seq.steps) groups.push_back(st.group);
+    return groups;
+  };
+  const std::vector<uint32_t> alone = run(false);
+  const std::vector<uint32_t> with_c = run(true);
+  REQUIRE(alone.size() >= 2);
+  CHECK(with_c == alone);
 }
