@@ -277,3 +277,47 @@ TEST_CASE("H200 always-on: the run that released its profiler when idle stayed w
   CHECK(o.admitted() == 14);
   CHECK(o.group_switches() == 5);
 }
+
+TEST_CASE("H200 always-on at the default budget, 23 minutes: the service", "[always_on][h200]") {
+  // tests/gpu/run_default_budget.sh: 1400 s of the service at the default 0.4% (before routing
+  // first). The top family completed after 1111 s with deep mode's verdict; the others have
+  // deep mode's verdicts where they were routed, and the one that was not says so.
+  const tools::ReadResult on = load("svc-ao-default-1400s.pb");
+  const tools::ReadResult deep = load("svc-deep.pb");
+  expect_same_verdict(on, deep, kMatmul, triage::Classification::kMemoryBound);
+  expect_same_verdict(on, deep, "(anonymous namespace)::gelu", triage::Classification::kUndersized);
+  const v1::KernelProfile* normalize = find_fn(latest(on), kNormalize);
+  REQUIRE(normalize != nullptr);
+  CHECK(retriage(on, *normalize).classification == triage::Classification::kUntrusted);
+  CHECK(retriage(on, *normalize).primary_rule == "d0.duration_divergence");
+  const v1::KernelProfile* row_sum = find_fn(latest(on), "(anonymous namespace)::row_sum");
+  REQUIRE(row_sum != nullptr);
+  CHECK(retriage(on, *row_sum).classification == triage::Classification::kInconclusive);
+  const std::vector<std::string> done = complete_notices(on);
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].rfind(std::string(kMatmul) + ": diagnosis complete 1111.3 s", 0) == 0);
+  const v1::OverheadStats& o = budget_record(on, 0.004);
+  CHECK(static_cast<double>(o.spent_ns()) >= 0.003 * static_cast<double>(o.wall_ns()));  // it used the budget
+  CHECK(o.admitted() == 45);
+  CHECK(o.group_switches() == 21);
+}
+
+TEST_CASE("H200 always-on at the default budget, 22 minutes: PyTorch", "[always_on][h200]") {
+  // The same run's PyTorch loop (1319 s). The two cuBLAS GEMMs routed with deep mode's verdict;
+  // the two CUTLASS GEMMs (36% of the GPU time) still lacked a routing group: the switches had
+  // gone to the cuBLAS GEMMs' deeper decisions, which routing first now puts after them.
+  const tools::ReadResult on = load("torch-ao-default-1319s.pb");
+  const tools::ReadResult deep = load("torch-deep.pb");
+  expect_same_verdict(on, deep, "tn_n_tilesize128x128x8", triage::Classification::kComputeBound);
+  expect_same_verdict(on, deep, "nn_n_tilesize256x128x8", triage::Classification::kComputeBound);
+  for (const char* part : {"sgemm_128x256_8x4", "sgemm_256x128_8x4"}) {
+    INFO(part);
+    const v1::KernelProfile* k = find_fn(latest(on), part);
+    REQUIRE(k != nullptr);
+    CHECK(retriage(on, *k).classification == triage::Classification::kInconclusive);
+  }
+  CHECK(complete_notices(on).empty());
+  const v1::OverheadStats& o = budget_record(on, 0.004);
+  CHECK(static_cast<double>(o.spent_ns()) >= 0.003 * static_cast<double>(o.wall_ns()));
+  CHECK(o.group_switches() == 19);
+}
