@@ -26,7 +26,7 @@ seconds=${CUTRIAGE_FUZZ_SECONDS:-60}
 parallel=${CUTRIAGE_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cxx=${CUTRIAGE_CLANGXX:-clang++-14}
 all_targets=(fuzz_ncu_csv fuzz_timings fuzz_file_reader fuzz_thresholds fuzz_config
-             fuzz_path_pattern fuzz_kernel_filter fuzz_cubin)
+             fuzz_path_pattern fuzz_kernel_filter fuzz_cubin fuzz_prior_run)
 if (($# > 0)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # Tests off: the fuzz build only needs the libraries, the fuzzers and the cutriage tool (which
@@ -39,7 +39,7 @@ cmake --build "$build" -j "$parallel" --target "${targets[@]}" cutriage_cli
 # Seeds and dictionaries the tool derives: kept in sync with the rules and the schema for free.
 gen="$build/generated"
 rm -rf "$gen"
-mkdir -p "$gen/file_reader" "$gen/dict"
+mkdir -p "$gen/file_reader" "$gen/prior_run" "$gen/dict"
 cli="$build/tools/cutriage"
 for csv in tests/fuzz/seeds/ncu_csv/*.csv; do
   name=$(basename "$csv" .csv)
@@ -47,6 +47,12 @@ for csv in tests/fuzz/seeds/ncu_csv/*.csv; do
     -o "$gen/file_reader/$name.pb" 2>/dev/null
   size=$(stat -c %s "$gen/file_reader/$name.pb")
   head -c $((size - 7)) "$gen/file_reader/$name.pb" >"$gen/file_reader/$name.torn.pb"
+done
+# The agent's reader of earlier output (CUTRIAGE_RESUME): the same files, and always-on captures
+# (their first 64 KiB: session header, interned names, the first kernel records).
+cp "$gen"/file_reader/*.pb "$gen/prior_run/"
+for pb in tests/data/always_on/svc-ao-fast.pb tests/data/always_on/torch-ao-1.pb; do
+  head -c 65536 "$pb" >"$gen/prior_run/$(basename "$pb")"
 done
 {
   "$cli" metrics | sed 's/.*/"&"/'
@@ -72,7 +78,7 @@ printf '"%s"\n' function demangled mangled regex: '(' ')' '[' ']' '*' '+' '?' '{
 max_len() {
   case $1 in
     fuzz_ncu_csv) echo 16384 ;;
-    fuzz_file_reader) echo 65536 ;;
+    fuzz_file_reader | fuzz_prior_run) echo 65536 ;;
     fuzz_kernel_filter) echo 8192 ;;  # room for the longest regex the filter accepts (4096)
     fuzz_cubin) echo 65536 ;;         # the -G seed is 35 KB
     *) echo 4096 ;;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <utility>
 
 #include "cutriage/collectors/cubin.h"
@@ -75,6 +77,13 @@ struct Agent::KernelState {
   std::vector<triage::AssembledLaunch> assembled;
   uint64_t deep_request = 0;  // the deep-capture request that last profiled it
   bool complete_noted = false;  // always-on: the "diagnosis complete" notice was written
+  bool resume_checked = false;  // always-on: CUTRIAGE_RESUME was looked up for this family
+  // The record of what it resumed, until launch_enter writes it (outside mutex_).
+  std::optional<wire::KernelRecord> resumed_record;
+  std::atomic<bool> resumed_unwritten{false};
+  // The earlier output has this family (name and block): its first candidate launch comes to the
+  // selection whatever the budget says, to take it (nothing is profiled for that).
+  std::atomic<bool> resume_pending{false};
   // Always-on: what select() last found this family still wants (breakdown parts expanded),
   // sorted; other families' group choices count it, so that one switch serves several.
   std::vector<std::string> ao_wanted;
@@ -269,6 +278,16 @@ uint64_t Agent::monotonic_now() const { return process_.monotonic_ns(); }
 Agent::~Agent() { stop_flush_thread(); }
 
 bool Agent::start() {
+  if (always_on_ && !config_.resume_path.empty()) {
+    try {
+      load_resume();
+    } catch (...) {
+      resume_.clear();
+      log_.warn("CUTRIAGE_RESUME: cannot read " + config_.resume_path + "; every family starts afresh");
+    }
+  } else if (!config_.resume_path.empty()) {
+    log_.info("CUTRIAGE_RESUME is for always-on mode; deep mode starts every family afresh");
+  }
   collectors::Status s = platform_.subscribe(this);
   if (s.is_ok()) {
     subscribed_ = true;
@@ -636,8 +655,10 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
     if (budget_ && !deep_open_.load(std::memory_order_relaxed)) {
       const uint64_t now = monotonic_now();
       kernel->seen_mono_ns.store(now, std::memory_order_relaxed);
-      if (now < kernel->not_before_ns.load(std::memory_order_relaxed)) return false;
-      if (!budget_->ready(now) && now >= credit_until_ns_.load(std::memory_order_relaxed)) return false;
+      if (!kernel->resume_pending.load(std::memory_order_relaxed)) {
+        if (now < kernel->not_before_ns.load(std::memory_order_relaxed)) return false;
+        if (!budget_->ready(now) && now >= credit_until_ns_.load(std::memory_order_relaxed)) return false;
+      }
     }
     launch_enter(event, *kernel, launch_index);
     const std::unique_ptr<ActiveProfile>& slot = active_slot();
@@ -699,6 +720,12 @@ Agent::KernelState* Agent::kernel_for_locked(std::string_view mangled, uint32_t 
   ks->mangled = std::string(mangled);
   ks->device = device;
   ks->block = block;
+  for (auto r = resume_.lower_bound(std::make_tuple(ks->mangled, std::string(), 0U, 0U, 0U));
+       r != resume_.end() && std::get<0>(r->first) == ks->mangled; ++r) {
+    if (std::get<2>(r->first) == block.x && std::get<3>(r->first) == block.y && std::get<4>(r->first) == block.z) {
+      ks->resume_pending.store(true, std::memory_order_relaxed);
+    }
+  }
   ks->names = it->second;
   ks->stats.mangled_name = ks->mangled;
   families_.push_back(ks.get());
@@ -923,16 +950,30 @@ Agent::GroupDemand Agent::wanted_by_other_families_locked(const KernelState& ker
   return demand;
 }
 
-Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip, KernelState& k,
+Agent::Selection Agent::select(const LaunchEvent& event, uint64_t launch_index, const std::string& chip, KernelState& k,
                                const MetricGroups* groups, int context_group, uint64_t context_group_since_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   KernelState* kernel = &k;
   if (event.stream_capturing) {
     ++kernel->stats.captured;
     ++totals_.captured_launches;
+    // Captured launches do not resume it either: the budget's gate applies again (a family
+    // launched under capture must not take this slow path on every launch); a launch the budget
+    // lets through resumes it.
+    kernel->resume_pending.store(false, std::memory_order_relaxed);
     return {};
   }
   if (!kernel->candidate.load()) return {};  // changed since the fast path looked
+  if (always_on_ && !kernel->resume_checked && state_.load() == wire::AgentState::kActive && !chip.empty()) {
+    // Before CUTRIAGE_LAUNCH_SKIP and the budget: taking what an earlier process measured
+    // profiles nothing.
+    kernel->resume_checked = true;
+    kernel->resume_pending.store(false, std::memory_order_relaxed);
+    if (!resume_.empty()) {
+      kernel->resumed_record = resume_family_locked(*kernel, event, launch_index, chip);
+      if (kernel->resumed_record) kernel->resumed_unwritten.store(true);
+    }
+  }
   const bool deep = deep_targets_locked(*kernel);
   if (!deep && matching_launches_.load() <= config_.launch_skip) return {};
   if (event.cooperative || kernel->names->no_replay) {
@@ -941,7 +982,6 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
     return {Selection::Kind::kNoReplay, {}};
   }
   if (state_.load() != wire::AgentState::kActive) return {};
-
   if (deep) {
     // A deep-capture window: every counter in one replayed launch, then one sampled launch; the
     // budget does not apply (the user asked for it).
@@ -1131,6 +1171,152 @@ Agent::Selection Agent::select(const LaunchEvent& event, const std::string& chip
   return selection;
 }
 
+// ---- resuming from an earlier process (CUTRIAGE_RESUME) -------------------------------------
+
+void Agent::load_resume() {
+  namespace fs = std::filesystem;
+  const std::string& path = config_.resume_path;
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    // Segmented output (CUTRIAGE_SEGMENT_*): every published segment of that base name, oldest
+    // first, so that a family's latest record wins.
+    const fs::path p(path);
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    const std::string stem = p.stem().string() + ".";
+    const std::string ext = p.extension().string();
+    std::vector<std::pair<uint64_t, std::string>> segments;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() <= stem.size() + ext.size() || name.compare(0, stem.size(), stem) != 0 ||
+          name.compare(name.size() - ext.size(), ext.size(), ext) != 0) {
+        continue;
+      }
+      const std::string digits = name.substr(stem.size(), name.size() - stem.size() - ext.size());
+      if (digits.size() < 6 || digits.size() > 12 ||
+          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        continue;
+      }
+      segments.emplace_back(std::stoull(digits), it->path().string());
+    }
+    std::sort(segments.begin(), segments.end());
+    for (auto& [n, file] : segments) files.push_back(std::move(file));
+  }
+  if (files.empty()) {
+    log_.info("CUTRIAGE_RESUME: no " + path + " (nor segments of it) yet; every family starts afresh");
+    return;
+  }
+  // Bounded: a file of another kind must not take the application's memory.
+  constexpr uintmax_t kMaxBytes = uintmax_t{512} << 20;
+  uintmax_t total = 0;
+  uint64_t pid = 0;
+  for (const std::string& file : files) {
+    const uintmax_t size = fs::file_size(file, ec);
+    if (ec || total + size > kMaxBytes) {
+      log_.warn("CUTRIAGE_RESUME: " + file + (ec ? " cannot be read" : " is past the 512 MiB read for resuming") +
+                "; skipped");
+      continue;
+    }
+    total += size;
+    std::string bytes(static_cast<size_t>(size), '\0');
+    std::ifstream in(file, std::ios::binary);
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    bytes.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    std::string error;
+    std::optional<wire::PriorRun> run = wire::parse_prior_run(bytes, &error);
+    if (!run) {
+      log_.warn("CUTRIAGE_RESUME: " + file + ": " + error + "; skipped");
+      continue;
+    }
+    if (run->mode != "always-on") {
+      log_.warn("CUTRIAGE_RESUME: " + file + " was not written in always-on mode; skipped");
+      continue;
+    }
+    pid = run->pid;
+    for (wire::PriorFamily& f : run->families) {
+      resume_[std::make_tuple(f.mangled_name, f.chip, f.launch.block.x, f.launch.block.y, f.launch.block.z)] =
+          std::move(f);
+    }
+  }
+  resume_source_ = files.size() == 1 ? files.front() : path + " (" + std::to_string(files.size()) + " segments)";
+  log_.info("CUTRIAGE_RESUME: " + std::to_string(resume_.size()) + " families measured by process " +
+            std::to_string(pid) + " (" + resume_source_ + ") continue from there");
+}
+
+std::optional<wire::KernelRecord> Agent::resume_family_locked(KernelState& kernel, const LaunchEvent& event,
+                                                              uint64_t launch_index, const std::string& chip) {
+  auto it = resume_.find(std::make_tuple(kernel.mangled, chip, kernel.block.x, kernel.block.y, kernel.block.z));
+  if (it == resume_.end()) return std::nullopt;
+  wire::PriorFamily prior = std::move(it->second);
+  resume_.erase(it);
+  // Counters of another launch shape do not combine with this one's (Decision 0 would reject
+  // the assembly); nor do they once this process measured something itself.
+  if (!event.launch || !same_shape(prior.launch, *event.launch) || kernel.profiles_started > 0) {
+    log_.log_once(LogLevel::kInfo, "resume-shape",
+                  "CUTRIAGE_RESUME: " + kernel.names->function +
+                      " runs with another launch shape than in the earlier process and starts afresh "
+                      "(said once)");
+    return std::nullopt;
+  }
+  uint64_t pid = 0;
+  for (const triage::AssembledLaunch& a : prior.assembled) pid = a.earlier_pid != 0 ? a.earlier_pid : pid;
+  for (const wire::PriorFamily::Value& v : prior.metrics) {
+    kernel.measured.set(v.name, v.value, v.unit);
+    kernel.measured_on[v.name] = v.launch_index;
+    kernel.attempted.insert(v.name);
+  }
+  for (std::string& name : prior.rejected) {
+    kernel.attempted.insert(name);
+    if (std::find(kernel.rejected.begin(), kernel.rejected.end(), name) == kernel.rejected.end()) {
+      kernel.rejected.push_back(std::move(name));
+    }
+  }
+  kernel.assembled = std::move(prior.assembled);
+  // This process's numbering only: later records of the family supersede this one (readers show
+  // one per family); the earlier process's launches are in the assembled list, marked as such.
+  kernel.profiled_launches.push_back(launch_index);
+  kernel.profiles_started = static_cast<uint32_t>(kernel.assembled.size());
+  kernel.first_launch = *event.launch;
+
+  wire::KernelRecord record;
+  record.input.mangled_name = kernel.mangled;
+  record.input.demangled_name = kernel.names->demangled;
+  record.input.function_name = kernel.names->function;
+  record.input.device = event.device;
+  record.input.launch_index = launch_index;  // the launch at which it was resumed (not profiled)
+  record.input.launch = event.launch;
+  if (auto d = devices_.find(event.device); d != devices_.end()) record.input.device_limits = d->second.limits;
+  record.input.metrics = kernel.measured;
+  fill_build_locked(kernel, record.input);
+  for (const auto& [name, launch] : kernel.measured_on) record.metric_launch[name] = launch;
+  record.profile_number = 0;  // none of this process's launches profiled yet
+  record.rejected_metrics = kernel.rejected;
+  record.input.assembled_launches = kernel.assembled;
+  record.input.collection.replay_mode = triage::ReplayMode::kNone;
+  record.input.collection.cache_control = "none";
+  record.input.collection.clock_control = triage::ClockControl::kNone;
+  record.input.collection.passes = 0;  // nothing collected on this launch
+  record.status = wire::ProfileStatus::kProfiled;
+  record.status_detail = "resumed from " + resume_source_ + ": measured by an earlier process (pid " +
+                         std::to_string(pid) + ")";
+  if (auto d = record.input.metrics.get("gpu__time_duration.sum")) record.duration_ns = *d;
+  if (trace_started_.load()) record.family_id = kernel.family_id;
+  // No trace inputs here (they are the trace's, under its own lock): Decision 0 compares the
+  // durations with this process's unprofiled ones in the next record, or in the end-of-session
+  // rewrite.
+  record.diagnosis = triage::triage_kernel(record.input, triage_options_);
+  kernel.diagnosis = record.diagnosis;
+  kernel.last_status = record.status;
+  kernel.uncollected = triage::counters_still_needed(record.diagnosis, kernel.measured,
+                                                    {kernel.attempted.begin(), kernel.attempted.end()});
+  if (kernel.uncollected.empty()) kernel.complete = true;
+  kernel.last_record = record;
+  update_candidate_locked(kernel);
+  return record;
+}
+
 bool Agent::deep_targets_locked(const KernelState& kernel) const {
   if (!deep_) return false;
   if (deep_->top > 0) {
@@ -1261,7 +1447,16 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
     context_group = ctx->configured_group.load();
     context_group_since = ctx->configured_mono_ns.load();
   }
-  Selection selection = select(event, chip, *kernel, groups.get(), context_group, context_group_since);
+  Selection selection = select(event, launch_index, chip, *kernel, groups.get(), context_group, context_group_since);
+  if (kernel->resumed_unwritten.exchange(false)) {
+    std::optional<wire::KernelRecord> resumed;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      resumed.swap(kernel->resumed_record);
+    }
+    if (resumed) write_kernel(*resumed);
+    if (always_on_) note_complete(*kernel);
+  }
   if (selection.kind == Selection::Kind::kSkip) {
     // select() may have found nothing left to collect (the family is complete then).
     if (always_on_) note_complete(*kernel);
@@ -1704,6 +1899,16 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
         kernel.rejected.push_back(rj.name);
       }
     }
+    if (active.group >= 0) {
+      // A counter of the group that gave no value is not asked for again (attempted); the record
+      // says so, so that a process resuming from it (CUTRIAGE_RESUME) does not ask either.
+      for (const std::string& m : active.plan.metrics) {
+        if (kernel.measured.has(m) || std::find(kernel.rejected.begin(), kernel.rejected.end(), m) != kernel.rejected.end()) {
+          continue;
+        }
+        kernel.rejected.push_back(m);
+      }
+    }
     record.input.metrics = kernel.measured;
     fill_build_locked(kernel, record.input);
     for (const auto& [name, launch] : kernel.measured_on) {
@@ -1777,14 +1982,20 @@ void Agent::note_complete(KernelState& kernel) {
     kernel.complete_noted = true;
     const double seconds = budget_ ? static_cast<double>(budget_->stats(monotonic_now()).wall_ns) / 1e9 : 0.0;
     std::set<uint32_t> groups;
-    for (const triage::AssembledLaunch& a : kernel.assembled) groups.insert(a.metric_group);
+    size_t earlier = 0;
+    for (const triage::AssembledLaunch& a : kernel.assembled) {
+      groups.insert(a.metric_group);
+      earlier += a.earlier_pid != 0 || a.earlier_start_unix_ns != 0 ? 1 : 0;
+    }
     char when[32];
     std::snprintf(when, sizeof(when), "%.1f", seconds);
     const std::string from =
         kernel.assembled.empty() && kernel.deep_request != 0
             ? "deep capture " + std::to_string(kernel.deep_request) + " (one launch, replayed)"
             : std::to_string(kernel.assembled.size()) + " launches without replay (" + std::to_string(groups.size()) +
-                  " metric groups)";
+                  " metric groups" +
+                  (earlier > 0 ? "; " + std::to_string(earlier) + " of the launches by an earlier process, resumed" : "") +
+                  ")";
     message = kernel.names->function + ": diagnosis complete " + when + " s after the agent started, from " + from +
               ": " + kernel.last_record->diagnosis.headline;
   }

@@ -43,6 +43,7 @@
 #include "cutriage/collectors/platform.h"
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/timeline.h"
+#include "cutriage/wire/prior_run.h"
 #include "cutriage/wire/records.h"
 #include "cutriage/wire/writer.h"
 #include "log.h"
@@ -162,7 +163,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // Decides under mutex_ whether this launch is profiled and how. `groups`, `context_group` and
   // `context_group_since_ns` only in always-on mode (the chip's single-pass groups, the group the
   // context has configured and since when).
-  Selection select(const collectors::LaunchEvent& event, const std::string& chip, KernelState& kernel,
+  Selection select(const collectors::LaunchEvent& event, uint64_t launch_index, const std::string& chip,
+                   KernelState& kernel,
                    const MetricGroups* groups, int context_group, uint64_t context_group_since_ns);
   // Always-on (mutex_ held): per group, what the other candidate families on the kernel's device
   // that are still launching (within kRecentLaunchNs) want from it.
@@ -174,6 +176,13 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   };
   GroupDemand wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups,
                                               uint64_t now_ns);
+  // Always-on (CUTRIAGE_RESUME): reads the earlier output into resume_ (start(), before anything
+  // is written: the output may be the same file).
+  void load_resume();
+  // Always-on (mutex_ held): on a family's first selection, takes what the earlier process measured
+  // for it, when the chip and the launch's shape match. Returns the record saying so.
+  std::optional<wire::KernelRecord> resume_family_locked(KernelState& kernel, const collectors::LaunchEvent& event,
+                                                         uint64_t launch_index, const std::string& chip);
   // Always-on: how long a configured group is left to the other families that still want it
   // before a family that wants none of it may switch the context away.
   static constexpr uint64_t kHoldGroupNs = 5'000'000'000;
@@ -298,6 +307,10 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   const bool always_on_;
   // Always-on only (null in deep mode); never reassigned, so ready() is read without mutex_.
   std::unique_ptr<Budget> budget_;
+  // CUTRIAGE_RESUME: what the earlier process measured, per family (mangled name, chip, block);
+  // written by start() before any callback, then read and erased under mutex_.
+  std::map<std::tuple<std::string, std::string, uint32_t, uint32_t, uint32_t>, wire::PriorFamily> resume_;
+  std::string resume_source_;  // the file(s) it came from, for the records and the log
   std::atomic<bool> deep_open_{false};   // a deep-capture window is open (fast path)
 
   // The flush thread: delivers trace records every trace_flush_ms (launches of untraced families

@@ -403,7 +403,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 35> kOptions = {{
+const std::array<Option, 36> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -607,6 +607,12 @@ const std::array<Option, 35> kOptions = {{
       "(an enabled profiler slows the launches it does not profile); 0: right after each one"},
      "an integer from 0 to 3600000",
      [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.release_ms, 0, 3600000); }},
+    {{"CUTRIAGE_RESUME", "--resume", "PATH", "(off)",
+      "always-on: an earlier output file of this program (its CUTRIAGE_OUTPUT; with segments, that "
+      "base name): a family whose counters it holds continues from them instead of starting over, "
+      "when the GPU chip and the launch shape are the same; a missing file starts afresh"},
+     "a file path",
+     [](std::string_view v, AgentConfig& c) { return apply_path(v, c.resume_path); }},
     {{"CUTRIAGE_CONTROL_FILE", "--control-file", "PATH", "(off)",
       "a file the agent checks every trace flush; writing \"deep [SECONDS] [TARGET]\" to it requests a "
       "deep capture (the agent deletes it when read)"},

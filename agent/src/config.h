@@ -138,6 +138,8 @@ struct AgentConfig {
   // profiler slows the launches it does not profile (bench/switch_cost.sh idle). 0: right after
   // each profiled launch. Meanwhile other families may take the configured group cheaply.
   uint32_t release_ms = 2000;
+  // Always-on: an earlier output of the program to resume the families' counters from (empty: off).
+  std::string resume_path;
   // Deep captures on request (cutriage_request_deep_capture, the control file, the signal).
   std::string control_file;  // polled by the flush thread; empty: off
   ControlSignal control_signal = ControlSignal::kOff;

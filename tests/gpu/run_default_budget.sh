@@ -10,6 +10,9 @@
 #
 # GPU 0: the example service for RUN_SECONDS (default 1500), always-on at the default budget.
 # GPU 1: bench/torch_loop.py TORCH_STEPS (default 700000, about 23 minutes), the same.
+# SVC_RESUME, TORCH_RESUME: an earlier output of the same program for CUTRIAGE_RESUME (a restart:
+# e.g. tests/data/always_on/svc-ao-default-1400s.pb and torch-ao-default-1319s.pb, the first 23
+# minutes), so that the run continues from what that process had measured.
 # Each phase prints which families said they were complete so far. Whether a background process
 # outlives the call that started it is what the first two phases find out: `wait` says so.
 set -u -o pipefail
@@ -58,12 +61,16 @@ case "$phase" in
     # build log (in the collected files) shows any.
     bash tests/gpu/build_with_service.sh "$build" "$persist" || exit 1
     ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info"
+    svc_resume="" torch_resume=()
+    [ -n "${SVC_RESUME:-}" ] && svc_resume=";CUTRIAGE_RESUME=$PWD/$SVC_RESUME"
+    [ -n "${TORCH_RESUME:-}" ] && torch_resume=(CUTRIAGE_RESUME="$PWD/$TORCH_RESUME")
+    echo "SVC_RESUME=${SVC_RESUME:-} TORCH_RESUME=${TORCH_RESUME:-}" >>"$persist/env.txt"
     # setsid + nohup: a session of their own, so that the end of this call does not take them.
-    CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$persist/svc.pb" setsid nohup \
+    CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$persist/svc.pb$svc_resume" setsid nohup \
       build-service/cutriage_service "${RUN_SECONDS:-1500}" >"$persist/svc.out" 2>"$persist/svc.log" </dev/null &
     echo $! >"$persist/svc.pid"
-    CUDA_VISIBLE_DEVICES=1 CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" CUTRIAGE_MODE=always-on \
-      CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_OUTPUT="$persist/torch.pb" setsid nohup \
+    env "${torch_resume[@]}" CUDA_VISIBLE_DEVICES=1 CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" \
+      CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_OUTPUT="$persist/torch.pb" setsid nohup \
       python3 bench/torch_loop.py "${TORCH_STEPS:-700000}" >"$persist/torch.out" 2>"$persist/torch.log" </dev/null &
     echo $! >"$persist/torch.pid"
     echo "build warnings: $(grep -c 'warning:' "$persist/build.log")"
@@ -85,7 +92,7 @@ case "$phase" in
       [ -f "$persist/$p.pb" ] || continue
       "$build/tools/cutriage" report "$persist/$p.pb" >"$out/default/$p.report.txt" 2>&1
       python3 tests/data/always_on/strip_timeline.py "$persist/$p.pb" "$out/default/$p.stripped.pb"
-      cp "$persist/$p.pb" "$out/default/"  # whole, timeline included
+      "$build/tools/cutriage" report --verbose "$persist/$p.pb" >"$out/default/$p.report-verbose.txt" 2>&1
       cp "$persist/$p.log" "$persist/$p.out" "$out/default/" 2>/dev/null
     done
     cp "$persist/env.txt" "$out/default/"

@@ -119,15 +119,18 @@ inline FakeCounters counters_for(std::initializer_list<const Captured*> kernels)
 // (higher revision, same launch index) replaces the earlier one in its place.
 inline std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult& r) {
   std::vector<const v1::KernelProfile*> out;
-  std::map<uint64_t, size_t> at;  // launch index -> position in out
+  // (launch index, mangled name) -> position in out; as the tool's reader: records resumed from
+  // an earlier process (CUTRIAGE_RESUME) all have launch index 0.
+  std::map<std::pair<uint64_t, uint64_t>, size_t> at;
   for (const v1::Record& rec : r.file.records()) {
     if (!rec.has_kernel()) continue;
     const v1::KernelProfile& k = rec.kernel();
-    auto it = at.find(k.launch_index());
+    const std::pair<uint64_t, uint64_t> key{k.launch_index(), k.mangled_name_iid()};
+    auto it = at.find(key);
     if (it != at.end() && k.revision() > out[it->second]->revision()) {
       out[it->second] = &k;
     } else if (it == at.end()) {
-      at[k.launch_index()] = out.size();
+      at[key] = out.size();
       out.push_back(&k);
     }
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cutriage/triage/rule.h"
+#include "cutriage/wire/prior_run.h"
 #include "file_reader.h"
 #include "import.h"
 #include "ncu_csv.h"
@@ -123,6 +124,36 @@ inline std::string exercise_thresholds(std::string_view text) {
     const auto dot = key.rfind('.');
     const triage::Rule* rule = dot == std::string::npos ? nullptr : triage::find_rule(key.substr(0, dot));
     if (rule == nullptr) return "override " + key + " names no rule";
+  }
+  return "";
+}
+
+// The agent's own reader of an earlier output (CUTRIAGE_RESUME), which runs inside the
+// application: it must not throw, must say why it refused, and whatever it keeps must be usable
+// (a name to match, launches to count). Where the tool's libprotobuf reader finds a whole file
+// with a session header, the agent's reader must accept it too.
+inline std::string exercise_prior_run(std::string_view bytes) {
+  std::string error;
+  std::optional<wire::PriorRun> run;
+  try {
+    run = wire::parse_prior_run(bytes, &error);
+  } catch (...) {
+    return "parse_prior_run threw";
+  }
+  if (!run) {
+    if (error.empty()) return "refused without a reason";
+  } else {
+    for (const wire::PriorFamily& f : run->families) {
+      if (f.mangled_name.empty()) return "kept a family without a name";
+      if (f.assembled.empty()) return "kept a family without assembled launches";
+      for (const wire::PriorFamily::Value& v : f.metrics) {
+        if (v.name.empty()) return "kept a metric without a name";
+      }
+    }
+  }
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  if (r.status == tools::ReadStatus::kOk && r.file.records_size() > 0 && r.file.records(0).has_session() && !run) {
+    return "refused a file the tool reads whole: " + error;
   }
   return "";
 }

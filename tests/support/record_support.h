@@ -48,6 +48,8 @@ inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v
     t.duration_ns = a.duration_ns();
     t.metric_group = a.metric_group();
     t.metrics = a.metrics();
+    t.earlier_pid = a.earlier_pid();
+    t.earlier_start_unix_ns = a.earlier_start_unix_ns();
     in.assembled_launches.push_back(t);
   }
   if (!k.has_pc_sampling()) return in;

@@ -339,7 +339,19 @@ void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
     max_ns = std::max(max_ns, a.duration_ns());
   }
   const int n = k.assembled_launches_size();
+  std::set<uint64_t> earlier_pids;
+  int earlier = 0;
+  for (const v1::AssembledLaunch& a : k.assembled_launches()) {
+    if (a.earlier_pid() == 0 && a.earlier_start_unix_ns() == 0) continue;
+    ++earlier;
+    earlier_pids.insert(a.earlier_pid());
+  }
   std::string text = "from " + std::to_string(n) + (n == 1 ? " launch" : " launches") + " without replay";
+  if (earlier > 0) {
+    text += ", " + std::to_string(earlier) + " of them by an earlier process (resumed; pid";
+    for (uint64_t pid : earlier_pids) text += " " + std::to_string(pid);
+    text += ")";
+  }
   if (!groups.empty()) {
     text += groups.size() == 1 ? " (group " : " (groups ";
     bool first = true;

@@ -398,7 +398,13 @@ RuleVerdict eval_assembled(RuleContext& ctx) {
   for (const AssembledLaunch& l : launches) {
     if (std::isfinite(l.duration_ns) && l.duration_ns > 0) durations.push_back(l.duration_ns);
   }
-  const std::string count = std::to_string(launches.size()) + " launches";
+  size_t earlier = 0;
+  for (const AssembledLaunch& l : launches) earlier += l.earlier_pid != 0 || l.earlier_start_unix_ns != 0 ? 1 : 0;
+  if (earlier > 0) ctx.note("cutriage__assembled_launches_earlier_process", static_cast<double>(earlier), "launch");
+  // Launches of an earlier process of the program (resumed) are held to the same test: a rebuilt
+  // kernel or other inputs show up as another shape or other durations.
+  const std::string count = std::to_string(launches.size()) + " launches" +
+                            (earlier > 0 ? " (" + std::to_string(earlier) + " in an earlier process)" : "");
   if (!shapes.empty()) {
     RuleVerdict v = RuleVerdict::fired(count + " of different launch configurations: launch " +
                                        std::to_string(first.launch_index) + " grid " + dims(first.grid) + " vs " +

@@ -422,6 +422,8 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
       put_double(al, 5, a.duration_ns);
       put_u32(al, 6, a.metric_group);
       put_u32(al, 7, a.metrics);
+      put_u64(al, 8, a.earlier_pid);
+      put_u64(al, 9, a.earlier_start_unix_ns);
     }
   }
   out += as_record(f::kRecordKernel, payload);

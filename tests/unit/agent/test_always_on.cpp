@@ -18,6 +18,7 @@
 #include "budget.h"
 #include "control.h"
 #include "groups.h"
+#include "report.h"
 
 using namespace cutriage;
 using agent::AgentConfig;
@@ -717,4 +718,178 @@ TEST_CASE("always-on: an unrouted family that stopped launching does not hold th
   const std::vector<uint32_t> with_c = run(true);
   REQUIRE(alone.size() >= 2);
   CHECK(with_c == alone);
+}
+
+// ---- resuming from an earlier process (CUTRIAGE_RESUME) --------------------------------------
+
+namespace {
+
+std::filesystem::path write_temp(const std::string& bytes, const char* name) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("cutriage-resume-" + std::to_string(::getpid()) + "-" + name + ".pb");
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+struct RunResult {
+  std::string bytes;
+  std::string log;
+  int begins = 0;
+  std::vector<std::string> complete_notices;
+};
+
+// The service for `seconds` (a launch a second), always-on at 1%, optionally resuming.
+RunResult run_service(const Captured& a, int seconds, const std::string& resume = {},
+                      triage::Dim3 grid = {0, 0, 0}) {
+  AgentConfig cfg = always_on(0.01);
+  cfg.resume_path = resume;
+  Harness h(std::move(cfg), testing::counters_for({&a}));
+  REQUIRE(h.ag->start());
+  const triage::Dim3 g = grid.x != 0 ? grid : a.launch.grid;
+  for (int i = 0; i < seconds; ++i) {
+    h.platform.mono_ns += 1'000'000'000;
+    h.platform.launch(make_launch(a.mangled.c_str(), static_cast<uint64_t>(i + 1), g, a.launch.block));
+  }
+  h.ag->finish();
+  RunResult out;
+  out.bytes = h.bytes;
+  out.log = h.log_text();
+  out.begins = h.platform.stats.begins.load();
+  const tools::ReadResult read = h.read();
+  for (const v1::Record& rec : read.file.records()) {
+    if (rec.has_notice() && rec.notice().code() == "always_on_complete") out.complete_notices.push_back(rec.notice().message());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("always-on: a restarted process resumes its families' counters from the earlier output",
+          "[agent][always_on][resume]") {
+  const Captured a = capture_of("strided_load");
+  const RunResult fresh = run_service(a, 900);  // from nothing to complete
+  REQUIRE(fresh.complete_notices.size() == 1);
+  const RunResult first = run_service(a, 150);  // stopped (a restart) before it was complete
+  REQUIRE(first.complete_notices.empty());
+  REQUIRE(first.begins >= 2);
+  const auto file = write_temp(first.bytes, "first");
+  const RunResult second = run_service(a, 900, file.string());
+  std::filesystem::remove(file);
+  INFO(second.log);
+
+  tools::ReadResult r = tools::read_cutriage_bytes(second.bytes);
+  const v1::KernelProfile* k = last_profiled(kernel_records(r));
+  REQUIRE(k != nullptr);
+  int earlier = 0;
+  std::set<uint32_t> earlier_groups, own_groups;
+  for (const v1::AssembledLaunch& l : k->assembled_launches()) {
+    if (l.earlier_pid() != 0) {
+      ++earlier;
+      CHECK(l.earlier_pid() == 1234);  // the harness's process
+      CHECK(l.earlier_start_unix_ns() != 0);
+      earlier_groups.insert(l.metric_group());
+    } else {
+      own_groups.insert(l.metric_group());
+    }
+  }
+  // The first process's launches count, and the second only collected what they lacked.
+  CHECK(earlier == first.begins);
+  CHECK(second.begins == k->assembled_launches_size() - earlier);
+  CHECK(second.begins < fresh.begins);
+  for (uint32_t g : own_groups) CHECK(earlier_groups.count(g) == 0);
+  // Complete, with the verdict a run from nothing reaches, and saying where the launches ran.
+  REQUIRE(second.complete_notices.size() == 1);
+  CHECK(second.complete_notices[0].find("by an earlier process, resumed") != std::string::npos);
+  tools::ReadResult rf = tools::read_cutriage_bytes(fresh.bytes);
+  const v1::KernelProfile* kf = last_profiled(kernel_records(rf));
+  REQUIRE(kf != nullptr);
+  CHECK(k->diagnosis().classification() == kf->diagnosis().classification());
+  CHECK(k->diagnosis().primary_rule_id() == kf->diagnosis().primary_rule_id());
+  bool checked = false;
+  for (const v1::DecisionVisit& d : k->diagnosis().path()) {
+    for (const v1::Check& c : d.checks()) {
+      if (c.rule_id() != "d0.assembled_launches") continue;
+      checked = true;
+      CHECK(c.outcome() == v1::OUTCOME_NOT_FIRED);
+      CHECK(c.reason().find("(" + std::to_string(earlier) + " in an earlier process)") != std::string::npos);
+    }
+  }
+  CHECK(checked);
+  // The record written when the family was resumed, at its first launch in this process (nothing
+  // collected on it), which the later records supersede.
+  const v1::KernelProfile* resumed = nullptr;
+  for (const v1::KernelProfile* p : kernel_records(r)) {
+    if (p->status_detail().find("resumed from") != std::string::npos) resumed = p;
+  }
+  REQUIRE(resumed != nullptr);
+  CHECK(resumed->passes() == 0);
+  CHECK(resumed->assembled_launches_size() == earlier);
+  CHECK(std::count(k->combined_launch_indices().begin(), k->combined_launch_indices().end(), resumed->launch_index()) == 1);
+  CHECK(second.log.find("CUTRIAGE_RESUME: 1 families measured by process 1234") != std::string::npos);
+  // The report says which launches ran in the earlier process.
+  const std::string text = tools::render_report(r, {});
+  INFO(text);
+  CHECK(text.find(std::to_string(earlier) + " of them by an earlier process (resumed; pid 1234)") != std::string::npos);
+}
+
+TEST_CASE("always-on: a family complete in the earlier process is complete at once", "[agent][always_on][resume]") {
+  const Captured a = capture_of("strided_load");
+  const RunResult first = run_service(a, 900);
+  REQUIRE(first.complete_notices.size() == 1);
+  const auto file = write_temp(first.bytes, "complete");
+  const RunResult second = run_service(a, 30, file.string());
+  std::filesystem::remove(file);
+  INFO(second.log);
+  CHECK(second.begins == 0);  // no counters collected again
+  REQUIRE(second.complete_notices.size() == 1);
+  CHECK(second.complete_notices[0].find("by an earlier process, resumed") != std::string::npos);
+  tools::ReadResult r = tools::read_cutriage_bytes(second.bytes);
+  const v1::KernelProfile* k = last_profiled(kernel_records(r));
+  REQUIRE(k != nullptr);
+  tools::ReadResult r1 = tools::read_cutriage_bytes(first.bytes);
+  const v1::KernelProfile* k1 = last_profiled(kernel_records(r1));
+  REQUIRE(k1 != nullptr);
+  CHECK(k->diagnosis().classification() == k1->diagnosis().classification());
+  CHECK(k->assembled_launches_size() == k1->assembled_launches_size());
+}
+
+TEST_CASE("always-on: nothing is resumed across launch shapes, and a bad or missing file starts afresh",
+          "[agent][always_on][resume]") {
+  const Captured a = capture_of("strided_load");
+  const RunResult first = run_service(a, 150);
+  const auto file = write_temp(first.bytes, "shape");
+  const triage::Dim3 other{a.launch.grid.x * 2, a.launch.grid.y, a.launch.grid.z};
+  const RunResult fresh_other = run_service(a, 150, {}, other);
+  const RunResult resumed_other = run_service(a, 150, file.string(), other);
+  std::filesystem::remove(file);
+  CHECK(resumed_other.begins == fresh_other.begins);
+  CHECK(resumed_other.log.find("another launch shape") != std::string::npos);
+
+  const RunResult fresh = run_service(a, 150);
+  const RunResult missing = run_service(a, 150, "/nonexistent/cutriage-resume.pb");
+  CHECK(missing.begins == fresh.begins);
+  CHECK(missing.log.find("every family starts afresh") != std::string::npos);
+  const auto junk = write_temp("not a cutriage file at all", "junk");
+  const RunResult bad = run_service(a, 150, junk.string());
+  std::filesystem::remove(junk);
+  CHECK(bad.begins == fresh.begins);
+  CHECK(bad.log.find("skipped") != std::string::npos);
+}
+
+TEST_CASE("always-on: resuming from a segmented output reads every segment, newest last", "[agent][always_on][resume]") {
+  const Captured a = capture_of("strided_load");
+  const RunResult first = run_service(a, 150);
+  const auto dir = std::filesystem::temp_directory_path() / ("cutriage-resume-seg-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // An older segment holding nothing of the family (a session header only would do; a run that
+  // profiled nothing is one), and the segment with the family's records.
+  const RunResult empty = run_service(a, 5);
+  std::ofstream(dir / "svc.000001.pb", std::ios::binary) << empty.bytes;
+  std::ofstream(dir / "svc.000002.pb", std::ios::binary) << first.bytes;
+  std::ofstream(dir / ".svc.000003.pb.partial", std::ios::binary) << "half";
+  const RunResult second = run_service(a, 900, (dir / "svc.pb").string());
+  std::filesystem::remove_all(dir);
+  CHECK(second.log.find("(2 segments)") != std::string::npos);
+  REQUIRE(second.complete_notices.size() == 1);
+  CHECK(second.complete_notices[0].find("by an earlier process, resumed") != std::string::npos);
 }

@@ -75,6 +75,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_BUDGET_RATE") return "0.5";
   if (env == "CUTRIAGE_PC_SAMPLING_INTERVAL") return "0";
   if (env == "CUTRIAGE_RELEASE_MS") return "0";
+  if (env == "CUTRIAGE_RESUME") return "/var/log/svc/cutriage.pb";
   if (env == "CUTRIAGE_CONTROL_FILE") return "/run/svc/cutriage.control";
   if (env == "CUTRIAGE_CONTROL_SIGNAL") return "usr2";
   if (env == "CUTRIAGE_DEEP_SECONDS") return "5";
@@ -427,7 +428,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 35);
+  REQUIRE(options.size() == 36);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -478,7 +479,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.budget_rate != d.budget_rate || c.pc_sampling_interval_s != d.pc_sampling_interval_s ||
                          c.control_file != d.control_file || c.control_signal != d.control_signal ||
                          c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target ||
-                         c.release_ms != d.release_ms;
+                         c.release_ms != d.release_ms || c.resume_path != d.resume_path;
     CHECK(changed);
   }
   CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_KERNEL_NAME",
@@ -495,7 +496,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_MODE", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
                                        "CUTRIAGE_PC_SAMPLING_INTERVAL", "CUTRIAGE_CONTROL_FILE",
                                        "CUTRIAGE_CONTROL_SIGNAL", "CUTRIAGE_DEEP_SECONDS", "CUTRIAGE_DEEP_TARGET",
-                                       "CUTRIAGE_RELEASE_MS"});
+                                       "CUTRIAGE_RELEASE_MS", "CUTRIAGE_RESUME"});
   for (const auto& option : options) {
     if (option.env == "CUTRIAGE_OUTPUT") CHECK(option.flag == "-o, --output");
   }

@@ -29,6 +29,10 @@ TEST_CASE("fuzz regressions: cutriage file reader", "[fuzz]") {
   replay("file_reader", cutriage::fuzz::exercise_file_reader);
 }
 
+TEST_CASE("fuzz regressions: the agent's reader of an earlier output", "[fuzz]") {
+  replay("prior_run", cutriage::fuzz::exercise_prior_run);
+}
+
 TEST_CASE("fuzz regressions: thresholds", "[fuzz]") {
   replay("thresholds", cutriage::fuzz::exercise_thresholds);
 }

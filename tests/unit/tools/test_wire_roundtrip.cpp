@@ -131,7 +131,7 @@ wire::KernelRecord sample_kernel() {
   d.at_hardware_limit = true;
   // Always-on: metrics assembled from two launches without replay; the second has no block or
   // duration (zeros must stay zeros, and the launch must stay in the list).
-  k.input.assembled_launches.push_back({15, {264, 2, 1}, {256, 1, 1}, 8192, 2450.5, 1, 12});
+  k.input.assembled_launches.push_back({15, {264, 2, 1}, {256, 1, 1}, 8192, 2450.5, 1, 12, 4242, 1700000000000000001});
   k.input.assembled_launches.push_back({0, {0, 0, 0}, {0, 0, 0}, 0, 0.0, 2, 0});
   return k;
 }
@@ -252,6 +252,8 @@ TEST_CASE("wire encoder output parses with the generated classes, field by field
   CHECK(a0.duration_ns() == 2450.5);
   CHECK(a0.metric_group() == 1);
   CHECK(a0.metrics() == 12);
+  CHECK(a0.earlier_pid() == 4242);  // resumed from an earlier process
+  CHECK(a0.earlier_start_unix_ns() == 1700000000000000001);
   const v1::AssembledLaunch& a1 = kp->assembled_launches(1);
   CHECK(a1.launch_index() == 0);
   CHECK_FALSE(a1.has_grid());
@@ -260,6 +262,7 @@ TEST_CASE("wire encoder output parses with the generated classes, field by field
   CHECK(a1.duration_ns() == 0);
   CHECK(a1.metric_group() == 2);
   CHECK(a1.metrics() == 0);
+  CHECK(a1.earlier_pid() == 0);
 
   const v1::Diagnosis& d = kp->diagnosis();
   CHECK(d.classification() == v1::CLASSIFICATION_MEMORY_BOUND);

@@ -298,4 +298,14 @@ TEST_CASE("d0.assembled_launches (synthetic)", "[d0]") {
   // Durations missing: cannot tell.
   k.assembled_launches = {launch(1, 100, 0), launch(2, 100, 0)};
   CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kNotEvaluated);
+
+  // Launches of an earlier process (resumed): counted in the reason, and held to the same test.
+  k.assembled_launches = {launch(10, 100, 100000), launch(20, 100, 101000), launch(5, 100, 99000)};
+  k.assembled_launches[0].earlier_pid = 4242;
+  k.assembled_launches[1].earlier_pid = 4242;
+  c = run_one("d0.assembled_launches", k);
+  CHECK(c.outcome == Outcome::kNotFired);
+  CHECK(c.reason.find("3 launches (2 in an earlier process)") != std::string::npos);
+  k.assembled_launches[2].duration_ns = 300000;  // this process's launch took 3x as long
+  CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kFired);
 }

@@ -144,6 +144,10 @@ struct AssembledLaunch {
   double duration_ns = 0;    // gpu__time_duration.sum of that launch; 0 = not measured
   uint32_t metric_group = 0;  // 1-based index of the single-pass group collected on it
   uint32_t metrics = 0;       // values that launch contributed
+  // Nonzero: measured by an earlier process of the program (the agent resumed from its output):
+  // its pid and start time; launch_index is that process's.
+  uint64_t earlier_pid = 0;
+  uint64_t earlier_start_unix_ns = 0;
 };
 
 struct KernelInput {

@@ -1,0 +1,271 @@
+#include "cutriage/wire/prior_run.h"
+
+#include <map>
+#include <protozero/pbf_reader.hpp>
+#include <tuple>
+#include <unordered_map>
+
+namespace cutriage::wire {
+namespace {
+
+// Field numbers of proto/cutriage/v1/cutriage.proto (the writer's, read back).
+namespace f {
+constexpr protozero::pbf_tag_type kFileRecords = 1;
+constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kRecordKernel = 3;
+constexpr protozero::pbf_tag_type kSessionVersion = 2, kSessionPid = 4, kSessionStart = 6, kSessionGpus = 7,
+                                  kSessionMode = 16;
+constexpr protozero::pbf_tag_type kGpuDevice = 1, kGpuChip = 3;
+constexpr protozero::pbf_tag_type kInternedId = 1, kInternedValue = 2;
+constexpr protozero::pbf_tag_type kKernelMangled = 1, kKernelDevice = 4, kKernelLaunchIndex = 7, kKernelLaunch = 9,
+                                  kKernelMetrics = 10, kKernelReplay = 12, kKernelStatus = 20, kKernelRejected = 25,
+                                  kKernelRevision = 27,
+                                  kKernelAssembled = 29;
+constexpr protozero::pbf_tag_type kLaunchGrid = 1, kLaunchBlock = 2, kLaunchCluster = 3, kLaunchRegs = 4,
+                                  kLaunchStatic = 5, kLaunchDynamic = 6, kLaunchLocal = 7, kLaunchConfig = 8;
+constexpr protozero::pbf_tag_type kMetricName = 1, kMetricValue = 2, kMetricUnit = 3, kMetricDerived = 4,
+                                  kMetricFromLaunch = 5;
+constexpr protozero::pbf_tag_type kAsmIndex = 1, kAsmGrid = 2, kAsmBlock = 3, kAsmDynamic = 4, kAsmDuration = 5,
+                                  kAsmGroup = 6, kAsmMetrics = 7, kAsmEarlierPid = 8, kAsmEarlierStart = 9;
+constexpr int32_t kStatusProfiled = 1;  // PROFILE_STATUS_PROFILED
+constexpr int32_t kReplayNone = 4;  // REPLAY_MODE_NONE
+}  // namespace f
+
+triage::Dim3 read_dim3(protozero::pbf_reader m) {
+  triage::Dim3 d{0, 0, 0};
+  while (m.next()) {
+    switch (m.tag()) {
+      case 1: d.x = m.get_uint32(); break;
+      case 2: d.y = m.get_uint32(); break;
+      case 3: d.z = m.get_uint32(); break;
+      default: m.skip();
+    }
+  }
+  return d;
+}
+
+triage::LaunchConfig read_launch(protozero::pbf_reader m) {
+  triage::LaunchConfig l;
+  while (m.next()) {
+    switch (m.tag()) {
+      case f::kLaunchGrid: l.grid = read_dim3(m.get_message()); break;
+      case f::kLaunchBlock: l.block = read_dim3(m.get_message()); break;
+      case f::kLaunchCluster: l.cluster = read_dim3(m.get_message()); break;
+      case f::kLaunchRegs: l.registers_per_thread = m.get_uint32(); break;
+      case f::kLaunchStatic: l.static_shared_bytes = m.get_uint32(); break;
+      case f::kLaunchDynamic: l.dynamic_shared_bytes = m.get_uint32(); break;
+      case f::kLaunchLocal: l.local_bytes_per_thread = m.get_uint32(); break;
+      case f::kLaunchConfig: l.shared_config_bytes_per_sm = m.get_uint32(); break;
+      default: m.skip();
+    }
+  }
+  return l;
+}
+
+// A kernel record as read, names still interned (ids are per file: resolved once the file is read).
+struct RawMetric {
+  uint64_t name = 0;
+  double value = 0;
+  uint64_t unit = 0;
+  bool derived = false;
+  uint64_t from_launch = 0;
+};
+struct RawKernel {
+  uint64_t mangled = 0;
+  uint32_t device = 0;
+  uint64_t launch_index = 0;
+  uint32_t revision = 0;
+  int32_t status = 0;
+  int32_t replay = 0;
+  bool has_launch = false;
+  triage::LaunchConfig launch;
+  std::vector<RawMetric> metrics;
+  std::vector<std::string> rejected;
+  std::vector<triage::AssembledLaunch> assembled;
+};
+
+RawKernel read_kernel(protozero::pbf_reader m) {
+  RawKernel k;
+  while (m.next()) {
+    switch (m.tag()) {
+      case f::kKernelMangled: k.mangled = m.get_uint64(); break;
+      case f::kKernelDevice: k.device = m.get_uint32(); break;
+      case f::kKernelLaunchIndex: k.launch_index = m.get_uint64(); break;
+      case f::kKernelLaunch:
+        k.launch = read_launch(m.get_message());
+        k.has_launch = true;
+        break;
+      case f::kKernelMetrics: {
+        protozero::pbf_reader mm = m.get_message();
+        RawMetric r;
+        while (mm.next()) {
+          switch (mm.tag()) {
+            case f::kMetricName: r.name = mm.get_uint64(); break;
+            case f::kMetricValue: r.value = mm.get_double(); break;
+            case f::kMetricUnit: r.unit = mm.get_uint64(); break;
+            case f::kMetricDerived: r.derived = mm.get_bool(); break;
+            case f::kMetricFromLaunch: r.from_launch = mm.get_uint64(); break;
+            default: mm.skip();
+          }
+        }
+        k.metrics.push_back(r);
+        break;
+      }
+      case f::kKernelReplay: k.replay = m.get_enum(); break;
+      case f::kKernelStatus: k.status = m.get_enum(); break;
+      case f::kKernelRevision: k.revision = m.get_uint32(); break;
+      case f::kKernelRejected: k.rejected.emplace_back(m.get_view()); break;
+      case f::kKernelAssembled: {
+        protozero::pbf_reader a = m.get_message();
+        triage::AssembledLaunch l;
+        while (a.next()) {
+          switch (a.tag()) {
+            case f::kAsmIndex: l.launch_index = a.get_uint64(); break;
+            case f::kAsmGrid: l.grid = read_dim3(a.get_message()); break;
+            case f::kAsmBlock: l.block = read_dim3(a.get_message()); break;
+            case f::kAsmDynamic: l.dynamic_shared_bytes = a.get_uint32(); break;
+            case f::kAsmDuration: l.duration_ns = a.get_double(); break;
+            case f::kAsmGroup: l.metric_group = a.get_uint32(); break;
+            case f::kAsmMetrics: l.metrics = a.get_uint32(); break;
+            case f::kAsmEarlierPid: l.earlier_pid = a.get_uint64(); break;
+            case f::kAsmEarlierStart: l.earlier_start_unix_ns = a.get_uint64(); break;
+            default: a.skip();
+          }
+        }
+        k.assembled.push_back(l);
+        break;
+      }
+      default: m.skip();
+    }
+  }
+  return k;
+}
+
+}  // namespace
+
+std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* error) {
+  PriorRun run;
+  std::unordered_map<uint64_t, std::string> strings;
+  std::map<uint32_t, std::string> chips;  // device -> chip
+  bool has_session = false;
+  // Per family (mangled id, device, block): the record to resume from.
+  std::map<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t, uint32_t>, RawKernel> latest;
+  try {
+    protozero::pbf_reader file(bytes.data(), bytes.size());
+    while (file.next(f::kFileRecords, protozero::pbf_wire_type::length_delimited)) {
+      protozero::pbf_reader record = file.get_message();
+      while (record.next()) {
+        switch (record.tag()) {
+          case f::kRecordSession: {
+            if (has_session) {
+              record.skip();  // a later header (a late segment): the first one names the process
+              break;
+            }
+            has_session = true;
+            protozero::pbf_reader s = record.get_message();
+            while (s.next()) {
+              switch (s.tag()) {
+                case f::kSessionVersion: run.agent_version = std::string(s.get_view()); break;
+                case f::kSessionPid: run.pid = s.get_uint64(); break;
+                case f::kSessionStart: run.start_unix_ns = s.get_uint64(); break;
+                case f::kSessionMode: run.mode = std::string(s.get_view()); break;
+                case f::kSessionGpus: {
+                  protozero::pbf_reader g = s.get_message();
+                  uint32_t device = 0;
+                  std::string chip;
+                  while (g.next()) {
+                    if (g.tag() == f::kGpuDevice) {
+                      device = g.get_uint32();
+                    } else if (g.tag() == f::kGpuChip) {
+                      chip = std::string(g.get_view());
+                    } else {
+                      g.skip();
+                    }
+                  }
+                  chips[device] = chip;
+                  break;
+                }
+                default: s.skip();
+              }
+            }
+            break;
+          }
+          case f::kRecordInterned: {
+            protozero::pbf_reader i = record.get_message();
+            uint64_t id = 0;
+            std::string value;
+            while (i.next()) {
+              if (i.tag() == f::kInternedId) {
+                id = i.get_uint64();
+              } else if (i.tag() == f::kInternedValue) {
+                value = std::string(i.get_view());
+              } else {
+                i.skip();
+              }
+            }
+            if (id != 0) strings[id] = std::move(value);
+            break;
+          }
+          case f::kRecordKernel: {
+            RawKernel k = read_kernel(record.get_message());
+            // Always-on records only: assembled from single-pass launches, none replayed.
+            if (k.status != f::kStatusProfiled || k.replay != f::kReplayNone || k.assembled.empty() ||
+                !k.has_launch || k.mangled == 0) {
+              break;
+            }
+            const auto key = std::make_tuple(k.mangled, k.device, k.launch.block.x, k.launch.block.y, k.launch.block.z);
+            auto it = latest.find(key);
+            if (it == latest.end() || std::make_pair(k.launch_index, k.revision) >=
+                                          std::make_pair(it->second.launch_index, it->second.revision)) {
+              latest[key] = std::move(k);
+            }
+            break;
+          }
+          default: record.skip();
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    // A process that was killed may have left its last record half written: what came before it
+    // stands. Without a session header it is not a cutriage file at all.
+    if (!has_session) {
+      if (error) *error = std::string("not a readable cutriage file (") + e.what() + ")";
+      return std::nullopt;
+    }
+    run.truncated = true;
+  }
+  if (!has_session) {
+    if (error) *error = "not a cutriage file (no session header)";
+    return std::nullopt;
+  }
+  auto lookup = [&](uint64_t id) -> std::string {
+    auto it = strings.find(id);
+    return it == strings.end() ? std::string() : it->second;
+  };
+  for (auto& [key, k] : latest) {
+    PriorFamily fam;
+    fam.mangled_name = lookup(k.mangled);
+    if (fam.mangled_name.empty()) continue;  // its name's record is missing: cannot be matched
+    fam.device = k.device;
+    if (auto c = chips.find(k.device); c != chips.end()) fam.chip = c->second;
+    fam.launch = k.launch;
+    fam.launch_index = k.launch_index;
+    for (const RawMetric& m : k.metrics) {
+      if (m.derived) continue;
+      std::string name = lookup(m.name);
+      if (name.empty()) continue;
+      fam.metrics.push_back({std::move(name), m.value, lookup(m.unit), m.from_launch != 0 ? m.from_launch : k.launch_index});
+    }
+    fam.rejected = std::move(k.rejected);
+    for (triage::AssembledLaunch& a : k.assembled) {
+      if (a.earlier_pid == 0 && a.earlier_start_unix_ns == 0) {
+        a.earlier_pid = run.pid;
+        a.earlier_start_unix_ns = run.start_unix_ns;
+      }
+      fam.assembled.push_back(a);
+    }
+    run.families.push_back(std::move(fam));
+  }
+  return run;
+}
+
+}  // namespace cutriage::wire
