@@ -1227,7 +1227,11 @@ void Agent::load_resume() {
     std::string error;
     std::optional<wire::PriorRun> run = wire::parse_prior_run(bytes, &error);
     if (!run) {
-      log_.warn("CUTRIAGE_RESUME: " + file + ": " + error + "; skipped");
+      std::string message = "CUTRIAGE_RESUME: " + file;
+      message += ": ";
+      message += error;
+      message += "; skipped";
+      log_.warn(message);
       continue;
     }
     if (run->mode != "always-on") {
@@ -1431,6 +1435,11 @@ void Agent::launch_enter(const LaunchEvent& fast_event, KernelState& kernel_ref,
   platform_.fill_launch_details(event);
   if (!nvtx_allows()) return;
   KernelState* kernel = &kernel_ref;
+  if (always_on_ && event.launch && kernel->resume_pending.load(std::memory_order_relaxed)) {
+    // The record of a family resumed here routes on this process's launch (Decision 1's
+    // occupancy needs the function's registers and shared memory); once per resumed family.
+    (void)platform_.complete_launch_config(event, &*event.launch);
+  }
   // The chip decides the first stage's counters; device facts are cached after the first call.
   std::string chip;
   if (!event.stream_capturing) {

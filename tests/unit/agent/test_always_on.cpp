@@ -725,8 +725,8 @@ TEST_CASE("always-on: an unrouted family that stopped launching does not hold th
 namespace {
 
 std::filesystem::path write_temp(const std::string& bytes, const char* name) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("cutriage-resume-" + std::to_string(::getpid()) + "-" + name + ".pb");
+  auto path = std::filesystem::temp_directory_path() /
+              ("cutriage-resume-" + std::to_string(::getpid()) + "-" + name + ".pb");
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
@@ -746,9 +746,9 @@ RunResult run_service(const Captured& a, int seconds, const std::string& resume 
   Harness h(std::move(cfg), testing::counters_for({&a}));
   REQUIRE(h.ag->start());
   const triage::Dim3 g = grid.x != 0 ? grid : a.launch.grid;
-  for (int i = 0; i < seconds; ++i) {
+  for (uint64_t i = 1; i <= static_cast<uint64_t>(seconds); ++i) {
     h.platform.mono_ns += 1'000'000'000;
-    h.platform.launch(make_launch(a.mangled.c_str(), static_cast<uint64_t>(i + 1), g, a.launch.block));
+    h.platform.launch(make_launch(a.mangled.c_str(), i, g, a.launch.block));
   }
   h.ag->finish();
   RunResult out;
@@ -823,6 +823,7 @@ TEST_CASE("always-on: a restarted process resumes its families' counters from th
   }
   REQUIRE(resumed != nullptr);
   CHECK(resumed->passes() == 0);
+  CHECK(resumed->launch().registers_per_thread() == 32);  // the function's, asked at the resume
   CHECK(resumed->assembled_launches_size() == earlier);
   CHECK(std::count(k->combined_launch_indices().begin(), k->combined_launch_indices().end(), resumed->launch_index()) == 1);
   CHECK(second.log.find("CUTRIAGE_RESUME: 1 families measured by process 1234") != std::string::npos);

@@ -321,3 +321,29 @@ TEST_CASE("H200 always-on at the default budget, 22 minutes: PyTorch", "[always_
   CHECK(static_cast<double>(o.spent_ns()) >= 0.003 * static_cast<double>(o.wall_ns()));
   CHECK(o.group_switches() == 19);
 }
+
+TEST_CASE("H200 always-on: a restarted service resumed from the 23-minute run", "[always_on][h200][resume]") {
+  // The service for 20 s with CUTRIAGE_RESUME=svc-ao-default-1400s.pb (tree 3310bc6, README
+  // there): the family complete in the earlier process was complete at once, from its 16 launches
+  // there, with deep mode's verdict; nothing had to be profiled again.
+  const tools::ReadResult on = load("svc-ao-resumed-20s.pb");
+  const tools::ReadResult earlier = load("svc-ao-default-1400s.pb");
+  const tools::ReadResult deep = load("svc-deep.pb");
+  const v1::KernelProfile* m = find_fn(latest(on), kMatmul);
+  REQUIRE(m != nullptr);
+  CHECK(m->status_detail().rfind("resumed from ", 0) == 0);
+  CHECK(m->passes() == 0);
+  REQUIRE(m->assembled_launches_size() == 16);
+  const v1::SessionHeader& was = earlier.file.records(0).session();
+  for (const v1::AssembledLaunch& l : m->assembled_launches()) {
+    CHECK(l.earlier_pid() == was.pid());
+    CHECK(l.earlier_start_unix_ns() == was.start_time_unix_ns());
+  }
+  expect_same_verdict(on, deep, kMatmul, triage::Classification::kMemoryBound);
+  const std::vector<std::string> done = complete_notices(on);
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].find("16 of the launches by an earlier process, resumed") != std::string::npos);
+  const v1::OverheadStats& o = budget_record(on, 0.004);
+  CHECK(o.admitted() == 0);
+  CHECK(o.group_switches() == 0);
+}
