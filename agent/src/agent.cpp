@@ -1208,18 +1208,17 @@ void Agent::load_resume() {
     log_.info("CUTRIAGE_RESUME: no " + path + " (nor segments of it) yet; every family starts afresh");
     return;
   }
-  // Bounded: a file of another kind must not take the application's memory.
-  constexpr uintmax_t kMaxBytes = uintmax_t{512} << 20;
-  uintmax_t total = 0;
+  // One file in memory at a time, and bounded: the application's memory is not ours to take (a
+  // day-long run belongs in segments, CUTRIAGE_SEGMENT_MB).
+  constexpr uintmax_t kMaxBytes = uintmax_t{256} << 20;
   uint64_t pid = 0;
   for (const std::string& file : files) {
     const uintmax_t size = fs::file_size(file, ec);
-    if (ec || total + size > kMaxBytes) {
-      log_.warn("CUTRIAGE_RESUME: " + file + (ec ? " cannot be read" : " is past the 512 MiB read for resuming") +
+    if (ec || size > kMaxBytes) {
+      log_.warn("CUTRIAGE_RESUME: " + file + (ec ? " cannot be read" : " is larger than the 256 MiB read for resuming") +
                 "; skipped");
       continue;
     }
-    total += size;
     std::string bytes(static_cast<size_t>(size), '\0');
     std::ifstream in(file, std::ios::binary);
     in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
