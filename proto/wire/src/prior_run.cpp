@@ -30,13 +30,54 @@ constexpr int32_t kStatusProfiled = 1;  // PROFILE_STATUS_PROFILED
 constexpr int32_t kReplayNone = 4;  // REPLAY_MODE_NONE
 }  // namespace f
 
+// protozero asserts when a field is read with another wire type than it has, which a malformed or
+// foreign file may hold: every read checks the type first and skips a field that does not match.
+using WT = protozero::pbf_wire_type;
+bool is(const protozero::pbf_reader& m, WT type) { return m.wire_type() == type; }
+uint64_t u64(protozero::pbf_reader& m) {
+  if (is(m, WT::varint)) return m.get_uint64();
+  m.skip();
+  return 0;
+}
+uint32_t u32(protozero::pbf_reader& m) {
+  if (is(m, WT::varint)) return m.get_uint32();
+  m.skip();
+  return 0;
+}
+int32_t enum32(protozero::pbf_reader& m) {
+  if (is(m, WT::varint)) return m.get_enum();
+  m.skip();
+  return 0;
+}
+bool boolean(protozero::pbf_reader& m) {
+  if (is(m, WT::varint)) return m.get_bool();
+  m.skip();
+  return false;
+}
+double f64(protozero::pbf_reader& m) {
+  if (is(m, WT::fixed64)) return m.get_double();
+  m.skip();
+  return 0;
+}
+std::string text(protozero::pbf_reader& m) {
+  if (is(m, WT::length_delimited)) return std::string(m.get_view());
+  m.skip();
+  return {};
+}
+// An embedded message; an empty one when the field is not length-delimited.
+protozero::pbf_reader message(protozero::pbf_reader& m) {
+  if (is(m, WT::length_delimited)) return m.get_message();
+  m.skip();
+  return {};
+}
+
 triage::Dim3 read_dim3(protozero::pbf_reader m) {
   triage::Dim3 d{0, 0, 0};
   while (m.next()) {
     switch (m.tag()) {
-      case 1: d.x = m.get_uint32(); break;
-      case 2: d.y = m.get_uint32(); break;
-      case 3: d.z = m.get_uint32(); break;
+      case 1: d.x = u32(m); break;
+      case 2: d.y = u32(m); break;
+      case 3: d.z = u32(m); break;
       default: m.skip();
     }
   }
@@ -47,14 +88,14 @@ triage::LaunchConfig read_launch(protozero::pbf_reader m) {
   triage::LaunchConfig l;
   while (m.next()) {
     switch (m.tag()) {
-      case f::kLaunchGrid: l.grid = read_dim3(m.get_message()); break;
-      case f::kLaunchBlock: l.block = read_dim3(m.get_message()); break;
-      case f::kLaunchCluster: l.cluster = read_dim3(m.get_message()); break;
-      case f::kLaunchRegs: l.registers_per_thread = m.get_uint32(); break;
-      case f::kLaunchStatic: l.static_shared_bytes = m.get_uint32(); break;
-      case f::kLaunchDynamic: l.dynamic_shared_bytes = m.get_uint32(); break;
-      case f::kLaunchLocal: l.local_bytes_per_thread = m.get_uint32(); break;
-      case f::kLaunchConfig: l.shared_config_bytes_per_sm = m.get_uint32(); break;
+      case f::kLaunchGrid: l.grid = read_dim3(message(m)); break;
+      case f::kLaunchBlock: l.block = read_dim3(message(m)); break;
+      case f::kLaunchCluster: l.cluster = read_dim3(message(m)); break;
+      case f::kLaunchRegs: l.registers_per_thread = u32(m); break;
+      case f::kLaunchStatic: l.static_shared_bytes = u32(m); break;
+      case f::kLaunchDynamic: l.dynamic_shared_bytes = u32(m); break;
+      case f::kLaunchLocal: l.local_bytes_per_thread = u32(m); break;
+      case f::kLaunchConfig: l.shared_config_bytes_per_sm = u32(m); break;
       default: m.skip();
     }
   }
@@ -87,47 +128,47 @@ RawKernel read_kernel(protozero::pbf_reader m) {
   RawKernel k;
   while (m.next()) {
     switch (m.tag()) {
-      case f::kKernelMangled: k.mangled = m.get_uint64(); break;
-      case f::kKernelDevice: k.device = m.get_uint32(); break;
-      case f::kKernelLaunchIndex: k.launch_index = m.get_uint64(); break;
+      case f::kKernelMangled: k.mangled = u64(m); break;
+      case f::kKernelDevice: k.device = u32(m); break;
+      case f::kKernelLaunchIndex: k.launch_index = u64(m); break;
       case f::kKernelLaunch:
-        k.launch = read_launch(m.get_message());
+        k.launch = read_launch(message(m));
         k.has_launch = true;
         break;
       case f::kKernelMetrics: {
-        protozero::pbf_reader mm = m.get_message();
+        protozero::pbf_reader mm = message(m);
         RawMetric r;
         while (mm.next()) {
           switch (mm.tag()) {
-            case f::kMetricName: r.name = mm.get_uint64(); break;
-            case f::kMetricValue: r.value = mm.get_double(); break;
-            case f::kMetricUnit: r.unit = mm.get_uint64(); break;
-            case f::kMetricDerived: r.derived = mm.get_bool(); break;
-            case f::kMetricFromLaunch: r.from_launch = mm.get_uint64(); break;
+            case f::kMetricName: r.name = u64(mm); break;
+            case f::kMetricValue: r.value = f64(mm); break;
+            case f::kMetricUnit: r.unit = u64(mm); break;
+            case f::kMetricDerived: r.derived = boolean(mm); break;
+            case f::kMetricFromLaunch: r.from_launch = u64(mm); break;
             default: mm.skip();
           }
         }
         k.metrics.push_back(r);
         break;
       }
-      case f::kKernelReplay: k.replay = m.get_enum(); break;
-      case f::kKernelStatus: k.status = m.get_enum(); break;
-      case f::kKernelRevision: k.revision = m.get_uint32(); break;
-      case f::kKernelRejected: k.rejected.emplace_back(m.get_view()); break;
+      case f::kKernelReplay: k.replay = enum32(m); break;
+      case f::kKernelStatus: k.status = enum32(m); break;
+      case f::kKernelRevision: k.revision = u32(m); break;
+      case f::kKernelRejected: k.rejected.push_back(text(m)); break;
       case f::kKernelAssembled: {
-        protozero::pbf_reader a = m.get_message();
+        protozero::pbf_reader a = message(m);
         triage::AssembledLaunch l;
         while (a.next()) {
           switch (a.tag()) {
-            case f::kAsmIndex: l.launch_index = a.get_uint64(); break;
-            case f::kAsmGrid: l.grid = read_dim3(a.get_message()); break;
-            case f::kAsmBlock: l.block = read_dim3(a.get_message()); break;
-            case f::kAsmDynamic: l.dynamic_shared_bytes = a.get_uint32(); break;
-            case f::kAsmDuration: l.duration_ns = a.get_double(); break;
-            case f::kAsmGroup: l.metric_group = a.get_uint32(); break;
-            case f::kAsmMetrics: l.metrics = a.get_uint32(); break;
-            case f::kAsmEarlierPid: l.earlier_pid = a.get_uint64(); break;
-            case f::kAsmEarlierStart: l.earlier_start_unix_ns = a.get_uint64(); break;
+            case f::kAsmIndex: l.launch_index = u64(a); break;
+            case f::kAsmGrid: l.grid = read_dim3(message(a)); break;
+            case f::kAsmBlock: l.block = read_dim3(message(a)); break;
+            case f::kAsmDynamic: l.dynamic_shared_bytes = u32(a); break;
+            case f::kAsmDuration: l.duration_ns = f64(a); break;
+            case f::kAsmGroup: l.metric_group = u32(a); break;
+            case f::kAsmMetrics: l.metrics = u32(a); break;
+            case f::kAsmEarlierPid: l.earlier_pid = u64(a); break;
+            case f::kAsmEarlierStart: l.earlier_start_unix_ns = u64(a); break;
             default: a.skip();
           }
         }
@@ -152,7 +193,7 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
   try {
     protozero::pbf_reader file(bytes.data(), bytes.size());
     while (file.next(f::kFileRecords, protozero::pbf_wire_type::length_delimited)) {
-      protozero::pbf_reader record = file.get_message();
+      protozero::pbf_reader record = message(file);
       while (record.next()) {
         switch (record.tag()) {
           case f::kRecordSession: {
@@ -161,22 +202,22 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
               break;
             }
             has_session = true;
-            protozero::pbf_reader s = record.get_message();
+            protozero::pbf_reader s = message(record);
             while (s.next()) {
               switch (s.tag()) {
-                case f::kSessionVersion: run.agent_version = std::string(s.get_view()); break;
-                case f::kSessionPid: run.pid = s.get_uint64(); break;
-                case f::kSessionStart: run.start_unix_ns = s.get_uint64(); break;
-                case f::kSessionMode: run.mode = std::string(s.get_view()); break;
+                case f::kSessionVersion: run.agent_version = text(s); break;
+                case f::kSessionPid: run.pid = u64(s); break;
+                case f::kSessionStart: run.start_unix_ns = u64(s); break;
+                case f::kSessionMode: run.mode = text(s); break;
                 case f::kSessionGpus: {
-                  protozero::pbf_reader g = s.get_message();
+                  protozero::pbf_reader g = message(s);
                   uint32_t device = 0;
                   std::string chip;
                   while (g.next()) {
                     if (g.tag() == f::kGpuDevice) {
-                      device = g.get_uint32();
+                      device = u32(g);
                     } else if (g.tag() == f::kGpuChip) {
-                      chip = std::string(g.get_view());
+                      chip = text(g);
                     } else {
                       g.skip();
                     }
@@ -190,14 +231,14 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
             break;
           }
           case f::kRecordInterned: {
-            protozero::pbf_reader i = record.get_message();
+            protozero::pbf_reader i = message(record);
             uint64_t id = 0;
             std::string value;
             while (i.next()) {
               if (i.tag() == f::kInternedId) {
-                id = i.get_uint64();
+                id = u64(i);
               } else if (i.tag() == f::kInternedValue) {
-                value = std::string(i.get_view());
+                value = text(i);
               } else {
                 i.skip();
               }
@@ -206,7 +247,7 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
             break;
           }
           case f::kRecordKernel: {
-            RawKernel k = read_kernel(record.get_message());
+            RawKernel k = read_kernel(message(record));
             // Always-on records only: assembled from single-pass launches, none replayed.
             if (k.status != f::kStatusProfiled || k.replay != f::kReplayNone || k.assembled.empty() ||
                 !k.has_launch || k.mangled == 0) {

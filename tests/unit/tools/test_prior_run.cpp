@@ -102,3 +102,31 @@ TEST_CASE("prior run: not a cutriage file is an error, a truncated one is read u
   REQUIRE(half.has_value());
   CHECK(half->families.size() <= all->families.size());
 }
+
+TEST_CASE("prior run: a field of another wire type than the schema's is skipped, not misread", "[wire][resume]") {
+  // Hand-made bytes (synthetic): a session header whose pid (field 4, a varint in the schema)
+  // comes as a string, followed by its mode (field 16). protozero would assert (or, without
+  // asserts, misread the string's length as the pid and lose its place) if it were read as is.
+  std::string session;
+  session += '\x22';  // field 4, wire type 2 (length-delimited)
+  session += '\x01';
+  session += 'x';
+  session += "\x82\x01";  // field 16, wire type 2
+  session += '\x09';
+  session += "always-on";
+  std::string record;
+  record += '\x0a';  // Record.session: field 1, length-delimited
+  record += static_cast<char>(session.size());
+  record += session;
+  std::string file;
+  file += '\x0a';  // File.records: field 1, length-delimited
+  file += static_cast<char>(record.size());
+  file += record;
+  std::string error;
+  const std::optional<wire::PriorRun> run = wire::parse_prior_run(file, &error);
+  INFO(error);
+  REQUIRE(run.has_value());
+  CHECK(run->pid == 0);
+  CHECK(run->mode == "always-on");
+  CHECK_FALSE(run->truncated);
+}
