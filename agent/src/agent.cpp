@@ -964,12 +964,13 @@ Agent::Selection Agent::select(const LaunchEvent& event, uint64_t launch_index, 
     return {};
   }
   if (!kernel->candidate.load()) return {};  // changed since the fast path looked
-  if (always_on_ && !kernel->resume_checked && state_.load() == wire::AgentState::kActive && !chip.empty()) {
+  if (always_on_ && !kernel->resume_checked && state_.load() == wire::AgentState::kActive) {
     // Before CUTRIAGE_LAUNCH_SKIP and the budget: taking what an earlier process measured
-    // profiles nothing.
-    kernel->resume_checked = true;
+    // profiles nothing. Without the chip (device facts unavailable) a later launch the budget lets
+    // through tries again; this one's pass around the budget is spent either way.
     kernel->resume_pending.store(false, std::memory_order_relaxed);
-    if (!resume_.empty()) {
+    kernel->resume_checked = !chip.empty();
+    if (!resume_.empty() && !chip.empty()) {
       kernel->resumed_record = resume_family_locked(*kernel, event, launch_index, chip);
       if (kernel->resumed_record) kernel->resumed_unwritten.store(true);
     }
