@@ -13,6 +13,8 @@
 # SVC_RESUME, TORCH_RESUME: an earlier output of the same program for CUTRIAGE_RESUME (a restart:
 # e.g. tests/data/always_on/svc-ao-default-1400s.pb and torch-ao-default-1319s.pb, the first 23
 # minutes), so that the run continues from what that process had measured.
+# CHECKS=1: before the long runs, the GPU test suite (ctest -L gpu), tests/gpu/check_resume.sh and
+# tests/gpu/check_control.sh on GPU 0 (about 3 minutes; their files come back with `collect`).
 # Each phase prints which families said they were complete so far. Whether a background process
 # outlives the call that started it is what the first two phases find out: `wait` says so.
 set -u -o pipefail
@@ -60,6 +62,17 @@ case "$phase" in
     # Without -Werror: a new warning from the device's compiler must not cost the whole run; the
     # build log (in the collected files) shows any.
     bash tests/gpu/build_with_service.sh "$build" "$persist" || exit 1
+    if [ "${CHECKS:-0}" = 1 ]; then
+      ctest --test-dir "$build" -L gpu -j4 >"$persist/ctest-gpu.log" 2>&1
+      echo "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$persist/ctest-gpu.log")"
+      CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" bash tests/gpu/check_resume.sh \
+        >"$persist/check_resume.txt" 2>&1
+      echo "check_resume.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_resume.txt" | grep -c "^ok" | sed 's/^/  ok: /'
+      grep "^FAIL" "$persist/check_resume.txt"
+      CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" bash tests/gpu/check_control.sh \
+        >"$persist/check_control.txt" 2>&1
+      echo "check_control.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_control.txt"
+    fi
     ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info"
     svc_resume="" torch_resume=()
     [ -n "${SVC_RESUME:-}" ] && svc_resume=";CUTRIAGE_RESUME=$PWD/$SVC_RESUME"
@@ -97,6 +110,12 @@ case "$phase" in
     done
     cp "$persist/env.txt" "$out/default/"
     cp "$persist"/build.log "$persist"/service.log "$out/default/" 2>/dev/null
+    cp "$persist"/ctest-gpu.log "$persist"/check_*.txt "$out/default/" 2>/dev/null
+    for c in resume control; do  # the checks' agent files, stripped like the others
+      for pb in "$persist/checks/$c"/*.pb; do
+        [ -f "$pb" ] && python3 tests/data/always_on/strip_timeline.py "$pb" "$out/default/$c-$(basename "$pb")" >/dev/null
+      done
+    done
     grep -h -E "^overhead|^ +\(|^info" "$out"/default/*.report.txt
     tar -C "$out" -czf "$out/default.tgz" default && rm -rf "$out/default"
     ;;
