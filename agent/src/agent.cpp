@@ -2392,6 +2392,9 @@ PromSnapshot Agent::prometheus_snapshot() const {
         p.limiter = std::string(triage::to_string(k.diagnosis->primary_limiter));
       }
     }
+    p.complete = k.complete;
+    p.assembled_launches = static_cast<uint32_t>(k.assembled.size());
+    p.counters_missing = k.complete ? 0 : static_cast<uint32_t>(k.uncollected.size());
     s.families.push_back(std::move(p));
   }
   return s;

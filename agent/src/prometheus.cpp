@@ -163,6 +163,27 @@ std::string render_prometheus(const PromSnapshot& s) {
     l.add("family", std::to_string(f.family_id)).add("kernel", cut(f.kernel)).add("verdict", f.verdict).add("limiter", f.limiter);
     out += "cutriage_kernel_family_verdict" + l.str() + " 1\n";
   }
+  if (s.has_budget) {
+    // Always-on: the progress of each diagnosis being assembled, so a dashboard can show which
+    // verdicts are final and how far the others have come.
+    auto progress = [&](const char* name, const char* help, auto value) {
+      header(out, name, "gauge", help);
+      for (size_t i = 0; i < n; ++i) {
+        const PromFamily& f = s.families[i];
+        if (f.assembled_launches == 0) continue;
+        out += std::string(name) + family_labels(f) + " " + number(value(f)) + "\n";
+      }
+    };
+    progress("cutriage_kernel_family_diagnosis_complete",
+             "Always-on: 1 when every counter the family's route reads was collected, 0 while it assembles.",
+             [](const PromFamily& f) { return f.complete ? 1.0 : 0.0; });
+    progress("cutriage_kernel_family_assembled_launches",
+             "Always-on: launches the family's counters were assembled from, one single-pass group each.",
+             [](const PromFamily& f) { return static_cast<double>(f.assembled_launches); });
+    progress("cutriage_kernel_family_counters_missing",
+             "Always-on: counters the family's route still wants.",
+             [](const PromFamily& f) { return static_cast<double>(f.counters_missing); });
+  }
   return out;
 }
 

@@ -30,6 +30,11 @@ struct PromFamily {
   double share = 0;            // of all traced kernel time, [0, 1]
   std::string verdict;         // "memory_bound", ...; "" = not diagnosed (yet)
   std::string limiter;         // "dram_bandwidth", ...; "" = none named
+  // Always-on: how far its diagnosis has assembled (exported with the budget's series, for the
+  // families with at least one assembled launch).
+  bool complete = false;            // every counter its route reads was collected
+  uint32_t assembled_launches = 0;  // launches the counters came from, earlier processes included
+  uint32_t counters_missing = 0;    // counters the route still wants
 };
 
 struct PromSnapshot {

@@ -143,3 +143,68 @@ TEST_CASE("prometheus: the agent writes its families and verdicts at exit", "[ag
   CHECK(text.find("verdict=\"memory_bound\"") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("prometheus: always-on families' progress, only in always-on mode", "[agent][prometheus]") {
+  agent::PromSnapshot s = synthetic();  // synthetic values
+  s.families[0].complete = true;
+  s.families[0].assembled_launches = 17;
+  s.families[1].assembled_launches = 4;
+  s.families[1].counters_missing = 52;
+  CHECK(agent::render_prometheus(s).find("cutriage_kernel_family_diagnosis_complete") == std::string::npos);
+  s.has_budget = true;
+  const std::string text = agent::render_prometheus(s);
+  INFO(text);
+  const std::string reduce = "{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\",Hostname=\"node-7\",family=\"2\","
+                             "kernel=\"reduce\"}";
+  CHECK(text.find("# TYPE cutriage_kernel_family_diagnosis_complete gauge\n") != std::string::npos);
+  CHECK(text.find("cutriage_kernel_family_diagnosis_complete" + reduce + " 0\n") != std::string::npos);
+  CHECK(text.find("cutriage_kernel_family_assembled_launches" + reduce + " 4\n") != std::string::npos);
+  CHECK(text.find("cutriage_kernel_family_counters_missing" + reduce + " 52\n") != std::string::npos);
+  CHECK(text.find("family=\"1\",kernel=\"void gemm") != std::string::npos);
+  CHECK(text.find("cutriage_kernel_family_assembled_launches{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\","
+                  "Hostname=\"node-7\",family=\"1\"") != std::string::npos);
+  // A family with nothing assembled yet has no progress series.
+  s.families[1].assembled_launches = 0;
+  CHECK(agent::render_prometheus(s).find("cutriage_kernel_family_counters_missing" + reduce) == std::string::npos);
+}
+
+TEST_CASE("prometheus: an always-on run exports its families' progress", "[agent][prometheus]") {
+  const testing::Captured a = capture_of("strided_load");
+  const auto dir = std::filesystem::temp_directory_path() / ("cutriage-prom-ao-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  agent::AgentConfig cfg = testing::select_all();
+  cfg.mode = agent::AgentMode::kAlwaysOn;
+  cfg.budget_fraction = 0.01;
+  cfg.summary = false;
+  cfg.trace_flush_ms = 0;
+  cfg.prometheus_file = (dir / "cutriage.prom").string();
+  Harness h(cfg, counters_for({&a}));
+  REQUIRE(h.ag->start());
+  uint64_t n = 0;
+  auto serve = [&](int seconds) {
+    for (int i = 0; i < seconds; ++i) {
+      h.platform.mono_ns += 1'000'000'000;
+      h.platform.launch(make_launch(a.mangled, ++n, a.launch.grid, a.launch.block));
+    }
+  };
+  serve(150);  // partway: a few groups assembled
+  h.ag->flush();
+  const std::string partway = testing::slurp(dir / "cutriage.prom");
+  serve(900);  // complete
+  h.ag->finish();
+  const std::string done = testing::slurp(dir / "cutriage.prom");
+  INFO(partway << "\n----\n" << done);
+  auto value = [](const std::string& text, const std::string& series) {
+    const size_t at = text.find(series + "{");
+    REQUIRE(at != std::string::npos);
+    const size_t space = text.find("} ", at);
+    return std::stod(text.substr(space + 2, text.find('\n', space) - space - 2));
+  };
+  CHECK(value(partway, "cutriage_kernel_family_diagnosis_complete") == 0);
+  CHECK(value(partway, "cutriage_kernel_family_assembled_launches") >= 2);
+  CHECK(value(partway, "cutriage_kernel_family_counters_missing") > 0);
+  CHECK(value(done, "cutriage_kernel_family_diagnosis_complete") == 1);
+  CHECK(value(done, "cutriage_kernel_family_counters_missing") == 0);
+  CHECK(value(done, "cutriage_kernel_family_assembled_launches") > value(partway, "cutriage_kernel_family_assembled_launches"));
+  std::filesystem::remove_all(dir);
+}
