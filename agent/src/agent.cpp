@@ -615,6 +615,12 @@ bool Agent::on_launch_enter(const LaunchEvent& event) {
     }
     KernelState* kernel = kernel_for_launch(event);
     if (kernel == nullptr) return false;
+    // Always-on without a flush thread: the release of an idle range profiler falls to the first
+    // launch after it is due (any family's; one thread takes it). Costs one load per launch.
+    if (uint64_t due = release_due_ns_.load(std::memory_order_relaxed); due != 0 && monotonic_now() >= due &&
+        release_due_ns_.compare_exchange_strong(due, 0)) {
+      release_idle_profilers();
+    }
     kernel->launches.fetch_add(1, std::memory_order_relaxed);
     kernel_launches_.fetch_add(1, std::memory_order_relaxed);
     const uint64_t launch_index = launch_counter_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -1851,11 +1857,14 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
     if (always_on_) {
       // An enabled profiler slows every launch on the context: released now (within this launch's
       // measured cost) or, after release_ms without another profiled launch, by the flush thread
-      // (or cutriage_flush; at the latest when the agent finishes).
+      // (or cutriage_flush; without a flush thread by the first launch after that, see
+      // on_launch_enter; at the latest when the agent finishes).
       if (config_.release_ms == 0) {
         release_locked(ctx);
       } else {
-        ctx.profiled_end_mono_ns.store(monotonic_now());
+        const uint64_t now = monotonic_now();
+        ctx.profiled_end_mono_ns.store(now);
+        if (!flush_running_.load()) release_due_ns_.store(now + uint64_t{config_.release_ms} * 1'000'000);
       }
     }
     return ended;

@@ -329,6 +329,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // Always-on: until then (monotonic ns) a configured profiler may be taken on credit, so the fast
   // path lets candidate launches through even when the budget is not ready.
   std::atomic<uint64_t> credit_until_ns_{0};
+  // Always-on without a flush thread: when the idle range profiler is due for release (monotonic
+  // ns; 0 = none due). Set as a profiled launch ends; taken by the next launch after it.
+  std::atomic<uint64_t> release_due_ns_{0};
 
   mutable std::mutex trace_mutex_;  // the timeline and everything the activity side owns
   triage::TimelineAccumulator timeline_;

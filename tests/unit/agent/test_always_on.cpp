@@ -540,6 +540,23 @@ TEST_CASE("always-on: an idle range profiler is released, at once or after CUTRI
     CHECK(s.h->platform.stats.disables.load() == disables + 1);
     s.h->ag->finish();
   }
+  {
+    // No flush thread and no cutriage_flush: the first launch after release_ms releases it. (One
+    // profiled launch per 10 s at most: the launches below run unprofiled.)
+    AgentConfig cfg = always_on(0.05);
+    cfg.release_ms = 2000;
+    cfg.budget_rate = 0.1;
+    Service s = make_service("strided_load", cfg);
+    for (int i = 0; i < 300 && s.h->platform.stats.begins.load() == 0; ++i) serve(s, 1, 1'000'000'000);
+    REQUIRE(s.h->platform.stats.begins.load() == 1);
+    const int disables = s.h->platform.stats.disables.load();
+    serve(s, 1, 1'000'000'000);  // 1 s later: kept
+    CHECK(s.h->platform.stats.disables.load() == disables);
+    CHECK(s.h->platform.stats.begins.load() == 1);
+    serve(s, 1, 1'500'000'000);  // 2.5 s after the profiled launch
+    CHECK(s.h->platform.stats.disables.load() == disables + 1);
+    s.h->ag->finish();
+  }
 }
 
 TEST_CASE("budget: a launch on credit waits only for the rate limit, and its debt delays the next", "[agent][always_on][budget]") {
