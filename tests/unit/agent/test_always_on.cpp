@@ -911,3 +911,37 @@ TEST_CASE("always-on: resuming from a segmented output reads every segment, newe
   REQUIRE(second.complete_notices.size() == 1);
   CHECK(second.complete_notices[0].find("by an earlier process, resumed") != std::string::npos);
 }
+
+TEST_CASE("always-on: resuming from the file the process itself writes to", "[agent][always_on][resume]") {
+  // CUTRIAGE_RESUME and CUTRIAGE_OUTPUT naming one file: the earlier output is read before the
+  // file sink truncates it, and the new file holds the resumed records from then on.
+  const Captured a = capture_of("strided_load");
+  const RunResult first = run_service(a, 150);
+  const auto file = write_temp(first.bytes, "same");
+  AgentConfig cfg = always_on(0.01);
+  cfg.resume_path = file.string();
+  testing::FakePlatform platform(testing::counters_for({&a}));
+  platform.mono_ns = 0;
+  agent::Logger log;
+  agent::ProcessInfo p{4321, "testhost", {"./app"}, [] { return uint64_t{1700000000000000000}; }, {}};
+  p.monotonic_ns = [&platform] { return platform.mono_ns.load(); };
+  {
+    agent::Agent ag(std::move(cfg), platform, agent::make_file_sink(file.string(), log), log, p);
+    REQUIRE(ag.start());
+    for (uint64_t i = 1; i <= 30; ++i) {
+      platform.mono_ns += 1'000'000'000;
+      platform.launch(make_launch(a.mangled.c_str(), i, a.launch.grid, a.launch.block));
+    }
+    ag.finish();
+  }
+  const tools::ReadResult r = tools::read_cutriage_file(file.string());
+  std::filesystem::remove(file);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const v1::KernelProfile* k = last_profiled(kernel_records(r));
+  REQUIRE(k != nullptr);
+  CHECK(k->status_detail().rfind("resumed from " + file.string(), 0) == 0);
+  CHECK(k->assembled_launches_size() == first.begins);
+  for (const v1::AssembledLaunch& l : k->assembled_launches()) CHECK(l.earlier_pid() == 1234);
+  REQUIRE(r.file.records(0).has_session());
+  CHECK(r.file.records(0).session().pid() == 4321);  // the new process's file
+}
