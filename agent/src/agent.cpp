@@ -1190,26 +1190,7 @@ void Agent::load_resume() {
   } else {
     // Segmented output (CUTRIAGE_SEGMENT_*): every published segment of that base name, oldest
     // first, so that a family's latest record wins.
-    const fs::path p(path);
-    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-    const std::string stem = p.stem().string() + ".";
-    const std::string ext = p.extension().string();
-    std::vector<std::pair<uint64_t, std::string>> segments;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name.size() <= stem.size() + ext.size() || name.compare(0, stem.size(), stem) != 0 ||
-          name.compare(name.size() - ext.size(), ext.size(), ext) != 0) {
-        continue;
-      }
-      const std::string digits = name.substr(stem.size(), name.size() - stem.size() - ext.size());
-      if (digits.size() < 6 || digits.size() > 12 ||
-          !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        continue;
-      }
-      segments.emplace_back(std::stoull(digits), it->path().string());
-    }
-    std::sort(segments.begin(), segments.end());
-    for (auto& [n, file] : segments) files.push_back(std::move(file));
+    files = published_segments(path);
   }
   if (files.empty()) {
     log_.info("CUTRIAGE_RESUME: no " + path + " (nor segments of it) yet; every family starts afresh");
@@ -1277,11 +1258,9 @@ std::optional<wire::KernelRecord> Agent::resume_family_locked(KernelState& kerne
     kernel.measured_on[v.name] = v.launch_index;
     kernel.attempted.insert(v.name);
   }
-  for (std::string& name : prior.rejected) {
+  for (const std::string& name : prior.rejected) {
     kernel.attempted.insert(name);
-    if (std::find(kernel.rejected.begin(), kernel.rejected.end(), name) == kernel.rejected.end()) {
-      kernel.rejected.push_back(std::move(name));
-    }
+    note_rejected_locked(kernel, name);
   }
   kernel.assembled = std::move(prior.assembled);
   // This process's numbering only: later records of the family supersede this one (readers show
@@ -1291,13 +1270,8 @@ std::optional<wire::KernelRecord> Agent::resume_family_locked(KernelState& kerne
   kernel.first_launch = *event.launch;
 
   wire::KernelRecord record;
-  record.input.mangled_name = kernel.mangled;
-  record.input.demangled_name = kernel.names->demangled;
-  record.input.function_name = kernel.names->function;
-  record.input.device = event.device;
-  record.input.launch_index = launch_index;  // the launch at which it was resumed (not profiled)
-  record.input.launch = event.launch;
-  if (auto d = devices_.find(event.device); d != devices_.end()) record.input.device_limits = d->second.limits;
+  // At the launch where it was resumed (not profiled).
+  fill_kernel_input_locked(event, kernel, launch_index, record.input);
   record.input.metrics = kernel.measured;
   fill_build_locked(kernel, record.input);
   for (const auto& [name, launch] : kernel.measured_on) record.metric_launch[name] = launch;
@@ -1319,9 +1293,7 @@ std::optional<wire::KernelRecord> Agent::resume_family_locked(KernelState& kerne
   record.diagnosis = triage::triage_kernel(record.input, triage_options_);
   kernel.diagnosis = record.diagnosis;
   kernel.last_status = record.status;
-  kernel.uncollected = triage::counters_still_needed(record.diagnosis, kernel.measured,
-                                                    {kernel.attempted.begin(), kernel.attempted.end()});
-  if (kernel.uncollected.empty()) kernel.complete = true;
+  update_completeness_locked(kernel);
   kernel.last_record = record;
   update_candidate_locked(kernel);
   return record;
@@ -1836,15 +1808,32 @@ void Agent::launch_exit(const LaunchEvent& event) {
 
 void Agent::fill_kernel_input(const LaunchEvent& event, const KernelState& kernel,
                               uint64_t launch_index, triage::KernelInput& input) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  fill_kernel_input_locked(event, kernel, launch_index, input);
+}
+
+void Agent::fill_kernel_input_locked(const LaunchEvent& event, const KernelState& kernel,
+                                     uint64_t launch_index, triage::KernelInput& input) const {
   input.mangled_name = kernel.mangled;
   input.demangled_name = kernel.names->demangled;
   input.function_name = kernel.names->function;
   input.device = event.device;
   input.launch_index = launch_index;
   input.launch = event.launch;
-  std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = devices_.find(event.device); it != devices_.end()) {
     input.device_limits = it->second.limits;
+  }
+}
+
+void Agent::update_completeness_locked(KernelState& kernel) {
+  kernel.uncollected = triage::counters_still_needed(*kernel.diagnosis, kernel.measured,
+                                                    {kernel.attempted.begin(), kernel.attempted.end()});
+  if (kernel.uncollected.empty()) kernel.complete = true;
+}
+
+void Agent::note_rejected_locked(KernelState& kernel, const std::string& name) {
+  if (std::find(kernel.rejected.begin(), kernel.rejected.end(), name) == kernel.rejected.end()) {
+    kernel.rejected.push_back(name);
   }
 }
 
@@ -1912,19 +1901,12 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
       kernel.measured.set(r.name, r.value, unit_for(r.name));
       kernel.measured_on[r.name] = active.launch_index;
     }
-    for (const collectors::RejectedMetric& rj : active.plan.rejected) {
-      if (std::find(kernel.rejected.begin(), kernel.rejected.end(), rj.name) == kernel.rejected.end()) {
-        kernel.rejected.push_back(rj.name);
-      }
-    }
+    for (const collectors::RejectedMetric& rj : active.plan.rejected) note_rejected_locked(kernel, rj.name);
     if (active.group >= 0) {
       // A counter of the group that gave no value is not asked for again (attempted); the record
       // says so, so that a process resuming from it (CUTRIAGE_RESUME) does not ask either.
       for (const std::string& m : active.plan.metrics) {
-        if (kernel.measured.has(m) || std::find(kernel.rejected.begin(), kernel.rejected.end(), m) != kernel.rejected.end()) {
-          continue;
-        }
-        kernel.rejected.push_back(m);
+        if (!kernel.measured.has(m)) note_rejected_locked(kernel, m);
       }
     }
     record.input.metrics = kernel.measured;
@@ -1977,9 +1959,7 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
     } else if (config_.metric_mode != MetricMode::kAdaptive && !always_on_) {
       kernel.complete = true;
     } else {
-      kernel.uncollected = triage::counters_still_needed(
-          record.diagnosis, kernel.measured, {kernel.attempted.begin(), kernel.attempted.end()});
-      if (kernel.uncollected.empty()) kernel.complete = true;
+      update_completeness_locked(kernel);
     }
     kernel.last_record = record;
     update_candidate_locked(kernel);  // after last_record: PC sampling follows a profiled record
@@ -2003,7 +1983,7 @@ void Agent::note_complete(KernelState& kernel) {
     size_t earlier = 0;
     for (const triage::AssembledLaunch& a : kernel.assembled) {
       groups.insert(a.metric_group);
-      earlier += a.earlier_pid != 0 || a.earlier_start_unix_ns != 0 ? 1 : 0;
+      earlier += a.from_earlier_process() ? 1 : 0;
     }
     char when[32];
     std::snprintf(when, sizeof(when), "%.1f", seconds);

@@ -277,6 +277,12 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void set_inactive(wire::AgentState state, const std::string& detail);
   void fill_kernel_input(const collectors::LaunchEvent& event, const KernelState& kernel,
                          uint64_t launch_index, triage::KernelInput& input);
+  void fill_kernel_input_locked(const collectors::LaunchEvent& event, const KernelState& kernel,
+                                uint64_t launch_index, triage::KernelInput& input) const;  // mutex_ held
+  // From the family's diagnosis: the counters its route still wants; complete when none (mutex_).
+  void update_completeness_locked(KernelState& kernel);
+  // Adds a counter to those asked for and not collected, once (mutex_ held).
+  void note_rejected_locked(KernelState& kernel, const std::string& name);
   void write_family_locked(KernelState& kernel);  // output_mutex_ held
   void fill_build_locked(const KernelState& kernel, triage::KernelInput& input) const;  // mutex_ held
 

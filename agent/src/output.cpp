@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <deque>
 #include <cstring>
+#include <filesystem>
 #include <system_error>
 
 #include "log.h"
@@ -169,6 +171,37 @@ std::string segment_path(const std::string& path, uint64_t n, bool partial) {
   char number[32];
   std::snprintf(number, sizeof number, ".%06llu", static_cast<unsigned long long>(n));
   return partial ? dir + "." + base + number + ext + ".partial" : dir + base + number + ext;
+}
+
+std::vector<std::string> published_segments(const std::string& path) {
+  namespace fs = std::filesystem;
+  // segment_path's name for number n, with the digits taken out: what stands before and after.
+  const std::string zero = segment_path(path, 0, false);
+  const size_t digits_at = zero.rfind(".000000") + 1;
+  const std::string prefix = fs::path(zero.substr(0, digits_at)).filename().string();
+  const std::string suffix = zero.substr(digits_at + 6);
+  const fs::path p(zero);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::vector<std::pair<uint64_t, std::string>> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.size() < 6 || digits.size() > 12 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    found.emplace_back(std::stoull(digits), it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  out.reserve(found.size());
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
 }
 
 }  // namespace cutriage::agent

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace cutriage::agent {
@@ -50,5 +51,7 @@ std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log);
 std::unique_ptr<RecordSink> make_segment_sink(std::string path, SegmentOptions options, Logger& log);
 // The name of segment `n` (1-based) of `path`, published or in progress.
 std::string segment_path(const std::string& path, uint64_t n, bool partial);
+// The published segments of `path` found on disk, oldest first (names as segment_path gives them).
+std::vector<std::string> published_segments(const std::string& path);
 
 }  // namespace cutriage::agent

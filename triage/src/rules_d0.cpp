@@ -399,7 +399,7 @@ RuleVerdict eval_assembled(RuleContext& ctx) {
     if (std::isfinite(l.duration_ns) && l.duration_ns > 0) durations.push_back(l.duration_ns);
   }
   size_t earlier = 0;
-  for (const AssembledLaunch& l : launches) earlier += l.earlier_pid != 0 || l.earlier_start_unix_ns != 0 ? 1 : 0;
+  for (const AssembledLaunch& l : launches) earlier += l.from_earlier_process() ? 1 : 0;
   if (earlier > 0) ctx.note("cutriage__assembled_launches_earlier_process", static_cast<double>(earlier), "launch");
   // Launches of an earlier process of the program (resumed) are held to the same test: a rebuilt
   // kernel or other inputs show up as another shape or other durations.

@@ -298,7 +298,7 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
     }
     fam.rejected = std::move(k.rejected);
     for (triage::AssembledLaunch& a : k.assembled) {
-      if (a.earlier_pid == 0 && a.earlier_start_unix_ns == 0) {
+      if (!a.from_earlier_process()) {
         a.earlier_pid = run.pid;
         a.earlier_start_unix_ns = run.start_unix_ns;
       }

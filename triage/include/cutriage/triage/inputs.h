@@ -148,6 +148,7 @@ struct AssembledLaunch {
   // its pid and start time; launch_index is that process's.
   uint64_t earlier_pid = 0;
   uint64_t earlier_start_unix_ns = 0;
+  [[nodiscard]] bool from_earlier_process() const { return earlier_pid != 0 || earlier_start_unix_ns != 0; }
 };
 
 struct KernelInput {
