@@ -13,8 +13,9 @@
 # SVC_RESUME, TORCH_RESUME: an earlier output of the same program for CUTRIAGE_RESUME (a restart:
 # e.g. tests/data/always_on/svc-ao-default-1400s.pb and torch-ao-default-1319s.pb, the first 23
 # minutes), so that the run continues from what that process had measured.
-# CHECKS=1: before the long runs, the GPU test suite (ctest -L gpu), tests/gpu/check_resume.sh and
-# tests/gpu/check_control.sh on GPU 0 (about 3 minutes; their files come back with `collect`).
+# CHECKS=1: the GPU test suite (ctest -L gpu), tests/gpu/check_resume.sh and
+# tests/gpu/check_control.sh on GPU 0 (about 3 minutes; their files come back with `collect`). They
+# run while the PyTorch loop already runs on GPU 1, and the service starts on GPU 0 after them.
 # Each phase prints which families said they were complete so far. Whether a background process
 # outlives the call that started it is what the first two phases find out: `wait` says so.
 set -u -o pipefail
@@ -62,30 +63,33 @@ case "$phase" in
     # Without -Werror: a new warning from the device's compiler must not cost the whole run; the
     # build log (in the collected files) shows any.
     bash tests/gpu/build_with_service.sh "$build" "$persist" || exit 1
-    if [ "${CHECKS:-0}" = 1 ]; then
-      ctest --test-dir "$build" -L gpu -j4 >"$persist/ctest-gpu.log" 2>&1
-      echo "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$persist/ctest-gpu.log")"
-      CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" bash tests/gpu/check_resume.sh \
-        >"$persist/check_resume.txt" 2>&1
-      echo "check_resume.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_resume.txt" | grep -c "^ok" | sed 's/^/  ok: /'
-      grep "^FAIL" "$persist/check_resume.txt"
-      CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" bash tests/gpu/check_control.sh \
-        >"$persist/check_control.txt" 2>&1
-      echo "check_control.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_control.txt"
-    fi
     ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info"
     svc_resume="" torch_resume=()
     [ -n "${SVC_RESUME:-}" ] && svc_resume=";CUTRIAGE_RESUME=$PWD/$SVC_RESUME"
     [ -n "${TORCH_RESUME:-}" ] && torch_resume=(CUTRIAGE_RESUME="$PWD/$TORCH_RESUME")
     echo "SVC_RESUME=${SVC_RESUME:-} TORCH_RESUME=${TORCH_RESUME:-}" >>"$persist/env.txt"
     # setsid + nohup: a session of their own, so that the end of this call does not take them.
-    CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$persist/svc.pb$svc_resume" setsid nohup \
-      build-service/cutriage_service "${RUN_SECONDS:-1500}" >"$persist/svc.out" 2>"$persist/svc.log" </dev/null &
-    echo $! >"$persist/svc.pid"
     env "${torch_resume[@]}" CUDA_VISIBLE_DEVICES=1 CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" \
       CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_OUTPUT="$persist/torch.pb" setsid nohup \
       python3 bench/torch_loop.py "${TORCH_STEPS:-700000}" >"$persist/torch.out" 2>"$persist/torch.log" </dev/null &
     echo $! >"$persist/torch.pid"
+    # The checks use GPU 0 only, while the PyTorch loop already runs on GPU 1: the loop's family
+    # count is what needs the most traffic, so it starts first.
+    if [ "${CHECKS:-0}" = 1 ]; then
+      CUDA_VISIBLE_DEVICES=0 timeout 300 ctest --test-dir "$build" -L gpu -j4 >"$persist/ctest-gpu.log" 2>&1
+      echo "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$persist/ctest-gpu.log")"
+      CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" timeout 200 bash tests/gpu/check_resume.sh \
+        >"$persist/check_resume.txt" 2>&1
+      echo "check_resume.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_resume.txt" | grep -c "^ok" | sed 's/^/  ok: /'
+      grep "^FAIL" "$persist/check_resume.txt"
+      CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" timeout 120 bash tests/gpu/check_control.sh \
+        >"$persist/check_control.txt" 2>&1
+      echo "check_control.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_control.txt"
+    fi
+    CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$persist/svc.pb$svc_resume" setsid nohup \
+      build-service/cutriage_service "${RUN_SECONDS:-1500}" >"$persist/svc.out" 2>"$persist/svc.log" </dev/null &
+    echo $! >"$persist/svc.pid"
+    date -u +"service started: %H:%M:%S" >>"$persist/env.txt"
     echo "build warnings: $(grep -c 'warning:' "$persist/build.log")"
     echo "started: service pid $(cat "$persist/svc.pid"), torch pid $(cat "$persist/torch.pid")"
     watch_for "$watch"
