@@ -78,6 +78,9 @@ struct Agent::KernelState {
   uint64_t deep_request = 0;  // the deep-capture request that last profiled it
   bool complete_noted = false;  // always-on: the "diagnosis complete" notice was written
   bool resume_checked = false;  // always-on: CUTRIAGE_RESUME was looked up for this family
+  // Always-on: launches of another shape than the earlier process's that came to the selection
+  // while the family waited for one of that shape (see resume_family_locked).
+  uint32_t resume_shape_misses = 0;
   // The record of what it resumed, until launch_enter writes it (outside mutex_).
   std::optional<wire::KernelRecord> resumed_record;
   std::atomic<bool> resumed_unwritten{false};
@@ -215,6 +218,10 @@ bool same_shape(const triage::LaunchConfig& a, const triage::LaunchConfig& b) {
   };
   return eq(a.grid, b.grid) && eq(a.block, b.block) &&
          a.dynamic_shared_bytes == b.dynamic_shared_bytes;
+}
+
+std::string dim3_text(const triage::Dim3& d) {
+  return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
 }
 
 std::string metric_mode_name(MetricMode m) {
@@ -977,8 +984,17 @@ Agent::Selection Agent::select(const LaunchEvent& event, uint64_t launch_index, 
     kernel->resume_pending.store(false, std::memory_order_relaxed);
     kernel->resume_checked = !chip.empty();
     if (!resume_.empty() && !chip.empty()) {
-      kernel->resumed_record = resume_family_locked(*kernel, event, launch_index, chip);
+      bool wait_for_shape = false;
+      kernel->resumed_record = resume_family_locked(*kernel, event, launch_index, chip, &wait_for_shape);
       if (kernel->resumed_record) kernel->resumed_unwritten.store(true);
+      if (wait_for_shape) {
+        // Profiling this launch would tie the family to its shape and lose the earlier counters:
+        // the next launch comes here again, around the budget, as this one did. A deep capture
+        // asked for goes ahead (the user's request; the family then starts afresh).
+        kernel->resume_checked = false;
+        kernel->resume_pending.store(true, std::memory_order_relaxed);
+        if (!deep_targets_locked(*kernel)) return {};
+      }
     }
   }
   const bool deep = deep_targets_locked(*kernel);
@@ -1237,18 +1253,32 @@ void Agent::load_resume() {
 }
 
 std::optional<wire::KernelRecord> Agent::resume_family_locked(KernelState& kernel, const LaunchEvent& event,
-                                                              uint64_t launch_index, const std::string& chip) {
+                                                              uint64_t launch_index, const std::string& chip,
+                                                              bool* wait_for_shape) {
   auto it = resume_.find(std::make_tuple(kernel.mangled, chip, kernel.block.x, kernel.block.y, kernel.block.z));
   if (it == resume_.end()) return std::nullopt;
+  const bool shape_matches = event.launch && same_shape(it->second.launch, *event.launch);
+  // One function launched with several grids (a GEMM's forward and backward calls share a block
+  // size) is one family here, and its first launch in this process need not have the shape the
+  // earlier process assembled on: on the H200 the PyTorch loop's largest GEMM lost 23 minutes of
+  // counters that way. A few launches wait for that shape.
+  if (!shape_matches && kernel.profiles_started == 0 && ++kernel.resume_shape_misses < kResumeShapeTries) {
+    *wait_for_shape = true;
+    return std::nullopt;
+  }
   wire::PriorFamily prior = std::move(it->second);
   resume_.erase(it);
   // Counters of another launch shape do not combine with this one's (Decision 0 would reject
   // the assembly); nor do they once this process measured something itself.
-  if (!event.launch || !same_shape(prior.launch, *event.launch) || kernel.profiles_started > 0) {
+  if (!shape_matches || kernel.profiles_started > 0) {
+    const std::string why =
+        kernel.profiles_started > 0
+            ? " was profiled here (a deep capture) before a launch of the earlier process's shape came"
+            : " ran with another launch shape than in the earlier process (grid " + dim3_text(prior.launch.grid) +
+                  ", block " + dim3_text(prior.launch.block) + ") in its first " +
+                  std::to_string(kResumeShapeTries) + " launches here";
     log_.log_once(LogLevel::kInfo, "resume-shape",
-                  "CUTRIAGE_RESUME: " + kernel.names->function +
-                      " runs with another launch shape than in the earlier process and starts afresh "
-                      "(said once)");
+                  "CUTRIAGE_RESUME: " + kernel.names->function + why + " and starts afresh (said once)");
     return std::nullopt;
   }
   uint64_t pid = 0;

@@ -180,9 +180,13 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // is written: the output may be the same file).
   void load_resume();
   // Always-on (mutex_ held): on a family's first selection, takes what the earlier process measured
-  // for it, when the chip and the launch's shape match. Returns the record saying so.
+  // for it, when the chip and the launch's shape match. Returns the record saying so. A launch of
+  // another shape sets *wait_for_shape instead, for up to kResumeShapeTries launches; then the
+  // family starts afresh.
   std::optional<wire::KernelRecord> resume_family_locked(KernelState& kernel, const collectors::LaunchEvent& event,
-                                                         uint64_t launch_index, const std::string& chip);
+                                                         uint64_t launch_index, const std::string& chip,
+                                                         bool* wait_for_shape);
+  static constexpr uint32_t kResumeShapeTries = 16;
   // Always-on: how long a configured group is left to the other families that still want it
   // before a family that wants none of it may switch the context away.
   static constexpr uint64_t kHoldGroupNs = 5'000'000'000;

@@ -755,17 +755,18 @@ struct RunResult {
   std::vector<std::string> complete_notices;
 };
 
-// The service for `seconds` (a launch a second), always-on at 1%, optionally resuming.
+// The service for `seconds` (a launch a second), always-on at 1%, optionally resuming; the launches
+// take the grids in turn (the capture's when none are given).
 RunResult run_service(const Captured& a, int seconds, const std::string& resume = {},
-                      triage::Dim3 grid = {0, 0, 0}) {
+                      std::vector<triage::Dim3> grids = {}) {
   AgentConfig cfg = always_on(0.01);
   cfg.resume_path = resume;
   Harness h(std::move(cfg), testing::counters_for({&a}));
   REQUIRE(h.ag->start());
-  const triage::Dim3 g = grid.x != 0 ? grid : a.launch.grid;
+  if (grids.empty()) grids.push_back(a.launch.grid);
   for (uint64_t i = 1; i <= static_cast<uint64_t>(seconds); ++i) {
     h.platform.mono_ns += 1'000'000'000;
-    h.platform.launch(make_launch(a.mangled.c_str(), i, g, a.launch.block));
+    h.platform.launch(make_launch(a.mangled.c_str(), i, grids[(i - 1) % grids.size()], a.launch.block));
   }
   h.ag->finish();
   RunResult out;
@@ -877,11 +878,18 @@ TEST_CASE("always-on: nothing is resumed across launch shapes, and a bad or miss
   const RunResult first = run_service(a, 150);
   const auto file = write_temp(first.bytes, "shape");
   const triage::Dim3 other{a.launch.grid.x * 2, a.launch.grid.y, a.launch.grid.z};
-  const RunResult fresh_other = run_service(a, 150, {}, other);
-  const RunResult resumed_other = run_service(a, 150, file.string(), other);
+  const RunResult fresh_other = run_service(a, 150, {}, {other});
+  const RunResult resumed_other = run_service(a, 150, file.string(), {other});
   std::filesystem::remove(file);
+  // It waited 16 launches for the earlier shape, then went on as a run from nothing does.
   CHECK(resumed_other.begins == fresh_other.begins);
-  CHECK(resumed_other.log.find("another launch shape") != std::string::npos);
+  CHECK(resumed_other.log.find("another launch shape than in the earlier process (grid " +
+                               std::to_string(a.launch.grid.x) + "x") != std::string::npos);
+  CHECK(resumed_other.log.find("in its first 16 launches here and starts afresh") != std::string::npos);
+  const tools::ReadResult read_other = tools::read_cutriage_bytes(resumed_other.bytes);
+  for (const v1::KernelProfile* k : kernel_records(read_other)) {
+    for (const v1::AssembledLaunch& l : k->assembled_launches()) CHECK(l.earlier_pid() == 0);
+  }
 
   const RunResult fresh = run_service(a, 150);
   const RunResult missing = run_service(a, 150, "/nonexistent/cutriage-resume.pb");
@@ -892,6 +900,39 @@ TEST_CASE("always-on: nothing is resumed across launch shapes, and a bad or miss
   std::filesystem::remove(junk);
   CHECK(bad.begins == fresh.begins);
   CHECK(bad.log.find("skipped") != std::string::npos);
+}
+
+TEST_CASE("always-on: a family launched with several grids resumes on a launch of the earlier one's",
+          "[agent][always_on][resume]") {
+  // One function, one block size, two grids in turn (a GEMM's forward and backward calls): the
+  // restarted process's first launch has the other grid. The earlier counters must still count.
+  const Captured a = capture_of("strided_load");
+  const triage::Dim3 other{a.launch.grid.x * 2, a.launch.grid.y, a.launch.grid.z};
+  const RunResult first = run_service(a, 300, {}, {a.launch.grid, other});
+  REQUIRE(first.complete_notices.empty());
+  REQUIRE(first.begins >= 2);
+  // The grid the first process assembled on: the restarted one launches the other grid first.
+  const tools::ReadResult r1 = tools::read_cutriage_bytes(first.bytes);
+  const v1::KernelProfile* k1 = last_profiled(kernel_records(r1));
+  REQUIRE(k1 != nullptr);
+  const triage::Dim3 earlier = k1->launch().grid().x() == other.x ? other : a.launch.grid;
+  const triage::Dim3 not_earlier = earlier.x == other.x ? a.launch.grid : other;
+  const auto file = write_temp(first.bytes, "grids");
+  const RunResult second = run_service(a, 1800, file.string(), {not_earlier, earlier});
+  std::filesystem::remove(file);
+  INFO(second.log);
+  CHECK(second.log.find("another launch shape") == std::string::npos);
+  REQUIRE(second.complete_notices.size() == 1);
+  CHECK(second.complete_notices[0].find(std::to_string(first.begins) + " of the launches by an earlier process, resumed") !=
+        std::string::npos);
+  tools::ReadResult r = tools::read_cutriage_bytes(second.bytes);
+  const v1::KernelProfile* k = last_profiled(kernel_records(r));
+  REQUIRE(k != nullptr);
+  CHECK(k->launch().grid().x() == earlier.x);  // assembled on the earlier process's grid
+  CHECK(second.begins == k->assembled_launches_size() - first.begins);
+  for (const v1::KernelProfile* p : kernel_records(r)) {
+    if (p->status_detail().rfind("resumed from", 0) == 0) CHECK(p->launch_index() == 2);  // the first of that grid
+  }
 }
 
 TEST_CASE("always-on: resuming from a segmented output reads every segment, newest last", "[agent][always_on][resume]") {
