@@ -167,14 +167,21 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
                    KernelState& kernel,
                    const MetricGroups* groups, int context_group, uint64_t context_group_since_ns);
   // Always-on (mutex_ held): per group, what the other candidate families on the kernel's device
-  // that are still launching (within kRecentLaunchNs) want from it.
+  // that are still launching (within kRecentLaunchNs) want from it (the weights: with `kernel`).
   struct GroupDemand {
     std::vector<size_t> counters;  // counters wanted, summed over the families
     // Families without a verdict yet (not profiled, or inconclusive) that want routing counters
     // of the group.
     std::vector<size_t> unrouted;
+    // The same two by GPU time: the traced shares of the families wanting something of the group
+    // (`weight`), and of those among them that it would route (`unrouted_weight`). Unlike the
+    // counts, these include `kernel` itself, summed in one fixed order, so that every family's
+    // launch ranks the groups alike (a tie must not make two families each leave the switch to
+    // the other).
+    std::vector<double> weight;
+    std::vector<double> unrouted_weight;
   };
-  GroupDemand wanted_by_other_families_locked(const KernelState& kernel, const MetricGroups& groups,
+  GroupDemand group_demand_locked(const KernelState& kernel, const MetricGroups& groups,
                                               uint64_t now_ns);
   // Always-on (CUTRIAGE_RESUME): reads the earlier output into resume_ (start(), before anything
   // is written: the output may be the same file).
@@ -193,8 +200,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // Always-on: a family counts as still launching this long after its latest launch. Switches are
   // chosen for those only: a family that stopped launching must not hold the others back.
   static constexpr uint64_t kRecentLaunchNs = 30'000'000'000;
-  // Always-on: how long a routed family that declined a switch (routing first) waits before its
-  // launches come to the selection again.
+  // Always-on: how long a family that declined a switch (another family's group ranked first)
+  // waits before its launches come to the selection again.
   static constexpr uint64_t kRoutingFirstWaitNs = 1'000'000'000;
   // Always-on: the chip's single-pass groups, planned on first use. With `may_plan` false (an
   // application thread while the flush thread runs) a chip not planned yet is left to the flush

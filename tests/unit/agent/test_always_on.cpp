@@ -737,6 +737,59 @@ TEST_CASE("always-on: an unrouted family that stopped launching does not hold th
   CHECK(with_c == alone);
 }
 
+TEST_CASE("always-on: the switches go first to the family with the most GPU time", "[agent][always_on]") {
+  // B launches three times for each of A's launches, and first in every round, so its launch is
+  // mostly the first after the budget allows a switch; A runs 20 times as long (87% of the traced
+  // GPU time; the durations are set, traced and profiled alike, the rest of each capture is
+  // real). Until A is complete, B takes only groups that A takes too (on credit, or chosen for
+  // both): A's verdict and its depth come first, and B's own deeper groups (it wants 13 beyond
+  // routing, A 7) after. Whoever launched first used to take the switch for itself.
+  Captured a = capture_of("strided_load");
+  Captured b = capture_of("global_atomics");
+  a.metrics.set("gpu__time_duration.sum", 400'000, "nsecond");
+  b.metrics.set("gpu__time_duration.sum", 20'000, "nsecond");
+  AgentConfig cfg = always_on(0.01);
+  cfg.release_ms = 3'600'000;
+  Harness h(std::move(cfg), testing::counters_for({&a, &b}));
+  h.platform.config.durations_ns[a.mangled] = 400'000;
+  h.platform.config.durations_ns[b.mangled] = 20'000;
+  REQUIRE(h.ag->start());
+  uint64_t n = 0;
+  for (int i = 0; i < 8000; ++i) {
+    for (const Captured* c : {&b, &b, &b, &a}) {
+      h.platform.mono_ns += 250'000'000;
+      h.platform.launch(make_launch(c->mangled.c_str(), ++n, c->launch.grid, c->launch.block));
+    }
+  }
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  const Sequence seq = sequence_of(r);
+  uint64_t a_last = 0;
+  std::set<uint32_t> a_groups;
+  for (const Step& st : seq.steps) {
+    if (st.family != a.mangled) continue;
+    a_last = std::max(a_last, st.launch_index);
+    a_groups.insert(st.group);
+  }
+  std::set<uint32_t> b_own_before_a_done;  // groups B took that A never took, while A assembled
+  size_t b_steps = 0;
+  for (const Step& st : seq.steps) {
+    if (st.family != b.mangled) continue;
+    ++b_steps;
+    if (st.launch_index < a_last && a_groups.count(st.group) == 0) b_own_before_a_done.insert(st.group);
+  }
+  std::vector<std::string> complete;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_notice() && rec.notice().code() == "always_on_complete") complete.push_back(rec.notice().message());
+  }
+  INFO(a_groups.size() << " groups for A, its last at launch " << a_last << "; B " << b_steps << " steps, "
+                       << b_own_before_a_done.size() << " of its own groups before A was complete");
+  REQUIRE(complete.size() == 2);
+  CHECK(complete[0].find("strided_load") != std::string::npos);  // A first
+  CHECK(b_own_before_a_done.empty());
+  CHECK(b_steps > a_groups.size() / 2);  // B did get its turn afterwards
+}
+
 // ---- resuming from an earlier process (CUTRIAGE_RESUME) --------------------------------------
 
 namespace {
