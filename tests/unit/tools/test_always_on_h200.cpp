@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -346,4 +348,135 @@ TEST_CASE("H200 always-on: a restarted service resumed from the 23-minute run", 
   const v1::OverheadStats& o = budget_record(on, 0.004);
   CHECK(o.admitted() == 0);
   CHECK(o.group_switches() == 0);
+}
+
+namespace {
+
+// The earlier process's launches in a family's latest record of `r`.
+int earlier_launches(const tools::ReadResult& r, const std::string& part) {
+  const v1::KernelProfile* k = find_fn(latest(r), part);
+  REQUIRE(k != nullptr);
+  int n = 0;
+  for (const v1::AssembledLaunch& l : k->assembled_launches()) n += l.earlier_pid() != 0 ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("H200 always-on at the default budget, resumed for 15 minutes: the service", "[always_on][h200][resume]") {
+  // tests/gpu/run_default_budget.sh with SVC_RESUME=svc-ao-default-1400s.pb (tree 507a9f9): 900 s
+  // more of the service at 0.4%, continuing from the 23-minute run. Three of its four families are
+  // complete, each with deep mode's verdict and partly from the earlier process's launches; the
+  // fourth is untrusted, as in deep mode (profiled alone it runs 8x faster than beside the matmul).
+  const tools::ReadResult on = load("svc-ao-resumed-900s.pb");
+  const tools::ReadResult earlier = load("svc-ao-default-1400s.pb");
+  const tools::ReadResult deep = load("svc-deep.pb");
+  expect_same_verdict(on, deep, kMatmul, triage::Classification::kMemoryBound);
+  expect_same_verdict(on, deep, "(anonymous namespace)::gelu", triage::Classification::kUndersized);
+  expect_same_verdict(on, deep, "(anonymous namespace)::row_sum", triage::Classification::kUndersized);
+  const v1::KernelProfile* normalize = find_fn(latest(on), kNormalize);
+  REQUIRE(normalize != nullptr);
+  CHECK(retriage(on, *normalize).classification == triage::Classification::kUntrusted);
+  CHECK(retriage(on, *normalize).primary_rule == "d0.duration_divergence");
+  const std::vector<std::string> done = complete_notices(on);
+  REQUIRE(done.size() == 3);
+  CHECK(done[0].rfind(std::string(kMatmul) + ": diagnosis complete 5.0 s", 0) == 0);
+  CHECK(done[1].rfind("(anonymous namespace)::gelu: diagnosis complete 752.0 s", 0) == 0);
+  CHECK(done[2].rfind("(anonymous namespace)::row_sum: diagnosis complete 799.8 s", 0) == 0);
+  // Every family was taken over from the earlier run, with all of that run's launches.
+  for (const char* part : {kMatmul, kNormalize, "(anonymous namespace)::gelu", "(anonymous namespace)::row_sum"}) {
+    INFO(part);
+    const v1::KernelProfile* was = find_fn(latest(earlier), part);
+    REQUIRE(was != nullptr);
+    CHECK(earlier_launches(on, part) == was->assembled_launches_size());
+  }
+  const v1::SessionHeader& was = earlier.file.records(0).session();
+  for (const v1::AssembledLaunch& l : find_fn(latest(on), "(anonymous namespace)::gelu")->assembled_launches()) {
+    if (l.earlier_pid() != 0) CHECK(l.earlier_pid() == was.pid());
+  }
+  const v1::OverheadStats& o = budget_record(on, 0.004);
+  CHECK(static_cast<double>(o.spent_ns()) >= 0.003 * static_cast<double>(o.wall_ns()));
+  CHECK(static_cast<double>(o.spent_ns()) <= 0.004 * static_cast<double>(o.wall_ns()));
+  CHECK(o.admitted() == 25);
+  CHECK(o.group_switches() == 13);
+}
+
+TEST_CASE("H200 always-on at the default budget, resumed for 21 minutes: PyTorch", "[always_on][h200][resume]") {
+  // The same call's PyTorch loop (torch_loop.py 650000, 1257 s) with TORCH_RESUME=
+  // torch-ao-default-1319s.pb. All four GEMMs (93% of the GPU time) are routed now, each with
+  // deep mode's verdict, and two are complete. The largest was not taken over: its first launch
+  // here had its other grid (forward and backward share the kernel), so it started afresh, as the
+  // agent did then (fixed in 211db7f: a few launches now wait for the earlier grid).
+  const tools::ReadResult on = load("torch-ao-resumed-1257s.pb");
+  const tools::ReadResult deep = load("torch-deep.pb");
+  for (const char* part : {"tn_n_tilesize128x128x8", "nn_n_tilesize256x128x8", "sgemm_128x256_8x4", "sgemm_256x128_8x4"}) {
+    expect_same_verdict(on, deep, part, triage::Classification::kComputeBound);
+  }
+  const std::vector<std::string> done = complete_notices(on);
+  REQUIRE(done.size() == 2);
+  CHECK(done[0].find("nn_n_tilesize256x128x8") != std::string::npos);
+  CHECK(done[0].find("diagnosis complete 1078.6 s") != std::string::npos);
+  CHECK(done[0].find("13 of the launches by an earlier process, resumed") != std::string::npos);
+  CHECK(done[1].rfind("cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1>: diagnosis complete 1188.1 s", 0) == 0);
+  CHECK(earlier_launches(on, "tn_n_tilesize128x128x8") == 0);
+  CHECK(earlier_launches(on, "sgemm_128x256_8x4") == 5);
+  const v1::OverheadStats& o = budget_record(on, 0.004);
+  CHECK(static_cast<double>(o.spent_ns()) >= 0.003 * static_cast<double>(o.wall_ns()));
+  CHECK(static_cast<double>(o.spent_ns()) <= 0.004 * static_cast<double>(o.wall_ns()));
+  CHECK(o.group_switches() == 19);
+}
+
+TEST_CASE("H200 always-on: deep captures requested through the control file and through SIGUSR1", "[always_on][h200][control]") {
+  // tests/gpu/check_control.sh on the H200 (checks/, tree 507a9f9): the running service got one
+  // request each way; each completed with the two top families profiled with replay.
+  for (const auto& [file, source] : {std::pair{"checks/control-file.pb", v1::CONTROL_SOURCE_FILE},
+                                     std::pair{"checks/control-signal.pb", v1::CONTROL_SOURCE_SIGNAL}}) {
+    INFO(file);
+    const tools::ReadResult r = load(file);
+    std::map<uint64_t, const v1::ControlRequest*> requests;  // the latest state of each
+    for (const v1::Record& rec : r.file.records()) {
+      if (rec.has_control()) requests[rec.control().id()] = &rec.control();
+    }
+    REQUIRE(requests.size() == 1);
+    const v1::ControlRequest& c = *requests.begin()->second;
+    CHECK(c.source() == source);
+    CHECK(c.target() == "top:2");
+    CHECK(c.state() == v1::CONTROL_STATE_COMPLETED);
+    REQUIRE(c.family_ids_size() == 2);
+    for (const char* part : {kMatmul, kNormalize}) {
+      const v1::KernelProfile* k = find_fn(latest(r), part);
+      REQUIRE(k != nullptr);
+      CHECK(k->replay_mode() == v1::REPLAY_MODE_KERNEL);
+      CHECK(std::find(c.family_ids().begin(), c.family_ids().end(), k->family_id()) != c.family_ids().end());
+    }
+    const tools::ReadResult deep = load("svc-deep.pb");
+    CHECK(retriage(r, *find_fn(latest(r), kMatmul)).primary_rule ==
+          retriage(deep, *find_fn(latest(deep), kMatmul)).primary_rule);
+  }
+}
+
+TEST_CASE("H200 always-on: a restart resumed by tests/gpu/check_resume.sh collects no group twice", "[always_on][h200][resume]") {
+  // Two 40 s service runs on the H200, the second with CUTRIAGE_RESUME set to the first's output.
+  const tools::ReadResult first = load("checks/resume-first.pb");
+  const tools::ReadResult second = load("checks/resume-second.pb");
+  const v1::SessionHeader& was = first.file.records(0).session();
+  for (const char* part : {kMatmul, kNormalize, "(anonymous namespace)::gelu", "(anonymous namespace)::row_sum"}) {
+    INFO(part);
+    const v1::KernelProfile* a = find_fn(latest(first), part);
+    const v1::KernelProfile* b = find_fn(latest(second), part);
+    REQUIRE(a != nullptr);
+    REQUIRE(b != nullptr);
+    std::set<uint32_t> earlier_groups;
+    std::vector<uint32_t> own_groups;
+    for (const v1::AssembledLaunch& l : b->assembled_launches()) {
+      if (l.earlier_pid() != 0) {
+        CHECK(l.earlier_pid() == was.pid());
+        earlier_groups.insert(l.metric_group());
+      } else {
+        own_groups.push_back(l.metric_group());
+      }
+    }
+    CHECK(static_cast<int>(earlier_groups.size()) == a->assembled_launches_size());
+    for (uint32_t g : own_groups) CHECK(earlier_groups.count(g) == 0);
+  }
 }
