@@ -1141,7 +1141,7 @@ Agent::Selection Agent::select(const LaunchEvent& event, uint64_t launch_index, 
       // Impact first: among those, and then among the rest, the group wanted by the most GPU time.
       // Whichever family launches first after the budget allows a switch used to take it for
       // itself: on the H200, in 15 minutes of the example service, the two small kernels (2.5% of
-      // the GPU time) that launch ahead of a 10% one in every request took 21 of the 25 profiled
+      // the GPU time) that launch ahead of a 10% one in every request took 21 of the 25 admitted
       // launches, the 10% one took one.
       // A family whose launch finds another family's group first leaves the switch to that
       // family's launch; the counts of counters break ties (all the same when nothing is traced).
