@@ -16,6 +16,9 @@
 # CHECKS=1: the GPU test suite (ctest -L gpu), tests/gpu/check_resume.sh and
 # tests/gpu/check_control.sh on GPU 0 (about 3 minutes; their files come back with `collect`). They
 # run while the PyTorch loop already runs on GPU 1, and the service starts on GPU 0 after them.
+# AB=1: before the long runs, bench/default_ab.sh on each GPU (the service on GPU 0, the PyTorch
+# loop on GPU 1): AB_ROUNDS (2) rounds of agent off vs always-on at the default budget, runs of
+# AB_SVC_SECONDS (180) and AB_TORCH_STEPS (90000); their tables come back with `collect`.
 # Each phase prints which families said they were complete so far. Whether a background process
 # outlives the call that started it is what the first two phases find out: `wait` says so.
 set -u -o pipefail
@@ -31,6 +34,9 @@ progress() {
     echo "$(basename "$f"): $(grep -c 'diagnosis complete' "$f") complete"
     # Kernel names hold colons ("(anonymous namespace)::gelu"): match up to the notice's text.
     grep -o '^cutriage: .*: diagnosis complete [0-9.]* s' "$f" | cut -c1-200
+  done
+  for f in "$persist"/ab/*-ab.txt; do
+    [ -f "$f" ] && echo "$(basename "$f"): $(grep -c '^round' "$f") runs done"
   done
   for p in svc torch; do
     if [ -f "$persist/$p.pid" ] && kill -0 "$(cat "$persist/$p.pid")" 2>/dev/null; then
@@ -63,19 +69,37 @@ case "$phase" in
     # Without -Werror: a new warning from the device's compiler must not cost the whole run; the
     # build log (in the collected files) shows any.
     bash tests/gpu/build_with_service.sh "$build" "$persist" || exit 1
-    ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info"
-    svc_resume="" torch_resume=()
+    echo "SVC_RESUME=${SVC_RESUME:-} TORCH_RESUME=${TORCH_RESUME:-} AB=${AB:-0}" >>"$persist/env.txt"
+    # One chain per GPU, each in a session of its own (setsid + nohup) so that the end of this call
+    # does not take it: with AB=1, bench/default_ab.sh's rounds first (agent off vs always-on),
+    # then the long always-on run. The long runs' own logs are svc.log and torch.log.
+    ab_env="ROUNDS=${AB_ROUNDS:-2} SVC_SECONDS=${AB_SVC_SECONDS:-180} TORCH_STEPS=${AB_TORCH_STEPS:-90000} BUILD=$build"
+    svc_resume="" torch_resume=""
     [ -n "${SVC_RESUME:-}" ] && svc_resume=";CUTRIAGE_RESUME=$PWD/$SVC_RESUME"
-    [ -n "${TORCH_RESUME:-}" ] && torch_resume=(CUTRIAGE_RESUME="$PWD/$TORCH_RESUME")
-    echo "SVC_RESUME=${SVC_RESUME:-} TORCH_RESUME=${TORCH_RESUME:-}" >>"$persist/env.txt"
-    # setsid + nohup: a session of their own, so that the end of this call does not take them.
-    env "${torch_resume[@]}" CUDA_VISIBLE_DEVICES=1 CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" \
-      CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_OUTPUT="$persist/torch.pb" setsid nohup \
-      python3 bench/torch_loop.py "${TORCH_STEPS:-700000}" >"$persist/torch.out" 2>"$persist/torch.log" </dev/null &
-    echo $! >"$persist/torch.pid"
-    # The checks use GPU 0 only, while the PyTorch loop already runs on GPU 1: the loop's family
-    # count is what needs the most traffic, so it starts first.
-    if [ "${CHECKS:-0}" = 1 ]; then
+    [ -n "${TORCH_RESUME:-}" ] && torch_resume="CUTRIAGE_RESUME=$PWD/$TORCH_RESUME"
+    cat >"$persist/svc-chain.sh" <<CHAIN
+export CUDA_VISIBLE_DEVICES=0 PATH="$PATH"
+[ "${AB:-0}" = 1 ] && env $ab_env bash bench/default_ab.sh service "$persist/ab" >"$persist/ab-service.out" 2>&1
+date -u +"service started: %H:%M:%S" >>"$persist/env.txt"
+SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info;CUTRIAGE_OUTPUT=$persist/svc.pb$svc_resume" \
+  build-service/cutriage_service ${RUN_SECONDS:-1500} >"$persist/svc.out" 2>"$persist/svc.log"
+CHAIN
+    cat >"$persist/torch-chain.sh" <<CHAIN
+export CUDA_VISIBLE_DEVICES=1 PATH="$PATH"
+[ "${AB:-0}" = 1 ] && env $ab_env bash bench/default_ab.sh torch "$persist/ab" >"$persist/ab-torch.out" 2>&1
+date -u +"torch started: %H:%M:%S" >>"$persist/env.txt"
+env $torch_resume CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" CUTRIAGE_MODE=always-on \
+  CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_OUTPUT="$persist/torch.pb" \
+  python3 bench/torch_loop.py ${TORCH_STEPS:-700000} >"$persist/torch.out" 2>"$persist/torch.log"
+CHAIN
+    start_chain() {  # NAME
+      setsid nohup bash "$persist/$1-chain.sh" </dev/null >/dev/null 2>&1 &
+      echo $! >"$persist/$1.pid"
+    }
+    # Without A/B rounds the PyTorch loop starts at once on GPU 1 (its families need the most
+    # traffic); with them it waits for the checks, which would disturb its first rounds.
+    [ "${AB:-0}" = 1 ] || start_chain torch
+    if [ "${CHECKS:-0}" = 1 ]; then  # on GPU 0
       CUDA_VISIBLE_DEVICES=0 timeout 300 ctest --test-dir "$build" -L gpu -j4 >"$persist/ctest-gpu.log" 2>&1
       echo "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$persist/ctest-gpu.log")"
       CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" timeout 200 bash tests/gpu/check_resume.sh \
@@ -86,12 +110,10 @@ case "$phase" in
         >"$persist/check_control.txt" 2>&1
       echo "check_control.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_control.txt"
     fi
-    CUDA_VISIBLE_DEVICES=0 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$persist/svc.pb$svc_resume" setsid nohup \
-      build-service/cutriage_service "${RUN_SECONDS:-1500}" >"$persist/svc.out" 2>"$persist/svc.log" </dev/null &
-    echo $! >"$persist/svc.pid"
-    date -u +"service started: %H:%M:%S" >>"$persist/env.txt"
+    [ "${AB:-0}" = 1 ] && start_chain torch
+    start_chain svc
     echo "build warnings: $(grep -c 'warning:' "$persist/build.log")"
-    echo "started: service pid $(cat "$persist/svc.pid"), torch pid $(cat "$persist/torch.pid")"
+    echo "started: service chain pid $(cat "$persist/svc.pid"), torch chain pid $(cat "$persist/torch.pid")"
     watch_for "$watch"
     ;;
   wait)
@@ -115,6 +137,8 @@ case "$phase" in
     cp "$persist/env.txt" "$out/default/"
     cp "$persist"/build.log "$persist"/service.log "$out/default/" 2>/dev/null
     cp "$persist"/ctest-gpu.log "$persist"/check_*.txt "$out/default/" 2>/dev/null
+    cp "$persist"/ab/*-ab*.txt "$persist"/ab-*.out "$out/default/" 2>/dev/null
+    cat "$persist"/ab/*-ab-summary.txt 2>/dev/null
     for c in resume control; do  # the checks' agent files, stripped like the others
       for pb in "$persist/checks/$c"/*.pb; do
         [ -f "$pb" ] && python3 tests/data/always_on/strip_timeline.py "$pb" "$out/default/$c-$(basename "$pb")" >/dev/null
