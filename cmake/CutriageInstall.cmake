@@ -7,9 +7,9 @@ install(DIRECTORY triage/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The agent as a library a service links (find_package(cutriage) -> cutriage::agent): the shared
 # library with its C API header. It reaches libcupti through its RUNPATH and the driver at run
 # time, so a consumer needs nothing else from the toolkit.
-if(TARGET cutriage)
-  set_target_properties(cutriage PROPERTIES EXPORT_NAME agent)
-  install(TARGETS cutriage EXPORT cutriageTargets
+if(TARGET cutriage_agent)
+  set_target_properties(cutriage_agent PROPERTIES EXPORT_NAME agent)
+  install(TARGETS cutriage_agent EXPORT cutriageTargets
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(FILES agent/include/cutriage/cutriage.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cutriage)
 endif()
