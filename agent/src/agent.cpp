@@ -988,6 +988,9 @@ Agent::Selection Agent::select(const LaunchEvent& event, uint64_t launch_index, 
     // launched under capture must not take this slow path on every launch); a launch the budget
     // lets through resumes it.
     kernel->resume_pending.store(false, std::memory_order_relaxed);
+    // Nor does it count as still launching in the switch choices: a family launched only under
+    // capture (its graph's launches are not profiled) would hold the others' switches forever.
+    kernel->seen_mono_ns.store(0, std::memory_order_relaxed);
     return {};
   }
   if (!kernel->candidate.load()) return {};  // changed since the fast path looked

@@ -737,6 +737,43 @@ TEST_CASE("always-on: an unrouted family that stopped launching does not hold th
   CHECK(with_c == alone);
 }
 
+TEST_CASE("always-on: a family launched only under stream capture does not hold the others back", "[agent][always_on]") {
+  // C is launched only while its stream is being captured (into a CUDA graph): never profilable,
+  // never routed, yet launching all the time. Routing first must not wait for it: A takes the
+  // same groups in the same order as in a run without C, and completes.
+  Captured a = capture_of("strided_load");
+  Captured c = capture_of("fma_chain");
+  auto run = [&](bool with_c) {
+    AgentConfig cfg = always_on(0.01);
+    cfg.release_ms = 3'600'000;
+    Harness h(std::move(cfg), testing::counters_for({&a, &c}));
+    REQUIRE(h.ag->start());
+    uint64_t n = 0;
+    for (int i = 0; i < 4 * 3600; ++i) {  // an hour, four launches of A a second
+      h.platform.mono_ns += 250'000'000;
+      h.platform.launch(make_launch(a.mangled.c_str(), ++n, a.launch.grid, a.launch.block));
+      if (with_c && i % 4 == 0) {
+        collectors::LaunchEvent e = make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block);
+        e.stream_capturing = true;
+        h.platform.launch(e);
+      }
+    }
+    h.ag->finish();
+    tools::ReadResult r = h.read();
+    const Sequence seq = sequence_of(r);
+    CHECK(seq.routed_at.count(c.mangled) == 0);
+    std::vector<uint32_t> groups;
+    for (const Step& st : seq.steps) {
+      if (st.family == a.mangled) groups.push_back(st.group);
+    }
+    return groups;
+  };
+  const std::vector<uint32_t> alone = run(false);
+  const std::vector<uint32_t> with_c = run(true);
+  REQUIRE(alone.size() >= 2);
+  CHECK(with_c == alone);
+}
+
 TEST_CASE("always-on: the switches go first to the family with the most GPU time", "[agent][always_on]") {
   // B launches three times for each of A's launches, and first in every round, so its launch is
   // mostly the first after the budget allows a switch; A runs 20 times as long (87% of the traced
