@@ -1171,7 +1171,6 @@ Agent::Selection Agent::select(const LaunchEvent& event, uint64_t launch_index, 
       }
       if (best < 0 || own[static_cast<size_t>(best)] == 0) {
         // Another family's group comes first: the switch is left to that family's launch.
-        best = -1;
         kernel->not_before_ns.store(now + kRoutingFirstWaitNs, std::memory_order_relaxed);
         return {};
       }
