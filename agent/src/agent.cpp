@@ -2013,6 +2013,7 @@ void Agent::complete_profile(ActiveProfile& active, const LaunchEvent& exit_even
 
 void Agent::note_complete(KernelState& kernel) {
   std::string message;
+  uint64_t family_id = 0;  // as in its records: only with a trace
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!kernel.complete || kernel.complete_noted || !kernel.last_record ||
@@ -2020,6 +2021,7 @@ void Agent::note_complete(KernelState& kernel) {
       return;
     }
     kernel.complete_noted = true;
+    if (trace_started_.load()) family_id = kernel.family_id;
     const double seconds = budget_ ? static_cast<double>(budget_->stats(monotonic_now()).wall_ns) / 1e9 : 0.0;
     std::set<uint32_t> groups;
     size_t earlier = 0;
@@ -2040,7 +2042,7 @@ void Agent::note_complete(KernelState& kernel) {
               ": " + kernel.last_record->diagnosis.headline;
   }
   log_.info(message);
-  write_notice(wire::Severity::kInfo, "always_on_complete", message);
+  write_notice(wire::Severity::kInfo, "always_on_complete", message, family_id);
 }
 
 void Agent::fill_trace_inputs_locked(const KernelState& kernel, triage::KernelInput& input) {
@@ -2724,8 +2726,9 @@ void Agent::write_kernel(const wire::KernelRecord& record) {
   write_bytes_locked([&] { return encoder_.kernel(record); });
 }
 
-void Agent::write_notice(wire::Severity severity, const std::string& code, const std::string& message) {
-  wire::Notice n{severity, code, message, process_.now_unix_ns()};
+void Agent::write_notice(wire::Severity severity, const std::string& code, const std::string& message,
+                         uint64_t family_id) {
+  wire::Notice n{severity, code, message, process_.now_unix_ns(), family_id};
   std::lock_guard<std::mutex> lock(output_mutex_);
   write_bytes_locked([&] { return encoder_.notice(n); });
 }

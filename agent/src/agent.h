@@ -275,7 +275,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void record_unprofiled(const collectors::LaunchEvent& event, KernelState& kernel,
                          wire::ProfileStatus status, const std::string& detail, uint64_t launch_index = 0);
   void write_kernel(const wire::KernelRecord& record);
-  void write_notice(wire::Severity severity, const std::string& code, const std::string& message);
+  void write_notice(wire::Severity severity, const std::string& code, const std::string& message,
+                    uint64_t family_id = 0);
   // Encodes (after any segment rotation, so the bytes use the new segment's interning) and
   // appends one record (output_mutex_ held).
   void write_bytes_locked(const std::function<std::string()>& encode);

@@ -370,6 +370,42 @@ void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
   put_wrapped(out, "    assembled ", "              ", text);
 }
 
+// Always-on: the family's "always_on_complete" notice, if the file has one: by family id, or in
+// files whose notices carry none (agents before 2026-11-30) by the kernel name the message starts
+// with.
+const v1::Notice* complete_notice(const ReadResult& file, const v1::KernelProfile& k, const std::string& function) {
+  for (const v1::Record& r : file.file.records()) {
+    if (!r.has_notice() || r.notice().code() != "always_on_complete") continue;
+    const v1::Notice& n = r.notice();
+    const bool match = n.family_id() != 0 ? k.family_id() == n.family_id()
+                                          : n.message().rfind(function + ": diagnosis complete ", 0) == 0;
+    if (match) return &n;
+  }
+  return nullptr;
+}
+
+// Whether the verdict of an assembled diagnosis is final: the agent says so once, when the route
+// reads no counter a single-pass group could still give. Until then the verdict may change.
+void render_completeness(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
+                         const std::string& function) {
+  const v1::Notice* n = complete_notice(file, k, function);
+  if (n == nullptr) {
+    put_wrapped(out, "    complete  ", "              ",
+                "not yet: the route reads counters this file does not hold yet; the verdict may change with "
+                "them");
+    return;
+  }
+  // "<function>: diagnosis complete 752.0 s after the agent started, from ...": the time part.
+  const std::string& m = n->message();
+  const std::string key = "diagnosis complete ";
+  std::string when;
+  if (size_t at = m.find(key); at != std::string::npos) {
+    at += key.size();
+    when = m.substr(at, m.find(", from", at) - at);
+  }
+  out << "    complete  yes" << (when.empty() ? "" : ", " + when) << "\n";
+}
+
 void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
                    size_t rank, const ReportOptions& options, SassResolver& sass) {
   std::string name(lookup(file, k.function_name_iid()));
@@ -403,7 +439,10 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     }
     out << "\n";
   }
-  if (k.assembled_launches_size() > 0) render_assembled(out, k);
+  if (k.assembled_launches_size() > 0) {
+    render_assembled(out, k);
+    render_completeness(out, file, k, std::string(lookup(file, k.function_name_iid())));
+  }
   if (k.rejected_metrics_size() > 0) {
     out << "    not collectable on this GPU: ";
     for (int i = 0; i < k.rejected_metrics_size(); ++i) out << (i ? ", " : "") << k.rejected_metrics(i);

@@ -438,6 +438,7 @@ std::string RecordEncoder::notice(const Notice& n) {
     put_string(m, 2, n.code);
     put_string(m, 3, n.message);
     put_u64(m, 4, n.time_unix_ns);
+    put_u64(m, 5, n.family_id);
   }
   return as_record(f::kRecordNotice, payload);
 }

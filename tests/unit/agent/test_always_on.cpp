@@ -248,9 +248,15 @@ TEST_CASE("always-on: a diagnosis assembled over launches, never replayed, agree
       if (rec.has_notice() && rec.notice().code() == "always_on_complete") {
         ++complete_notices;
         CHECK(rec.notice().message().find("diagnosis complete") != std::string::npos);
+        CHECK(rec.notice().family_id() == k->family_id());  // the family it is about
+        CHECK(k->family_id() != 0);
       }
     }
     CHECK(complete_notices == 1);
+    // The report says the assembled verdict is final.
+    const std::string text = tools::render_report(r, {});
+    CHECK(text.find("    complete  yes, ") != std::string::npos);
+    CHECK(text.find("complete  not yet") == std::string::npos);
 
     tools::ReadResult rd = deep.h->read();
     const v1::KernelProfile* kd = last_profiled(kernel_records(rd));

@@ -401,6 +401,23 @@ TEST_CASE("H200 always-on at the default budget, resumed for 15 minutes: the ser
   CHECK(o.group_switches() == 13);
 }
 
+TEST_CASE("H200 always-on: the report says which assembled verdicts are final", "[always_on][h200][report]") {
+  // The resumed service run: three families said they were complete, normalize_rows did not. Its
+  // notices carry no family id (written before they did): matched by kernel name.
+  const tools::ReadResult on = load("svc-ao-resumed-900s.pb");
+  const std::string text = tools::render_report(on, {});
+  INFO(text);
+  auto section = [&](const std::string& function) {
+    const size_t at = text.find("] " + function + "\n");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at, text.find("\n[", at + 1) - at);
+  };
+  CHECK(section(kMatmul).find("    complete  yes, 5.0 s after the agent started\n") != std::string::npos);
+  CHECK(section("(anonymous namespace)::gelu").find("    complete  yes, 752.0 s after the agent started\n") !=
+        std::string::npos);
+  CHECK(section(kNormalize).find("    complete  not yet: ") != std::string::npos);
+}
+
 TEST_CASE("H200 always-on at the default budget, resumed for 21 minutes: PyTorch", "[always_on][h200][resume]") {
   // The same call's PyTorch loop (torch_loop.py 650000, 1257 s) with TORCH_RESUME=
   // torch-ao-default-1319s.pb. All four GEMMs (93% of the GPU time) are routed now, each with

@@ -78,6 +78,7 @@ struct Notice {
   std::string code;
   std::string message;
   uint64_t time_unix_ns = 0;
+  uint64_t family_id = 0;  // the kernel family it is about; 0 = none
 };
 
 struct KernelLaunchStats {
