@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <set>
@@ -699,6 +700,31 @@ TEST_CASE("always-on: a family still without a verdict gets the switches before 
   CHECK(!a_groups_after.empty());  // A's depth came afterwards
 }
 
+namespace {
+
+// Launches of another family beside A: `n` numbers the launches; `i` is A's launch in the hour.
+using Beside = std::function<void(Harness& h, uint64_t& n, int i)>;
+
+// A for an hour, four launches a second, always-on at 1% with the profiler kept enabled; `before`
+// runs once first, `each` after each of A's launches. The file the agent wrote.
+tools::ReadResult an_hour_of(const Captured& a, const Captured& c, const Beside& before, const Beside& each) {
+  AgentConfig cfg = always_on(0.01);
+  cfg.release_ms = 3'600'000;
+  Harness h(std::move(cfg), testing::counters_for({&a, &c}));
+  REQUIRE(h.ag->start());
+  uint64_t n = 0;
+  if (before) before(h, n, 0);
+  for (int i = 0; i < 4 * 3600; ++i) {
+    h.platform.mono_ns += 250'000'000;
+    h.platform.launch(make_launch(a.mangled.c_str(), ++n, a.launch.grid, a.launch.block));
+    if (each) each(h, n, i);
+  }
+  h.ag->finish();
+  return h.read();
+}
+
+}  // namespace
+
 TEST_CASE("always-on: an unrouted family that stopped launching does not hold the others back", "[agent][always_on]") {
   // C launches a few times while the budget still waits for its first allowance, never to be
   // profiled, then stops. Routing first must not wait for it: A takes the same groups in the same
@@ -706,22 +732,14 @@ TEST_CASE("always-on: an unrouted family that stopped launching does not hold th
   Captured a = capture_of("strided_load");
   Captured c = capture_of("fma_chain");
   auto run = [&](bool with_c) {
-    AgentConfig cfg = always_on(0.01);
-    cfg.release_ms = 3'600'000;
-    Harness h(std::move(cfg), testing::counters_for({&a, &c}));
-    REQUIRE(h.ag->start());
-    uint64_t n = 0;
-    for (int i = 0; i < 5; ++i) {
-      h.platform.mono_ns += 1'000'000'000;
-      if (with_c) h.platform.launch(make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block));
-    }
-    REQUIRE(h.platform.stats.begins.load() == 0);
-    for (int i = 0; i < 4 * 3600; ++i) {  // an hour of A, four launches a second
-      h.platform.mono_ns += 250'000'000;
-      h.platform.launch(make_launch(a.mangled.c_str(), ++n, a.launch.grid, a.launch.block));
-    }
-    h.ag->finish();
-    tools::ReadResult r = h.read();
+    const Beside before = [&](Harness& h, uint64_t& n, int) {
+      for (int i = 0; i < 5; ++i) {
+        h.platform.mono_ns += 1'000'000'000;
+        if (with_c) h.platform.launch(make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block));
+      }
+      REQUIRE(h.platform.stats.begins.load() == 0);
+    };
+    const tools::ReadResult r = an_hour_of(a, c, before, {});
     const Sequence seq = sequence_of(r);
     CHECK(seq.routed_at.count(c.mangled) == 0);
     CHECK(seq.routed_at.count(a.mangled) == 1);
@@ -750,23 +768,13 @@ TEST_CASE("always-on: a family launched only under stream capture does not hold 
   Captured a = capture_of("strided_load");
   Captured c = capture_of("fma_chain");
   auto run = [&](bool with_c) {
-    AgentConfig cfg = always_on(0.01);
-    cfg.release_ms = 3'600'000;
-    Harness h(std::move(cfg), testing::counters_for({&a, &c}));
-    REQUIRE(h.ag->start());
-    uint64_t n = 0;
-    for (int i = 0; i < 4 * 3600; ++i) {  // an hour, four launches of A a second
-      h.platform.mono_ns += 250'000'000;
-      h.platform.launch(make_launch(a.mangled.c_str(), ++n, a.launch.grid, a.launch.block));
-      if (with_c && i % 4 == 0) {
-        collectors::LaunchEvent e = make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block);
-        e.stream_capturing = true;
-        h.platform.launch(e);
-      }
-    }
-    h.ag->finish();
-    tools::ReadResult r = h.read();
-    const Sequence seq = sequence_of(r);
+    const Beside each = [&](Harness& h, uint64_t& n, int i) {
+      if (!with_c || i % 4 != 0) return;
+      collectors::LaunchEvent e = make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block);
+      e.stream_capturing = true;
+      h.platform.launch(e);
+    };
+    const Sequence seq = sequence_of(an_hour_of(a, c, {}, each));
     CHECK(seq.routed_at.count(c.mangled) == 0);
     std::vector<uint32_t> groups;
     for (const Step& st : seq.steps) {
