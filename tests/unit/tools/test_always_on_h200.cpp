@@ -443,6 +443,54 @@ TEST_CASE("H200 always-on at the default budget, resumed for 21 minutes: PyTorch
   CHECK(o.group_switches() == 19);
 }
 
+TEST_CASE("H200 always-on at the default budget, resumed again for 10 minutes: every top family complete", "[always_on][h200][resume]") {
+  // The third process of each program (tree 2cdf869, resumed2-600s-env.txt): the service for 600 s
+  // with SVC_RESUME=svc-ao-resumed-900s.pb, torch_loop.py 310000 (598 s) with TORCH_RESUME=
+  // torch-ao-resumed-1257s.pb, both at 0.4%, after bench/default_ab.sh's rounds on the same GPUs.
+  // The first GPU run of impact-first switches (2f626f9) and of the resume's wait for the earlier
+  // grid (211db7f): every family of both programs' top four is complete, each with deep mode's
+  // verdict.
+  const tools::ReadResult svc = load("svc-ao-resumed2-600s.pb");
+  const tools::ReadResult svc_deep = load("svc-deep.pb");
+  expect_same_verdict(svc, svc_deep, kMatmul, triage::Classification::kMemoryBound);
+  expect_same_verdict(svc, svc_deep, "(anonymous namespace)::gelu", triage::Classification::kUndersized);
+  expect_same_verdict(svc, svc_deep, "(anonymous namespace)::row_sum", triage::Classification::kUndersized);
+  const v1::KernelProfile* normalize = find_fn(latest(svc), kNormalize);
+  REQUIRE(normalize != nullptr);
+  CHECK(retriage(svc, *normalize).classification == triage::Classification::kUntrusted);
+  CHECK(retriage(svc, *normalize).primary_rule == "d0.duration_divergence");
+  std::vector<std::string> done = complete_notices(svc);
+  REQUIRE(done.size() == 4);
+  CHECK(done[3].rfind(std::string(kNormalize) + ": diagnosis complete 396.3 s", 0) == 0);
+  // normalize_rows (10% of the GPU time) got the switches ahead of the two small families that
+  // launch before it in every request: before impact first it had 1 of 25 admitted launches.
+  CHECK(earlier_launches(svc, kNormalize) == 6);
+  CHECK(find_fn(latest(svc), kNormalize)->assembled_launches_size() == 10);
+  const v1::OverheadStats& so = budget_record(svc, 0.004);
+  CHECK(static_cast<double>(so.spent_ns()) <= 0.004 * static_cast<double>(so.wall_ns()));
+  CHECK(so.admitted() == 8);
+  CHECK(so.group_switches() == 4);
+
+  const tools::ReadResult torch = load("torch-ao-resumed2-598s.pb");
+  const tools::ReadResult torch_deep = load("torch-deep.pb");
+  for (const char* part : {"tn_n_tilesize128x128x8", "nn_n_tilesize256x128x8", "sgemm_128x256_8x4", "sgemm_256x128_8x4"}) {
+    expect_same_verdict(torch, torch_deep, part, triage::Classification::kComputeBound);
+  }
+  done = complete_notices(torch);
+  REQUIRE(done.size() == 4);
+  CHECK(done[2].find("tn_n_tilesize128x128x8") != std::string::npos);
+  CHECK(done[2].find("diagnosis complete 110.1 s") != std::string::npos);
+  CHECK(done[3].rfind("cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>: diagnosis complete 376.1 s", 0) == 0);
+  // The largest GEMM was taken over this time although forward and backward launch it with two
+  // grids: 13 of its 15 launches came from the earlier process (none did in the previous restart).
+  CHECK(earlier_launches(torch, "tn_n_tilesize128x128x8") == 13);
+  CHECK(earlier_launches(torch, "sgemm_128x256_8x4") == 14);
+  const v1::OverheadStats& to = budget_record(torch, 0.004);
+  CHECK(static_cast<double>(to.spent_ns()) >= 0.003 * static_cast<double>(to.wall_ns()));
+  CHECK(static_cast<double>(to.spent_ns()) <= 0.004 * static_cast<double>(to.wall_ns()));
+  CHECK(to.group_switches() == 6);
+}
+
 TEST_CASE("H200 always-on: deep captures requested through the control file and through SIGUSR1", "[always_on][h200][control]") {
   // tests/gpu/check_control.sh on the H200 (checks/, tree 507a9f9): the running service got one
   // request each way; each completed with the two top families profiled with replay.
