@@ -3,6 +3,8 @@
 # after the other on one GPU, each for SECONDS (default 100):
 #
 #   off       agent linked but CUTRIAGE_ENABLE=0
+#   callbacks always-on with CUTRIAGE_TRACE=0 and CUTRIAGE_SELECT=none: the launch callbacks only
+#             (no kernel records: CUPTI does not instrument the kernels)
 #   trace     always-on with CUTRIAGE_SELECT=none: the kernel trace and launch callbacks only
 #   release0  always-on at the default budget, the range profiler released right after each
 #             profiled launch (CUTRIAGE_RELEASE_MS=0): nothing costs outside the measured launches
@@ -26,14 +28,15 @@ nvidia-smi -i "$gpu" --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw --for
   >"$out/clocks.csv" 2>/dev/null &
 smi=$!
 trap 'kill $smi 2>/dev/null' EXIT
-for arm in ${ARMS:-off trace release0 default}; do
+for arm in ${ARMS:-off callbacks trace release0 default}; do
   pb="$out/$arm.pb"
   case "$arm" in
     off) cfg="CUTRIAGE_ENABLE=0" ;;
+    callbacks) cfg="CUTRIAGE_MODE=always-on;CUTRIAGE_TRACE=0;CUTRIAGE_SELECT=none;CUTRIAGE_SUMMARY=0;CUTRIAGE_OUTPUT=$pb" ;;
     trace) cfg="CUTRIAGE_MODE=always-on;CUTRIAGE_SELECT=none;CUTRIAGE_SUMMARY=0;CUTRIAGE_OUTPUT=$pb" ;;
     release0) cfg="CUTRIAGE_MODE=always-on;CUTRIAGE_RELEASE_MS=0;CUTRIAGE_SUMMARY=0;CUTRIAGE_OUTPUT=$pb" ;;
     default) cfg="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_OUTPUT=$pb" ;;
-    *) echo "arm: off, trace, release0 or default" >&2; exit 2 ;;
+    *) echo "arm: off, callbacks, trace, release0 or default" >&2; exit 2 ;;
   esac
   echo "$(date -u +%H:%M:%S.%N | cut -c1-12) start $arm" >>"$out/parts.txt"
   text=$(SERVICE_CUTRIAGE="$cfg" build-service/cutriage_service "$seconds" 2>&1)
