@@ -309,6 +309,7 @@ bool Agent::start() {
       if (t.is_ok()) {
         trace_clock_at_start_ns_ = platform_.timestamp_ns();
         start_time_ns_ = process_.now_unix_ns();  // read together with the trace clock
+        trace_cycle_start_mono_ns_ = monotonic_now();
         trace_started_ = true;
         if (config_.trace_flush_ms > 0) {
           try {
@@ -381,6 +382,7 @@ void Agent::flush_loop() {
     } catch (...) {
     }
     try {
+      cycle_trace();
       poll_control();
       check_deep_window();
       refresh_candidates();
@@ -394,6 +396,54 @@ void Agent::flush_loop() {
       write_prometheus();
     }
     lock.lock();
+  }
+}
+
+void Agent::cycle_trace() {
+  if (!always_on_ || !(config_.trace_duty < 1.0) || !trace_started_.load()) return;
+  const uint64_t period = uint64_t{config_.trace_period_s} * 1'000'000'000ULL;
+  const auto on_ns = static_cast<uint64_t>(config_.trace_duty * static_cast<double>(period));
+  const uint64_t now = monotonic_now();
+  const uint64_t phase = now > trace_cycle_start_mono_ns_ ? (now - trace_cycle_start_mono_ns_) % period : 0;
+  const bool want_on = phase < on_ns;
+  if (want_on != trace_paused_) return;  // already as wanted
+  std::unique_lock<std::shared_mutex> gate(cupti_gate_);
+  if (!want_on) {
+    // Records of work before the pause still come with later flushes.
+    (void)platform_.pause_trace(true);
+    trace_paused_ = true;
+    trace_paused_at_ns_ = platform_.timestamp_ns();
+    if (++trace_pauses_ == 1) {
+      char on_text[32];
+      std::snprintf(on_text, sizeof on_text, "%.3g", static_cast<double>(on_ns) / 1e9);
+      const std::string what = std::string("the kernel trace runs ") + on_text + " s of every " +
+                               std::to_string(config_.trace_period_s) +
+                               " s (CUTRIAGE_TRACE_DUTY): family times, shares and the ranking come from the "
+                               "traced windows, and the time between them is neither busy nor idle";
+      log_.info(what);
+      write_notice(wire::Severity::kInfo, "trace_duty", what);
+    }
+    return;
+  }
+  // The pause goes to the timeline before records after it can arrive, so that the time across
+  // it is not taken for idle time.
+  const uint64_t resumed_at = platform_.timestamp_ns();
+  {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    timeline_.add_untraced(trace_paused_at_ns_, resumed_at);
+  }
+  collectors::Status s = platform_.pause_trace(false);
+  if (!s.is_ok()) {
+    // Tried again at the next window; the ranking keeps what was traced so far.
+    log_.log_once(LogLevel::kWarn, "trace-resume",
+                  "the kernel trace could not be resumed (" + s.message() + "); trying again each window");
+    trace_cycle_start_mono_ns_ = now - on_ns;  // this window counts as paused: wait for the next one
+    trace_paused_at_ns_ = resumed_at;
+    return;
+  }
+  trace_paused_ = false;
+  if (resumed_at > trace_paused_at_ns_) {
+    trace_paused_ns_.fetch_add(resumed_at - trace_paused_at_ns_, std::memory_order_relaxed);
   }
 }
 
@@ -2383,6 +2433,8 @@ PromSnapshot Agent::prometheus_snapshot() const {
     s.wall_seconds = static_cast<double>(o->wall_ns) / 1e9;
     s.budget_admitted = o->admitted;
     s.budget_deferred = o->deferred;
+    s.trace_duty = config_.trace_duty;
+    s.trace_paused_seconds = static_cast<double>(trace_paused_ns_.load(std::memory_order_relaxed)) / 1e9;
   }
   triage::TimelineSummary timeline;
   if (trace_started_.load()) {
@@ -2633,7 +2685,7 @@ std::vector<std::string> Agent::summary_lines(const wire::TraceSummary& trace) c
   };
   for (const triage::DeviceTimeStats& d : trace.timeline.devices) {
     char buf[160];
-    const double span = d.span_ns();
+    const double span = d.traced_span_ns();
     std::snprintf(buf, sizeof buf, "GPU %u: busy %.1f%% of %s (%llu kernels, %llu copies)", d.device,
                   span > 0 ? 100.0 * d.busy_ns / span : 0.0, ms(span).c_str(),
                   static_cast<unsigned long long>(d.kernels), static_cast<unsigned long long>(d.copies));

@@ -251,6 +251,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   bool nvtx_allows();
   NvtxThread& nvtx_thread();
   void flush_loop();
+  // Always-on with CUTRIAGE_TRACE_DUTY below 100%: pauses or resumes the kernel trace at the
+  // window's edges (flush thread only).
+  void cycle_trace();
   // Rewrites CUTRIAGE_PROMETHEUS_FILE (flush thread and finish(); never an application thread).
   void write_prometheus();
   void stop_flush_thread();
@@ -360,6 +363,13 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   uint64_t timeline_kernel_events_ = 0;  // kernel executions among them
   uint64_t dropped_records_ = 0;
   uint64_t trace_clock_at_start_ns_ = 0;
+  // The duty-cycled trace (cycle_trace; the flush thread alone touches these but the atomic):
+  // windows count from trace_cycle_start_mono_ns_ on the agent's monotonic clock.
+  uint64_t trace_cycle_start_mono_ns_ = 0;
+  bool trace_paused_ = false;
+  uint64_t trace_paused_at_ns_ = 0;  // trace clock
+  uint64_t trace_pauses_ = 0;
+  std::atomic<uint64_t> trace_paused_ns_{0};  // closed pauses, trace clock
 
   mutable std::mutex nvtx_mutex_;  // leaf lock
   std::vector<std::string> nvtx_paths_{""};  // path id -> "outer/inner"; 0 = none

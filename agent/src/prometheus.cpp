@@ -127,6 +127,12 @@ std::string render_prometheus(const PromSnapshot& s) {
                 number(s.budget_admitted));
     host_series("cutriage_budget_deferred_total", "counter", "Always-on: selected launches the budget held back.",
                 number(s.budget_deferred));
+    host_series("cutriage_trace_duty_ratio", "gauge",
+                "Always-on: the share of time the kernel trace runs (CUTRIAGE_TRACE_DUTY); below 1 the GPU and "
+                "kernel family seconds cover the traced time only.",
+                number(s.trace_duty));
+    host_series("cutriage_trace_paused_seconds_total", "counter",
+                "Always-on: time the kernel trace was paused (CUTRIAGE_TRACE_DUTY).", number(s.trace_paused_seconds));
   }
 
   header(out, "cutriage_gpu_busy_seconds", "gauge", "Time the GPU ran a kernel or a copy, over the traced span.");

@@ -53,6 +53,10 @@ struct PromSnapshot {
   double wall_seconds = 0;
   uint64_t budget_admitted = 0;
   uint64_t budget_deferred = 0;
+  // Always-on: the share of time the kernel trace runs (CUTRIAGE_TRACE_DUTY) and how long it was
+  // paused so far; with a duty below 1 the GPU and family seconds cover the traced time only.
+  double trace_duty = 1.0;
+  double trace_paused_seconds = 0;
 };
 
 // Families exported: the rest are summed into no series (their time is in the GPU's busy time).

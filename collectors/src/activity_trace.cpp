@@ -225,13 +225,36 @@ void ActivityTrace::flush(bool forced) {
   (void)CUTRIAGE_CUPTI_STATUS(cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0));
 }
 
+Status ActivityTrace::set_paused(bool paused) {
+  const std::lock_guard<std::mutex> control(control_mutex_);
+  if (paused) {
+    for (int kind : enabled_kinds_) {
+      if (std::find(paused_kinds_.begin(), paused_kinds_.end(), kind) != paused_kinds_.end()) continue;
+      // A failed disable leaves that kind tracing: costlier, never wrong.
+      if (CUTRIAGE_CUPTI_STATUS(cuptiActivityDisable(static_cast<CUpti_ActivityKind>(kind))).is_ok()) {
+        paused_kinds_.push_back(kind);
+      }
+    }
+    return Status::ok();
+  }
+  while (!paused_kinds_.empty()) {
+    const int kind = paused_kinds_.back();
+    Status s = CUTRIAGE_CUPTI_STATUS(cuptiActivityEnable(static_cast<CUpti_ActivityKind>(kind)));
+    if (!s.is_ok()) return s;
+    paused_kinds_.pop_back();
+  }
+  return Status::ok();
+}
+
 void ActivityTrace::stop() {
   const std::lock_guard<std::mutex> control(control_mutex_);
   for (int kind : enabled_kinds_) {
+    if (std::find(paused_kinds_.begin(), paused_kinds_.end(), kind) != paused_kinds_.end()) continue;
     (void)CUTRIAGE_CUPTI_STATUS(cuptiActivityDisable(static_cast<CUpti_ActivityKind>(kind)));
   }
   const bool was_running = !enabled_kinds_.empty();
   enabled_kinds_.clear();
+  paused_kinds_.clear();
   // Delivers what CUPTI still holds to the observer (completions run on this thread or CUPTI's
   // worker, and take delivery_mutex_, never control_mutex_).
   if (was_running && callbacks_registered_) {

@@ -38,6 +38,9 @@ class ActivityTrace {
   // cuptiActivityFlushAll; forced also delivers records of work not finished yet. Never from a
   // CUPTI callback (CUPTI may deadlock), never from the observer.
   void flush(bool forced);
+  // Disables the enabled kinds (paused) or enables them again; the observer stays attached. On a
+  // failing enable, the kinds enabled again so far stay on and the Status names the call.
+  Status set_paused(bool paused);
   // Disables the enabled kinds, flushes (forced) and detaches the observer: once stop returns,
   // the observer is not called again and may be destroyed. Safe to call when not started.
   void stop();
@@ -62,6 +65,9 @@ class ActivityTrace {
   std::mutex control_mutex_;
   bool callbacks_registered_ = false;  // guarded by control_mutex_
   std::vector<int> enabled_kinds_;     // CUpti_ActivityKind values; guarded by control_mutex_
+  // The kinds in enabled_kinds_ that set_paused(true) disabled (all of them while paused);
+  // guarded by control_mutex_.
+  std::vector<int> paused_kinds_;
 
   // The buffer pool; guarded by pool_mutex_. Every buffer has buffer_bytes_ bytes, except ones
   // handed out under an earlier start's options, which are freed when they come back.

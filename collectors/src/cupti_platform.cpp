@@ -409,6 +409,7 @@ class CuptiPlatform final : public Platform {
   }
 
   void flush_trace(bool forced) override { ActivityTrace::instance().flush(forced); }
+  Status pause_trace(bool paused) override { return ActivityTrace::instance().set_paused(paused); }
 
   void stop_trace() override { ActivityTrace::instance().stop(); }
 

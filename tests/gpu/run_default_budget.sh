@@ -13,8 +13,9 @@
 # SVC_RESUME, TORCH_RESUME: an earlier output of the same program for CUTRIAGE_RESUME (a restart:
 # e.g. tests/data/always_on/svc-ao-default-1400s.pb and torch-ao-default-1319s.pb, the first 23
 # minutes), so that the run continues from what that process had measured.
-# CHECKS=1: the GPU test suite (ctest -L gpu), tests/gpu/check_resume.sh and
-# tests/gpu/check_control.sh on GPU 0 (about 3 minutes; their files come back with `collect`). They
+# CHECKS=1: the GPU test suite (ctest -L gpu), tests/gpu/check_resume.sh,
+# tests/gpu/check_control.sh and tests/gpu/check_trace_duty.sh on GPU 0 (about 4 minutes; their
+# files come back with `collect`). They
 # run while the PyTorch loop already runs on GPU 1, and the service starts on GPU 0 after them.
 # AB=1: before the long runs, bench/default_ab.sh on each GPU (the service on GPU 0, the PyTorch
 # loop on GPU 1): AB_ROUNDS (2) rounds of agent off vs always-on at the default budget, runs of
@@ -109,6 +110,9 @@ CHAIN
       CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" timeout 120 bash tests/gpu/check_control.sh \
         >"$persist/check_control.txt" 2>&1
       echo "check_control.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_control.txt"
+      CUDA_VISIBLE_DEVICES=0 OUT="$persist/checks" BUILD="$build" timeout 120 bash tests/gpu/check_trace_duty.sh \
+        >"$persist/check_trace_duty.txt" 2>&1
+      echo "check_trace_duty.sh: exit $?"; grep -E "^(ok|FAIL)" "$persist/check_trace_duty.txt"
     fi
     [ "${AB:-0}" = 1 ] && start_chain torch
     start_chain svc
@@ -139,7 +143,7 @@ CHAIN
     cp "$persist"/ctest-gpu.log "$persist"/check_*.txt "$out/default/" 2>/dev/null
     cp "$persist"/ab/*-ab*.txt "$persist"/ab-*.out "$out/default/" 2>/dev/null
     cat "$persist"/ab/*-ab-summary.txt 2>/dev/null
-    for c in resume control; do  # the checks' agent files, stripped like the others
+    for c in resume control trace_duty; do  # the checks' agent files, stripped like the others
       for pb in "$persist/checks/$c"/*.pb; do
         [ -f "$pb" ] && python3 tests/data/always_on/strip_timeline.py "$pb" "$out/default/$c-$(basename "$pb")" >/dev/null
       done

@@ -297,6 +297,15 @@ class FakePlatform final : public collectors::Platform {
     ++(forced ? forced_flushes : flushes);
     deliver();
   }
+  // Like CUPTI with the kinds disabled: launches made while paused leave no record.
+  Status pause_trace(bool paused) override {
+    ++(paused ? trace_pauses : trace_resumes);
+    trace_paused.store(paused);
+    return Status::ok();
+  }
+  std::atomic<bool> trace_paused{false};
+  std::atomic<int> trace_pauses{0};
+  std::atomic<int> trace_resumes{0};
   void stop_trace() override {
     deliver();
     std::lock_guard<std::mutex> lock(trace_mutex_);
@@ -404,7 +413,7 @@ class FakePlatform final : public collectors::Platform {
       std::lock_guard<std::mutex> lock(trace_mutex_);
       tracing = activity_ != nullptr;
     }
-    if (!tracing) return;
+    if (!tracing || trace_paused.load()) return;
     auto it = config.durations_ns.find(std::string(ev.mangled_name));
     const uint64_t duration = it != config.durations_ns.end() ? it->second : captured_duration(ev.mangled_name);
     const triage::LaunchConfig lc = ev.launch.value_or(triage::LaunchConfig{});

@@ -643,10 +643,15 @@ std::string plural(uint64_t n, const char* one, const char* many) {
 }
 
 void render_device(std::ostringstream& out, const v1::SessionHeader* session, const v1::DeviceTimeline& d) {
-  double span = d.last_end_ns() > d.first_start_ns() ? double(d.last_end_ns() - d.first_start_ns()) : 0.0;
+  const double whole = d.last_end_ns() > d.first_start_ns() ? double(d.last_end_ns() - d.first_start_ns()) : 0.0;
+  // With a duty-cycled trace the paused time is unknown: busy and idle are shares of the rest.
+  double span = whole > d.untraced_ns() ? whole - d.untraced_ns() : 0.0;
   double idle = span > d.busy_ns() ? span - d.busy_ns() : 0.0;
-  out << kIndent << gpu_label(session, d.device()) << ": span " << short_duration(span) << ", busy "
-      << short_duration(d.busy_ns()) << " (" << percent(d.busy_ns(), span) << "), idle "
+  out << kIndent << gpu_label(session, d.device()) << ": span " << short_duration(whole);
+  if (d.untraced_ns() > 0) {
+    out << " (" << short_duration(span) << " traced; the trace was paused for the rest, CUTRIAGE_TRACE_DUTY)";
+  }
+  out << ", busy " << short_duration(d.busy_ns()) << " (" << percent(d.busy_ns(), span) << "), idle "
       << short_duration(idle) << " (" << percent(idle, span) << ")\n";
   out << kIndent << "    " << plural(d.kernels(), "kernel", "kernels") << ", busy "
       << short_duration(d.kernel_busy_ns()) << "\n";

@@ -52,7 +52,7 @@ std::string at(uint64_t t, const DeviceTimeStats& d) {
          " s";
 }
 
-// A device's numbers with the profiler's idle time taken out.
+// A device's numbers with the profiler's idle time and the trace's pauses taken out.
 struct DeviceView {
   const DeviceTimeStats* d = nullptr;
   double span = 0;
@@ -64,7 +64,7 @@ DeviceView view_of(const DeviceTimeStats& d) {
   DeviceView v;
   v.d = &d;
   const double profiler = std::min(d.profiler_idle_ns, d.idle_ns());
-  v.span = std::max(0.0, d.span_ns() - profiler);
+  v.span = std::max(0.0, d.traced_span_ns() - profiler);
   v.idle = std::max(0.0, d.idle_ns() - profiler);
   v.idle_pct = v.span > 0 ? 100.0 * v.idle / v.span : 0.0;
   return v;

@@ -396,19 +396,32 @@ class IntervalSet {
 };
 
 // Idle gaps between consecutive busy intervals, fed in start order.
+// The trace's pauses, in time order (TimelineAccumulator::add_untraced).
+using Pauses = std::deque<IdleGap>;
+
+bool overlaps_pause(const Pauses& pauses, uint64_t start, uint64_t end) {
+  // The first pause ending after `start`; pauses are in time order and do not overlap.
+  auto it = std::upper_bound(pauses.begin(), pauses.end(), start,
+                             [](uint64_t t, const IdleGap& p) { return t < p.end_ns; });
+  return it != pauses.end() && it->start_ns < end;
+}
+
 struct GapTracker {
   uint64_t count = 0;
   uint64_t total_ns = 0;
   uint64_t profiler_ns = 0;
+  uint64_t untraced_ns = 0;
   std::vector<IdleGap> largest;  // longest first
   bool have_prev = false;
   uint64_t prev_end = 0;
   bool prev_profiled = false;
 
-  void next(uint64_t start, uint64_t end, bool profiled, const TimelineOptions& o) {
+  void next(uint64_t start, uint64_t end, bool profiled, const TimelineOptions& o, const Pauses& pauses) {
     if (have_prev && start > prev_end) {
       const uint64_t gap = start - prev_end;
-      if (profiled || prev_profiled) {
+      if (overlaps_pause(pauses, prev_end, start)) {
+        untraced_ns += gap;  // what ran meanwhile is unknown
+      } else if (profiled || prev_profiled) {
         profiler_ns += gap;
       } else if (gap > o.min_gap_ns) {
         ++count;
@@ -569,10 +582,10 @@ struct DeviceState {
     last_end = std::max(last_end, e);
   }
 
-  void fold(const TimelineOptions& o) {
+  void fold(const TimelineOptions& o, const Pauses& pauses) {
     if (last_end <= o.window_ns) return;
     const uint64_t cutoff = last_end - o.window_ns;
-    busy_iv.fold(cutoff, [&](uint64_t s, uint64_t e, bool p) { gaps.next(s, e, p, o); });
+    busy_iv.fold(cutoff, [&](uint64_t s, uint64_t e, bool p) { gaps.next(s, e, p, o, pauses); });
     kernel_iv.fold(cutoff, [](uint64_t, uint64_t, bool) {});
     copy_iv.fold(cutoff, [](uint64_t, uint64_t, bool) {});
     while (!stretch_queue.empty()) {
@@ -600,6 +613,7 @@ struct TimelineAccumulator::Impl {
   uint64_t kernel_executions = 0;
   uint64_t copy_executions = 0;
   uint64_t late_records = 0;
+  Pauses pauses;  // of the trace, on every device
 
   DeviceState& device(uint32_t id) {
     if (last_device != nullptr && last_device->id == id) return *last_device;
@@ -675,7 +689,7 @@ void TimelineAccumulator::add_kernel(const KernelSpan& span) {
     ++d.late;
     ++im.late_records;
   }
-  d.fold(o);
+  d.fold(o, im.pauses);
 }
 
 void TimelineAccumulator::add_copy(const CopySpan& span) {
@@ -698,7 +712,7 @@ void TimelineAccumulator::add_copy(const CopySpan& span) {
     ++d.late;
     ++im.late_records;
   }
-  d.fold(im.options);
+  d.fold(im.options, im.pauses);
 }
 
 TimelineSummary TimelineAccumulator::summary() const {
@@ -726,7 +740,7 @@ TimelineSummary TimelineAccumulator::summary() const {
     }
     GapTracker gaps = d.gaps;  // continue the folded state over the window, on a copy
     const uint64_t busy =
-        d.busy_iv.total_ns([&](uint64_t s, uint64_t e, bool p) { gaps.next(s, e, p, o); });
+        d.busy_iv.total_ns([&](uint64_t s, uint64_t e, bool p) { gaps.next(s, e, p, o, im.pauses); });
     const uint64_t kernel_busy = d.kernel_iv.total_ns();
     const uint64_t copy_busy = d.copy_iv.total_ns();
     ds.busy_ns = static_cast<double>(busy);
@@ -746,6 +760,7 @@ TimelineSummary TimelineAccumulator::summary() const {
     ds.gap_ns = static_cast<double>(gaps.total_ns);
     ds.largest_gaps = std::move(gaps.largest);
     ds.profiler_idle_ns = static_cast<double>(gaps.profiler_ns);
+    ds.untraced_ns = static_cast<double>(gaps.untraced_ns);
 
     StretchTracker stretches = d.stretches;
     for (const auto& item : d.stretch_queue.sorted()) stretches.feed(item.start, item.value, o);
@@ -757,6 +772,14 @@ TimelineSummary TimelineAccumulator::summary() const {
     out.devices.push_back(std::move(ds));
   }
   return out;
+}
+
+void TimelineAccumulator::add_untraced(uint64_t start_ns, uint64_t end_ns) {
+  if (end_ns <= start_ns) return;
+  Pauses& p = impl_->pauses;
+  if (!p.empty() && start_ns < p.back().end_ns) return;  // out of order or overlapping: ignored
+  p.push_back(IdleGap{start_ns, end_ns});
+  if (p.size() > 4096) p.pop_front();
 }
 
 const FamilyTimeStats* TimelineAccumulator::family(uint64_t id) const {

@@ -630,6 +630,7 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
       put_u64(dt, 11, d.copies);
       put_u64(dt, 12, d.gaps);
       put_stat(dt, 13, d.gap_ns);
+      put_stat(dt, 16, d.untraced_ns);
       for (const triage::IdleGap& g : d.largest_gaps) {
         protozero::pbf_writer iv(dt, 14);
         put_u64(iv, 1, g.start_ns);

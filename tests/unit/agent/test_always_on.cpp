@@ -1090,3 +1090,80 @@ TEST_CASE("always-on: resuming from the file the process itself writes to", "[ag
   REQUIRE(r.file.records(0).has_session());
   CHECK(r.file.records(0).session().pid() == 4321);  // the new process's file
 }
+
+TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause is neither busy nor idle",
+          "[agent][always_on][trace_duty]") {
+  AgentConfig cfg = always_on(0.004);
+  cfg.trace_flush_ms = 5;     // the flush thread switches the trace
+  cfg.trace_duty = 0.25;      // traced 1 s of every 4 s
+  cfg.trace_period_s = 4;
+  cfg.trace_max_events = 1000;
+  Service s = make_service("strided_load", cfg);
+  testing::FakePlatform& p = s.h->platform;
+  auto wait_for = [](auto&& done) {
+    for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return done();
+  };
+  serve(s, 10, 50'000'000);  // 0.5 s into the first window: traced
+  CHECK_FALSE(p.trace_paused.load());
+  p.mono_ns += 1'000'000'000;  // 1.5 s: past the window's traced second
+  REQUIRE(wait_for([&] { return p.trace_paused.load(); }));
+  CHECK(p.trace_pauses.load() == 1);
+  serve(s, 10, 50'000'000);             // launched while paused: counted, not traced
+  p.advance_clock(2'000'000'000);       // the GPU clock moves on meanwhile
+  p.mono_ns += 2'000'000'000;           // 4.0 s: the next window
+  REQUIRE(wait_for([&] { return !p.trace_paused.load(); }));
+  CHECK(p.trace_resumes.load() == 1);
+  serve(s, 10, 50'000'000);
+  s.h->ag->finish();
+
+  const tools::ReadResult r = s.h->read();
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const v1::TraceSummary* summary = nullptr;
+  int duty_notices = 0;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_trace_summary()) summary = &rec.trace_summary();
+    if (rec.has_notice() && rec.notice().code() == "trace_duty") {
+      ++duty_notices;
+      CHECK(rec.notice().message().find("runs 1 s of every 4 s") != std::string::npos);
+    }
+  }
+  CHECK(duty_notices == 1);
+  REQUIRE(summary != nullptr);
+  CHECK(summary->kernel_executions() == 20);  // the 10 launches made while paused left no record
+  REQUIRE(summary->devices_size() == 1);
+  const v1::DeviceTimeline& d = summary->devices(0);
+  // The 2 s the GPU clock moved while paused lie between two busy intervals: untraced, and no
+  // idle gap (a trace that counted them idle would report a 2 s gap and a mostly idle GPU).
+  CHECK(d.untraced_ns() >= 2e9);
+  for (const v1::Interval& g : d.largest_gaps()) CHECK(g.end_ns() - g.start_ns() < 1'000'000'000ULL);
+  const double span = static_cast<double>(d.last_end_ns() - d.first_start_ns());
+  CHECK(span - d.untraced_ns() - d.busy_ns() < 0.5 * span);
+  for (const v1::Check& c : summary->findings()) {
+    INFO(c.rule_id());
+    if (c.rule_id() == "session.d2a.idle_gaps") CHECK_FALSE(c.has_finding());
+  }
+  // The report says the trace paused, and what busy and idle are shares of.
+  const std::string text = tools::render_report(r, {});
+  CHECK(text.find("traced; the trace was paused for the rest, CUTRIAGE_TRACE_DUTY") != std::string::npos);
+}
+
+TEST_CASE("always-on: at a full trace duty the trace is never paused", "[agent][always_on][trace_duty]") {
+  AgentConfig cfg = always_on(0.004);
+  cfg.trace_flush_ms = 5;
+  Service s = make_service("strided_load", cfg);
+  for (int i = 0; i < 20; ++i) {
+    serve(s, 5, 1'000'000'000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  s.h->ag->finish();
+  CHECK(s.h->platform.trace_pauses.load() == 0);
+  const tools::ReadResult r = s.h->read();
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_notice()) CHECK(rec.notice().code() != "trace_duty");
+    if (rec.has_trace_summary()) {
+      REQUIRE(rec.trace_summary().devices_size() == 1);
+      CHECK(rec.trace_summary().devices(0).untraced_ns() == 0);
+    }
+  }
+}

@@ -60,6 +60,8 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_TRACE") return "0";
   if (env == "CUTRIAGE_TRACE_MAX_EVENTS") return "10";
   if (env == "CUTRIAGE_TRACE_FLUSH_MS") return "20";
+  if (env == "CUTRIAGE_TRACE_DUTY") return "25%";
+  if (env == "CUTRIAGE_TRACE_PERIOD") return "120";
   if (env == "CUTRIAGE_NVTX_INCLUDE") return "train_step";
   if (env == "CUTRIAGE_NVTX_EXCLUDE") return "regex:^warmup";
   if (env == "CUTRIAGE_PC_SAMPLING") return "0";
@@ -428,7 +430,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 36);
+  REQUIRE(options.size() == 38);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -468,7 +470,8 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.thresholds_file != d.thresholds_file || c.select != d.select ||
                          c.select_top != d.select_top || c.trace != d.trace ||
                          c.trace_max_events != d.trace_max_events ||
-                         c.trace_flush_ms != d.trace_flush_ms ||
+                         c.trace_flush_ms != d.trace_flush_ms || c.trace_duty != d.trace_duty ||
+                         c.trace_period_s != d.trace_period_s ||
                          c.nvtx_include.spec() != d.nvtx_include.spec() ||
                          c.nvtx_exclude.spec() != d.nvtx_exclude.spec() || c.pc_sampling != d.pc_sampling ||
                          c.pc_sampling_period_log2 != d.pc_sampling_period_log2 ||
@@ -488,7 +491,8 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_METRICS", "CUTRIAGE_LOG_LEVEL", "CUTRIAGE_LOG_FILE",
                                        "CUTRIAGE_SUMMARY", "CUTRIAGE_THRESHOLDS", "CUTRIAGE_SELECT",
                                        "CUTRIAGE_TRACE", "CUTRIAGE_TRACE_MAX_EVENTS",
-                                       "CUTRIAGE_TRACE_FLUSH_MS", "CUTRIAGE_NVTX_INCLUDE",
+                                       "CUTRIAGE_TRACE_FLUSH_MS", "CUTRIAGE_TRACE_DUTY",
+                                       "CUTRIAGE_TRACE_PERIOD", "CUTRIAGE_NVTX_INCLUDE",
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING",
                                        "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
                                        "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
@@ -809,6 +813,40 @@ TEST_CASE("config: NVTX filters take a name or a regex; the flush period is boun
   CHECK_FALSE(parse_config({{"CUTRIAGE_NVTX_INCLUDE", "regex:("}}).ok());
   CHECK_FALSE(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "60001"}}).ok());
   CHECK(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "0"}}).ok());
+}
+
+TEST_CASE("config: the trace duty is a percentage, and below 100% needs the trace and its flush thread", "[config]") {
+  const ConfigResult r = parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_DUTY", "25%"},
+                                       {"CUTRIAGE_TRACE_PERIOD", "30"}});
+  REQUIRE(r.ok());
+  CHECK(r.config.trace_duty == 0.25);
+  CHECK(r.config.trace_period_s == 30);
+  CHECK(parse_config({}).config.trace_duty == 1.0);  // default: always on
+  for (const char* bad : {"0%", "101%", "-5%", "half"}) {
+    INFO(bad);
+    const ConfigResult b = parse_config({{"CUTRIAGE_TRACE_DUTY", bad}});
+    CHECK_FALSE(b.ok());
+    CHECK_FALSE(b.config.enabled);
+    REQUIRE(errors(b).size() == 1);
+    CHECK(errors(b)[0].variable == "CUTRIAGE_TRACE_DUTY");
+    CHECK(errors(b)[0].message.find("a percentage above 0 and at most 100") != std::string::npos);
+  }
+  CHECK_FALSE(parse_config({{"CUTRIAGE_TRACE_PERIOD", "0"}}).ok());
+  // Below 100% in always-on: the flush thread switches the trace, so both must be on.
+  const ConfigResult no_flush = parse_config(
+      {{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_DUTY", "50%"}, {"CUTRIAGE_TRACE_FLUSH_MS", "0"}});
+  CHECK_FALSE(no_flush.ok());
+  REQUIRE(errors(no_flush).size() == 1);
+  CHECK(errors(no_flush)[0].variable == "CUTRIAGE_TRACE_DUTY");
+  CHECK(errors(no_flush)[0].message.find("CUTRIAGE_TRACE_FLUSH_MS=0") != std::string::npos);
+  const ConfigResult no_trace = parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_DUTY", "50%"},
+                                              {"CUTRIAGE_TRACE", "0"}, {"CUTRIAGE_SELECT", "none"}});
+  CHECK_FALSE(no_trace.ok());
+  REQUIRE(errors(no_trace).size() == 1);
+  CHECK(errors(no_trace)[0].message.find("CUTRIAGE_TRACE=0") != std::string::npos);
+  // 100% with either is fine.
+  CHECK(parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_DUTY", "100%"},
+                      {"CUTRIAGE_TRACE_FLUSH_MS", "0"}}).ok());
 }
 
 TEST_CASE("config: cutriage_init's configuration string", "[config]") {

@@ -161,6 +161,32 @@ TEST_CASE("timeline: idle gaps longer than min_gap_ns are counted, the longest k
   CHECK(d.largest_gaps[2].start_ns == 90 * kUs);
 }
 
+TEST_CASE("timeline: time across a pause of the trace is untraced, neither idle nor a gap", "[timeline]") {
+  // Synthetic: kernels of 10 us every 20 us, the trace paused from 100 us to 1100 us (a
+  // duty-cycled trace), then the same again; the folding window is short so the gap across the
+  // pause is closed while the accumulator runs, and again in summary().
+  TimelineOptions o;
+  o.window_ns = 50 * kUs;
+  TimelineAccumulator acc(o);
+  for (uint64_t t = 0; t < 100 * kUs; t += 20 * kUs) acc.add_kernel(kernel(1, t, t + 10 * kUs));
+  acc.add_untraced(95 * kUs, 1100 * kUs);
+  for (uint64_t t = 1100 * kUs; t < 1300 * kUs; t += 20 * kUs) acc.add_kernel(kernel(1, t, t + 10 * kUs));
+  const DeviceTimeStats d = dev0(acc.summary());
+  // [90, 1100) holds the pause: untraced. The other gaps are the 10 us ones between kernels.
+  CHECK(d.untraced_ns == 1010 * kUs);
+  CHECK(d.gaps == 4 + 9);
+  CHECK(d.gap_ns == kUs * 10 * (4 + 9));
+  REQUIRE_FALSE(d.largest_gaps.empty());
+  CHECK(d.largest_gaps[0].end_ns - d.largest_gaps[0].start_ns == 10 * kUs);
+  CHECK(d.span_ns() == 1290 * kUs);
+  CHECK(d.traced_span_ns() == 280 * kUs);
+  CHECK(d.busy_ns == 150 * kUs);
+  CHECK(d.idle_ns() == 130 * kUs);
+  // A gap that touches no pause stays idle; pauses out of order are ignored.
+  acc.add_untraced(0, 10 * kUs);
+  CHECK(dev0(acc.summary()).untraced_ns == 1010 * kUs);
+}
+
 TEST_CASE("timeline: copies under a kernel overlap, copies alone are serialized", "[timeline]") {
   TimelineAccumulator acc;
   acc.add_kernel(kernel(1, 0, 100));

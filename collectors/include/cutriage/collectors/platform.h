@@ -252,6 +252,11 @@ class Platform {
   // Delivers completed records to the observer (forced: also records of work not yet finished,
   // for the end of the process). Never from a CUPTI callback.
   virtual void flush_trace(bool forced) = 0;
+  // Turns the started trace's record kinds off (paused) or on again, for a duty-cycled trace:
+  // while paused CUPTI neither instruments kernels nor writes records, so the per-kernel cost of
+  // the trace is gone; records of work before the pause still arrive with later flushes. No-op
+  // when the trace is not started or already in that state.
+  virtual Status pause_trace(bool paused) = 0;
   virtual void stop_trace() = 0;
   // The clock of activity records and NVTX events, in nanoseconds.
   virtual uint64_t timestamp_ns() = 0;

@@ -147,12 +147,17 @@ struct DeviceTimeStats {
   // Idle time next to a profiled (replayed) launch: the profiler's own setup, save and restore
   // around its passes. Part of idle_ns() but not of gaps/gap_ns; the session checks leave it out.
   double profiler_idle_ns = 0;
+  // Time between two busy intervals across a pause of the trace (TimelineAccumulator::
+  // add_untraced): unknown, so neither idle nor a gap. Not part of idle_ns().
+  double untraced_ns = 0;
   uint64_t late_records = 0;
 
   [[nodiscard]] double span_ns() const {
     return last_end_ns > first_start_ns ? double(last_end_ns - first_start_ns) : 0.0;
   }
-  [[nodiscard]] double idle_ns() const { return span_ns() > busy_ns ? span_ns() - busy_ns : 0.0; }
+  // The span with the untraced time taken out: what busy and idle divide.
+  [[nodiscard]] double traced_span_ns() const { return span_ns() > untraced_ns ? span_ns() - untraced_ns : 0.0; }
+  [[nodiscard]] double idle_ns() const { return traced_span_ns() > busy_ns ? traced_span_ns() - busy_ns : 0.0; }
 };
 
 struct TimelineOptions {
@@ -199,6 +204,11 @@ class TimelineAccumulator {
 
   void add_kernel(const KernelSpan& span);
   void add_copy(const CopySpan& span);
+  // [start_ns, end_ns) the trace was paused, on every device (a duty-cycled trace): the time
+  // between two busy intervals that overlaps it is untraced, not idle. Call before the records
+  // that follow the pause are added; pauses come in time order. The last 4096 are kept (older
+  // ones lie far behind the window).
+  void add_untraced(uint64_t start_ns, uint64_t end_ns);
   // The current picture, intervals still in the window included. Leaves the accumulator as is.
   [[nodiscard]] TimelineSummary summary() const;
   // Family stats so far (null when the family has no execution yet); cheap, for selection.
