@@ -9,7 +9,8 @@
 #   release0  always-on at the default budget, the range profiler released right after each
 #             profiled launch (CUTRIAGE_RELEASE_MS=0): nothing costs outside the measured launches
 #   default   always-on at the default budget, as shipped
-#   duty25    the same with CUTRIAGE_TRACE_DUTY=25% (the trace on 15 s of every 60 s)
+#   duty25    the same with CUTRIAGE_TRACE_DUTY=25% and CUTRIAGE_TRACE_PERIOD=DUTY_PERIOD (default
+#             60: the trace on 15 s of every 60 s; 20 suits runs of a minute or two)
 #
 #   ARMS="off callbacks trace" bash bench/overhead_parts.sh service|torch OUTDIR
 #
@@ -44,7 +45,7 @@ for arm in ${ARMS:-off callbacks trace release0 default}; do
     trace) cfg="$common;CUTRIAGE_SELECT=none" ;;
     release0) cfg="$common;CUTRIAGE_RELEASE_MS=0" ;;
     default) cfg="$common" ;;
-    duty25) cfg="$common;CUTRIAGE_TRACE_DUTY=25%" ;;
+    duty25) cfg="$common;CUTRIAGE_TRACE_DUTY=25%;CUTRIAGE_TRACE_PERIOD=${DUTY_PERIOD:-60}" ;;
     *) echo "arm: off, callbacks, trace, release0, default or duty25" >&2; exit 2 ;;
   esac
   echo "$(date -u +%H:%M:%S.%N | cut -c1-12) start $arm" >>"$out/parts.txt"
