@@ -429,8 +429,12 @@ void Agent::cycle_trace() {
   // it is not taken for idle time.
   const uint64_t resumed_at = platform_.timestamp_ns();
   {
+    // In the file too: a reader rebuilding the timeline of a killed run needs the pauses.
     std::lock_guard<std::mutex> lock(trace_mutex_);
     timeline_.add_untraced(trace_paused_at_ns_, resumed_at);
+    wire::TraceChunk chunk;
+    chunk.untraced.emplace_back(trace_paused_at_ns_, resumed_at);
+    write_chunk_locked(chunk);
   }
   collectors::Status s = platform_.pause_trace(false);
   if (!s.is_ok()) {
@@ -2316,7 +2320,7 @@ void Agent::write_chunk_locked(wire::TraceChunk& chunk) {
     pending_nvtx_.clear();
   }
   if (chunk.kernels.empty() && chunk.copies.empty() && chunk.nvtx_ranges.empty() &&
-      chunk.dropped_records == 0) {
+      chunk.dropped_records == 0 && chunk.untraced.empty()) {
     return;
   }
   std::vector<KernelState*> used;

@@ -867,8 +867,10 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
 std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   std::vector<triage::KernelSpan> kernels;
   std::vector<triage::CopySpan> copies;
+  std::vector<std::pair<uint64_t, uint64_t>> pauses;  // of a duty-cycled trace
   for (int r : file.trace_records) {
     const v1::TraceChunk& chunk = file.file.records(r).trace();
+    for (const v1::Interval& p : chunk.untraced()) pauses.emplace_back(p.start_ns(), p.end_ns());
     for (const v1::KernelExecution& k : chunk.kernels()) {
       const v1::KernelFamily* fam = find_family(file, k.family_id());
       triage::KernelSpan span;
@@ -899,9 +901,13 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   // order; sorted, no record is late.
   std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  std::sort(pauses.begin(), pauses.end());
   triage::TimelineAccumulator acc;
   size_t c = 0;
+  size_t p = 0;
   for (const triage::KernelSpan& k : kernels) {
+    // Each pause before the records that follow it, as the agent did.
+    for (; p < pauses.size() && pauses[p].first <= k.start_ns; ++p) acc.add_untraced(pauses[p].first, pauses[p].second);
     for (; c < copies.size() && copies[c].start_ns <= k.start_ns; ++c) acc.add_copy(copies[c]);
     acc.add_kernel(k);
   }

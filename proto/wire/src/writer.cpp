@@ -569,6 +569,11 @@ std::string RecordEncoder::trace_chunk(const TraceChunk& chunk) {
       put_u64(e, 6, ranges[i].domain);
     }
     put_u64(m, 4, chunk.dropped_records);
+    for (const auto& [start, end] : chunk.untraced) {
+      protozero::pbf_writer iv(m, 5);
+      put_u64(iv, 1, start);
+      put_u64(iv, 2, end);
+    }
   }
   out += as_record(f::kRecordTrace, payload);
   return out;

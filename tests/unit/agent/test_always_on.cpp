@@ -1146,6 +1146,23 @@ TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause 
   // The report says the trace paused, and what busy and idle are shares of.
   const std::string text = tools::render_report(r, {});
   CHECK(text.find("traced; the trace was paused for the rest, CUTRIAGE_TRACE_DUTY") != std::string::npos);
+
+  // The pause is in the file's trace chunks, so a killed run's timeline (rebuilt by the report
+  // from the chunks, no TraceSummary) does not take it for idle time either.
+  int pauses = 0;
+  v1::File killed;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_trace()) pauses += rec.trace().untraced_size();
+    if (!rec.has_trace_summary() && !rec.has_session_end()) *killed.add_records() = rec;
+  }
+  CHECK(pauses == 1);
+  const tools::ReadResult k = tools::read_cutriage_bytes(killed.SerializeAsString());
+  REQUIRE(k.status == tools::ReadStatus::kOk);
+  const std::string rebuilt = tools::render_report(k, {});
+  INFO(rebuilt);
+  CHECK(rebuilt.find("recomputed") != std::string::npos);
+  CHECK(rebuilt.find("traced; the trace was paused for the rest, CUTRIAGE_TRACE_DUTY") != std::string::npos);
+  CHECK(rebuilt.find(" idle gap") == std::string::npos);  // "1 idle gap, 2.00 s in all" without the pause
 }
 
 TEST_CASE("always-on: at a full trace duty the trace is never paused", "[agent][always_on][trace_duty]") {

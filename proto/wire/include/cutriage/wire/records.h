@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cutriage/triage/diagnosis.h"
@@ -224,6 +225,7 @@ struct TraceChunk {
   std::vector<CopyExecution> copies;
   std::vector<NvtxRange> nvtx_ranges;
   uint64_t dropped_records = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> untraced;  // pauses of the trace: [start, end) ns
 };
 
 // Values match cutriage.v1's SelectionPolicy.Mode and FamilyStats.Selection.
