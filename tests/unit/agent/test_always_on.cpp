@@ -1098,6 +1098,9 @@ TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause 
   cfg.trace_duty = 0.25;      // traced 1 s of every 4 s
   cfg.trace_period_s = 4;
   cfg.trace_max_events = 1000;
+  const std::filesystem::path prom =
+      std::filesystem::temp_directory_path() / ("cutriage-duty-" + std::to_string(::getpid()) + ".prom");
+  cfg.prometheus_file = prom.string();
   Service s = make_service("strided_load", cfg);
   testing::FakePlatform& p = s.h->platform;
   auto wait_for = [](auto&& done) {
@@ -1116,6 +1119,13 @@ TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause 
   CHECK(p.trace_resumes.load() == 1);
   serve(s, 10, 50'000'000);
   s.h->ag->finish();
+  // Dashboards learn that the family seconds cover a quarter of the time, and how long it paused.
+  const std::string exported = testing::slurp(prom);
+  std::filesystem::remove(prom);
+  CHECK(exported.find("cutriage_trace_duty_ratio{Hostname=\"testhost\"} 0.25\n") != std::string::npos);
+  const size_t at = exported.find("\ncutriage_trace_paused_seconds_total{Hostname=\"testhost\"} ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(exported.substr(exported.find("} ", at) + 2)) >= 2.0);
 
   const tools::ReadResult r = s.h->read();
   REQUIRE(r.status == tools::ReadStatus::kOk);

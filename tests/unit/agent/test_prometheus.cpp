@@ -85,6 +85,15 @@ TEST_CASE("prometheus: the always-on budget's series, only in always-on mode", "
   CHECK(text.find("cutriage_overhead_seconds_total{Hostname=\"node-7\"} 0.75\n") != std::string::npos);
   CHECK(text.find("cutriage_agent_seconds_total{Hostname=\"node-7\"} 300\n") != std::string::npos);
   CHECK(text.find("cutriage_budget_deferred_total{Hostname=\"node-7\"} 7\n") != std::string::npos);
+  // The trace's duty: 1 unless CUTRIAGE_TRACE_DUTY pauses it.
+  CHECK(text.find("cutriage_trace_duty_ratio{Hostname=\"node-7\"} 1\n") != std::string::npos);
+  s.trace_duty = 0.25;
+  s.trace_paused_seconds = 45;
+  const std::string paused = agent::render_prometheus(s);
+  CHECK(paused.find("# TYPE cutriage_trace_duty_ratio gauge\ncutriage_trace_duty_ratio{Hostname=\"node-7\"} 0.25\n") !=
+        std::string::npos);
+  CHECK(paused.find("# TYPE cutriage_trace_paused_seconds_total counter\n"
+                    "cutriage_trace_paused_seconds_total{Hostname=\"node-7\"} 45\n") != std::string::npos);
 }
 
 TEST_CASE("prometheus: at most kMaxPromFamilies families, long names cut", "[agent][prometheus]") {
