@@ -26,6 +26,8 @@ namespace {
 constexpr uint32_t kCpuPid = 1;
 constexpr uint32_t kUnknownDevice = std::numeric_limits<uint32_t>::max();
 constexpr uint32_t kUnknownDevicePid = 999'999;
+// The agent's own track: the pauses of a duty-cycled trace (TraceChunk.untraced).
+constexpr uint32_t kAgentPid = 999'998;
 uint32_t gpu_pid(uint32_t device) { return device == kUnknownDevice ? kUnknownDevicePid : device + 2; }
 // Threads that are not a stream or an OS thread (overflow lanes, stream ids repeated across
 // contexts) get ids from here on: above Linux's pid_max (2^22) and CUPTI's small stream ids,
@@ -260,10 +262,12 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
   std::map<uint32_t, std::vector<Event>> cpu_tracks;  // by OS thread id
   uint64_t origin = std::numeric_limits<uint64_t>::max();
   uint64_t dropped = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> pauses;  // of a duty-cycled trace, drawn on a track
   TraceExportStats counts;
   for (int r : file.trace_records) {
     const v1::TraceChunk& chunk = file.file.records(r).trace();
     dropped += chunk.dropped_records();
+    for (const v1::Interval& p : chunk.untraced()) pauses.emplace_back(p.start_ns(), p.end_ns());
     for (int i = 0; i < chunk.kernels_size(); ++i) {
       const v1::KernelExecution& k = chunk.kernels(i);
       const v1::KernelFamily* fam = find_family(file, k.family_id());
@@ -361,6 +365,11 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
       }
     }
     process(gpu_pid(device), name, uint64_t{device} + 1);
+  }
+  if (!pauses.empty()) {
+    // Blank GPU tracks there are not idle GPUs: the trace was off (CUTRIAGE_TRACE_DUTY).
+    process(kAgentPid, "cutriage", uint64_t{kAgentPid});
+    threads.push_back({kAgentPid, 1, "kernel trace paused (CUTRIAGE_TRACE_DUTY)", threads.size()});
   }
   for (const Thread& t : threads) {
     begin_event() += "{\"ph\":\"M\",\"pid\":";
@@ -479,6 +488,16 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
       if (!w.good()) break;
     }
   }
+
+  std::sort(pauses.begin(), pauses.end());
+  for (const auto& [start, end] : pauses) {
+    const uint64_t from = std::max(start, origin);
+    if (end <= from) continue;
+    begin_x(Event{from, end, 0, 0, EventKind::kKernel, 0}, kAgentPid, 1);
+    b += ",\"name\":\"trace paused\",\"cat\":\"untraced\",\"args\":{\"note\":\"the kernel trace was off "
+         "(CUTRIAGE_TRACE_DUTY): what ran meanwhile is unknown, not idle\"}}";
+  }
+  counts.trace_pauses = pauses.size();
 
   // What the times mean, for people and scripts (Perfetto ignores it).
   b += "\n],\"otherData\":{\"producer\":\"cutriage trace\",\"time_origin_trace_clock_ns\":";

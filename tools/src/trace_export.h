@@ -30,6 +30,7 @@ struct TraceExportStats {
   uint64_t copies = 0;
   uint64_t nvtx_ranges = 0;
   uint64_t extra_tracks = 0;  // overflow threads for overlapping events (see above)
+  uint64_t trace_pauses = 0;  // pauses of a duty-cycled trace, on the "cutriage" track
 };
 
 struct TraceExportError {

@@ -111,3 +111,28 @@ TEST_CASE("trace export: times are microseconds from the earliest event, exact t
         std::string::npos);
   CHECK(json.find("\"time_origin_unix_ns\":1700000000000001000") != std::string::npos);
 }
+
+TEST_CASE("trace export: the pauses of a duty-cycled trace get a track of their own", "[trace_export]") {
+  // Synthetic: the fixture's trace plus one chunk holding only a pause, 2.5 ms to 4 ms after its
+  // earliest event (the NVTX range "train" at kClock).
+  constexpr uint64_t T = testing::SyntheticTrace::kClock;
+  wire::TraceChunk pause;
+  pause.untraced.emplace_back(T + 2'500'000, T + 4'000'000);
+  const std::string bytes = testing::synthetic_trace_file() + wire::RecordEncoder().trace_chunk(pause);
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  std::ostringstream out;
+  tools::TraceExportStats stats;
+  REQUIRE_FALSE(tools::export_chrome_trace(r, out, &stats).has_value());
+  const std::string json = out.str();
+  CHECK(stats.trace_pauses == 1);
+  CHECK(json.find("\"name\":\"process_name\",\"args\":{\"name\":\"cutriage\"}") != std::string::npos);
+  CHECK(json.find("\"name\":\"thread_name\",\"args\":{\"name\":\"kernel trace paused (CUTRIAGE_TRACE_DUTY)\"}") !=
+        std::string::npos);
+  CHECK(json.find("{\"ph\":\"X\",\"ts\":2500.000,\"dur\":1500.000,\"pid\":999998,\"tid\":1,\"name\":\"trace paused\"") !=
+        std::string::npos);
+  // Without pauses, no such track.
+  std::ostringstream plain;
+  REQUIRE_FALSE(tools::export_chrome_trace(tools::read_cutriage_bytes(testing::synthetic_trace_file()), plain).has_value());
+  CHECK(plain.str().find("trace paused") == std::string::npos);
+}
