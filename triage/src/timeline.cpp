@@ -395,7 +395,6 @@ class IntervalSet {
   bool swept_ = false;
 };
 
-// Idle gaps between consecutive busy intervals, fed in start order.
 // The trace's pauses, in time order (TimelineAccumulator::add_untraced).
 using Pauses = std::deque<IdleGap>;
 
@@ -406,6 +405,8 @@ bool overlaps_pause(const Pauses& pauses, uint64_t start, uint64_t end) {
   return it != pauses.end() && it->start_ns < end;
 }
 
+// Idle gaps between consecutive busy intervals, fed in start order. A gap that overlaps a pause
+// of the trace is untraced instead: neither a gap nor idle.
 struct GapTracker {
   uint64_t count = 0;
   uint64_t total_ns = 0;
