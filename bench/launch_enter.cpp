@@ -20,17 +20,11 @@
 
 #include "agent.h"
 #include "fake_platform.h"
+#include "null_sink.h"
 
 namespace {
 
 using namespace cutriage;
-
-class NullSink final : public agent::RecordSink {
- public:
-  bool append(std::string_view) override { return true; }
-  [[nodiscard]] std::string describe() const override { return "null"; }
-  [[nodiscard]] bool failed() const override { return false; }
-};
 
 double median_ns_per_call(agent::AgentConfig cfg, int calls) {
   cfg.summary = false;
@@ -39,7 +33,7 @@ double median_ns_per_call(agent::AgentConfig cfg, int calls) {
   agent::Logger log;
   (void)log.configure(agent::LogLevel::kOff, "");
   agent::ProcessInfo process{42, "bench", {"./service"}, [] { return uint64_t{1700000000000000000}; }, {}};
-  agent::Agent ag(cfg, platform, std::make_unique<NullSink>(), log, process);
+  agent::Agent ag(cfg, platform, std::make_unique<testing::NullSink>(), log, process);
   if (!ag.start()) return -1;
   // The example service's four families (mangled as nvcc names them).
   std::vector<collectors::LaunchEvent> events;

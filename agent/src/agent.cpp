@@ -413,7 +413,7 @@ void Agent::cycle_trace() {
     (void)platform_.pause_trace(true);
     trace_paused_ = true;
     trace_paused_at_ns_ = platform_.timestamp_ns();
-    if (++trace_pauses_ == 1) {
+    if (!std::exchange(trace_duty_noticed_, true)) {
       char on_text[32];
       std::snprintf(on_text, sizeof on_text, "%.3g", static_cast<double>(on_ns) / 1e9);
       const std::string what = std::string("the kernel trace runs ") + on_text + " s of every " +

@@ -368,7 +368,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   uint64_t trace_cycle_start_mono_ns_ = 0;
   bool trace_paused_ = false;
   uint64_t trace_paused_at_ns_ = 0;  // trace clock
-  uint64_t trace_pauses_ = 0;
+  bool trace_duty_noticed_ = false;  // the trace_duty notice is written once
   std::atomic<uint64_t> trace_paused_ns_{0};  // closed pauses, trace clock
 
   mutable std::mutex nvtx_mutex_;  // leaf lock

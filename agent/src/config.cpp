@@ -280,6 +280,14 @@ Problem apply_unsigned(std::string_view value, T& out, uint64_t min, uint64_t ma
   return ok();
 }
 
+// A percentage above 0 and at most `max_percent`, stored as a fraction (0.4% -> 0.004).
+Problem apply_fraction_of_percent(std::string_view value, double& out, double max_percent) {
+  const std::optional<double> p = parse_percent(value);
+  if (!p || !(*p > 0) || *p > max_percent) return bad();
+  out = *p / 100.0;
+  return ok();
+}
+
 Problem apply_metrics(std::string_view value, AgentConfig& config) {
   const std::string_view v = trim(value);
   struct Mode {
@@ -509,12 +517,7 @@ const std::array<Option, 38> kOptions = {{
       "14,000 short kernels a second on the H200), and the ranking and the family times then come "
       "from the traced windows"},
      "a percentage above 0 and at most 100, such as 25% or 100%",
-     [](std::string_view v, AgentConfig& c) {
-       const std::optional<double> p = parse_percent(v);
-       if (!p || !(*p > 0) || *p > 100) return bad();
-       c.trace_duty = *p / 100.0;
-       return ok();
-     }},
+     [](std::string_view v, AgentConfig& c) { return apply_fraction_of_percent(v, c.trace_duty, 100); }},
     {{"CUTRIAGE_TRACE_PERIOD", "--trace-period", "S", "60",
       "always-on: the window, in seconds, that CUTRIAGE_TRACE_DUTY divides into traced and paused time"},
      "an integer from 1 to 86400",
@@ -597,12 +600,7 @@ const std::array<Option, 38> kOptions = {{
       "a share of wall time measured on its threads (the kernel trace, 0.9% more on a "
       "launch-heavy service on the H200, is not included: see CUTRIAGE_TRACE_DUTY)"},
      "a percentage above 0 and at most 50, such as 0.5% or 2%",
-     [](std::string_view v, AgentConfig& c) {
-       const std::optional<double> p = parse_percent(v);
-       if (!p || !(*p > 0) || *p > 50) return bad();
-       c.budget_fraction = *p / 100.0;
-       return ok();
-     }},
+     [](std::string_view v, AgentConfig& c) { return apply_fraction_of_percent(v, c.budget_fraction, 50); }},
     {{"CUTRIAGE_BUDGET_RATE", "--budget-rate", "N", "2",
       "always-on: at most N profiled or sampled launches a second (N may be fractional: 0.1 is one "
       "every 10 s)"},

@@ -1,22 +1,11 @@
 // Writes the agent's Prometheus export of a small run through the fake platform to argv[1], for
 // tests/agent_lib/prometheus_parse.py (CTest agent.prometheus_parses). Synthetic launches: two
 // kernels, one with quotes and a backslash in its name; the fake measures no counters.
-#include <string>
-#include <string_view>
+#include <memory>
 
 #include "agent.h"
 #include "fake_platform.h"
-
-namespace {
-
-class NullSink final : public cutriage::agent::RecordSink {
- public:
-  bool append(std::string_view) override { return true; }
-  [[nodiscard]] std::string describe() const override { return "null"; }
-  [[nodiscard]] bool failed() const override { return false; }
-};
-
-}  // namespace
+#include "null_sink.h"
 
 int main(int argc, char** argv) {
   using namespace cutriage;
@@ -29,7 +18,7 @@ int main(int argc, char** argv) {
   agent::Logger log;
   (void)log.configure(agent::LogLevel::kOff, "");
   agent::ProcessInfo process{42, "node \"7\"", {"./service"}, [] { return uint64_t{1700000000000000000}; }, {}};
-  agent::Agent ag(cfg, platform, std::make_unique<NullSink>(), log, process);
+  agent::Agent ag(cfg, platform, std::make_unique<testing::NullSink>(), log, process);
   if (!ag.start()) return 1;
   for (uint64_t i = 1; i <= 10; ++i) {
     platform.launch(testing::make_launch("plain_gemm", i));
