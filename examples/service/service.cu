@@ -113,8 +113,16 @@ int main(int argc, char** argv) {
   const char* deep_after_env = std::getenv("SERVICE_DEEP_AFTER");
   double deep_after = deep_after_env != nullptr ? std::atof(deep_after_env) : -1.0;
 
+  // SERVICE_WINDOW_MS=N: every N ms, a line "window <steady clock ns> <requests>" on stdout, for
+  // benchmarks that compare the throughput of stretches of one run (bench/trace_split.py). The
+  // steady clock is CLOCK_MONOTONIC, the clock of the agent's debug lines.
+  const char* window_env = std::getenv("SERVICE_WINDOW_MS");
+  const long window_ms = window_env != nullptr ? std::atol(window_env) : 0;
+
   const auto start = std::chrono::steady_clock::now();
   auto last_flush = start;
+  auto window_start = start;
+  long window_requests = 0;
   long requests = 0;
   double elapsed = 0;
   while (elapsed < seconds) {
@@ -128,6 +136,16 @@ int main(int argc, char** argv) {
     ++requests;
     const auto now = std::chrono::steady_clock::now();
     elapsed = std::chrono::duration<double>(now - start).count();
+    ++window_requests;
+    if (window_ms > 0 && now - window_start >= std::chrono::milliseconds(window_ms)) {
+      // Requests finished since the previous line (the first window starts before the loop).
+      std::printf("window %lld %ld\n",
+                  static_cast<long long>(
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()),
+                  window_requests);
+      window_start = now;
+      window_requests = 0;
+    }
     if (deep_after >= 0 && elapsed >= deep_after) {
       const unsigned long long id = cutriage_request_deep_capture(nullptr, 0);
       std::fprintf(stderr, "service: deep capture requested after %.1f s: request %llu\n", elapsed, id);
