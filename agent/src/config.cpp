@@ -511,13 +511,17 @@ const std::array<Option, 38> kOptions = {{
      [](std::string_view v, AgentConfig& c) {
        return apply_unsigned(v, c.trace_flush_ms, 0, 60000);
      }},
-    {{"CUTRIAGE_TRACE_DUTY", "--trace-duty", "P%", "100%",
+    {{"CUTRIAGE_TRACE_DUTY", "--trace-duty", "P%", "25% (always-on)",
       "always-on: keep the kernel trace on for P% of every CUTRIAGE_TRACE_PERIOD window and pause it "
-      "for the rest; CUPTI times every traced kernel at a cost of its own (0.9% of a service running "
-      "14,000 short kernels a second on the H200), and the ranking and the family times then come "
-      "from the traced windows"},
+      "for the rest; CUPTI times every traced kernel at a cost of its own (0.3-0.7% of the "
+      "throughput of launch-heavy programs on the H200 while on), and the ranking and the family "
+      "times come from the traced windows; 100% keeps it on (the default when CUTRIAGE_TRACE=0 or "
+      "CUTRIAGE_TRACE_FLUSH_MS=0)"},
      "a percentage above 0 and at most 100, such as 25% or 100%",
-     [](std::string_view v, AgentConfig& c) { return apply_fraction_of_percent(v, c.trace_duty, 100); }},
+     [](std::string_view v, AgentConfig& c) {
+       c.trace_duty_set = true;
+       return apply_fraction_of_percent(v, c.trace_duty, 100);
+     }},
     {{"CUTRIAGE_TRACE_PERIOD", "--trace-period", "S", "60",
       "always-on: the window, in seconds, that CUTRIAGE_TRACE_DUTY divides into traced and paused time"},
      "an integer from 1 to 86400",
@@ -597,8 +601,8 @@ const std::array<Option, 38> kOptions = {{
      }},
     {{"CUTRIAGE_BUDGET", "--budget", "P%", "0.4%",
       "always-on: the most the agent's profiled and sampled launches may cost the application, as "
-      "a share of wall time measured on its threads (the kernel trace, 0.9% more on a "
-      "launch-heavy service on the H200, is not included: see CUTRIAGE_TRACE_DUTY)"},
+      "a share of wall time measured on its threads (the kernel trace is not included: see "
+      "CUTRIAGE_TRACE_DUTY)"},
      "a percentage above 0 and at most 50, such as 0.5% or 2%",
      [](std::string_view v, AgentConfig& c) { return apply_fraction_of_percent(v, c.budget_fraction, 50); }},
     {{"CUTRIAGE_BUDGET_RATE", "--budget-rate", "N", "2",
@@ -807,6 +811,10 @@ ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::str
                              "CUTRIAGE_SELECT=" + select_spec(result.config) +
                                  " ranks kernels by traced GPU time, but CUTRIAGE_TRACE=0 turns the "
                                  "trace off; expected CUTRIAGE_SELECT=all or none with CUTRIAGE_TRACE=0"});
+  }
+  if (!result.config.trace_duty_set && result.config.mode == AgentMode::kAlwaysOn && result.config.trace &&
+      result.config.trace_flush_ms > 0) {
+    result.config.trace_duty = kAlwaysOnTraceDuty;
   }
   if (result.config.trace_duty < 1.0 && result.config.mode == AgentMode::kAlwaysOn) {
     // The flush thread switches the trace on and off: without it (or without a trace) the duty

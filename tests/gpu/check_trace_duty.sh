@@ -15,7 +15,7 @@ rm -f "$out"/*.pb
 ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info"
 SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$out/duty.pb;CUTRIAGE_TRACE_DUTY=25%;CUTRIAGE_TRACE_PERIOD=4" \
   build-service/cutriage_service "$seconds" >"$out/duty.out" 2>"$out/duty.log"
-SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$out/full.pb" \
+SERVICE_CUTRIAGE="$ao;CUTRIAGE_OUTPUT=$out/full.pb;CUTRIAGE_TRACE_DUTY=100%" \
   build-service/cutriage_service "$seconds" >"$out/full.out" 2>"$out/full.log"
 for run in duty full; do
   "$build/tools/cutriage" json "$out/$run.pb" >"$out/$run.json" || exit 1

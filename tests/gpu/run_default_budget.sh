@@ -69,7 +69,8 @@ case "$phase" in
     } >"$persist/env.txt" 2>&1
     # Without -Werror: a new warning from the device's compiler must not cost the whole run; the
     # build log (in the collected files) shows any.
-    bash tests/gpu/build_with_service.sh "$build" "$persist" || exit 1
+    # BUILD_ARGS: more CMake arguments (-DCUTRIAGE_BUILD_TESTS=OFF when only the A/B runs: faster).
+    bash tests/gpu/build_with_service.sh "$build" "$persist" ${BUILD_ARGS:-} || exit 1
     echo "SVC_RESUME=${SVC_RESUME:-} TORCH_RESUME=${TORCH_RESUME:-} AB=${AB:-0}" >>"$persist/env.txt"
     # One chain per GPU, each in a session of its own (setsid + nohup) so that the end of this call
     # does not take it: with AB=1, bench/default_ab.sh's rounds first (agent off vs always-on),

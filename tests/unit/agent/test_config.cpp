@@ -821,7 +821,25 @@ TEST_CASE("config: the trace duty is a percentage, and below 100% needs the trac
   REQUIRE(r.ok());
   CHECK(r.config.trace_duty == 0.25);
   CHECK(r.config.trace_period_s == 30);
-  CHECK(parse_config({}).config.trace_duty == 1.0);  // default: always on
+  // Defaults: deep mode traces throughout; always-on a quarter of the time, unless the trace or its
+  // flush thread is off (then 100%, with no error: the user did not ask for a duty).
+  CHECK(parse_config({}).config.trace_duty == 1.0);
+  const ConfigResult ao = parse_config({{"CUTRIAGE_MODE", "always-on"}});
+  REQUIRE(ao.ok());
+  CHECK(ao.config.trace_duty == cutriage::agent::kAlwaysOnTraceDuty);
+  CHECK(cutriage::agent::kAlwaysOnTraceDuty == 0.25);
+  for (const auto& off : std::vector<std::pair<std::string, std::string>>{{"CUTRIAGE_TRACE_FLUSH_MS", "0"},
+                                                                        {"CUTRIAGE_TRACE", "0"}}) {
+    INFO(off.first);
+    std::vector<std::pair<std::string, std::string>> env = {{"CUTRIAGE_MODE", "always-on"}, off};
+    if (off.first == "CUTRIAGE_TRACE") env.emplace_back("CUTRIAGE_SELECT", "none");
+    const ConfigResult r_off = parse_config(env);
+    CHECK(r_off.ok());
+    CHECK(r_off.config.trace_duty == 1.0);
+  }
+  const ConfigResult full = parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_DUTY", "100%"}});
+  REQUIRE(full.ok());
+  CHECK(full.config.trace_duty == 1.0);
   for (const char* bad : {"0%", "101%", "-5%", "half"}) {
     INFO(bad);
     const ConfigResult b = parse_config({{"CUTRIAGE_TRACE_DUTY", bad}});
