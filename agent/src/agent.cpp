@@ -413,6 +413,12 @@ void Agent::cycle_trace() {
     (void)platform_.pause_trace(true);
     trace_paused_ = true;
     trace_paused_at_ns_ = platform_.timestamp_ns();
+    {
+      // Records of kernels running now arrive later, with ends that cannot be trusted.
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      pause_starts_.push_back(trace_paused_at_ns_);
+      if (pause_starts_.size() > 4) pause_starts_.erase(pause_starts_.begin());
+    }
     // With the monotonic clock's reading, so that a benchmark can line the application's own
     // throughput up with the traced and paused windows (bench/trace_split.py).
     if (log_.enabled(LogLevel::kDebug)) log_.debug("kernel trace paused at monotonic " + std::to_string(now));
@@ -2270,6 +2276,10 @@ void Agent::add_execution_locked(KernelState& kernel, const collectors::KernelAc
   span.grid = a.grid;
   span.replayed = replayed;
   span.from_graph = a.graph_id != 0;
+  // A kernel running when the trace paused has no trustworthy end (graph kernels came back ~100 ms
+  // late on the H200, which added most of a second to a small family in a 16 s run): busy until
+  // the pause, no duration of its own.
+  triage::cut_at_pause(span, pause_starts_);
   timeline_.add_kernel(span);
   if (!replayed) kernel.traced.store(true, std::memory_order_relaxed);
   if (timeline_events_ >= config_.trace_max_events) return;
@@ -2278,7 +2288,8 @@ void Agent::add_execution_locked(KernelState& kernel, const collectors::KernelAc
   wire::KernelExecution e;
   e.family_id = kernel.family_id;
   e.start_ns = a.start_ns;
-  e.end_ns = a.end_ns;
+  e.end_ns = span.end_ns;
+  e.cut_by_pause = span.cut_by_pause;
   e.stream_id = a.stream_id;
   e.context_id = a.context_id;
   e.correlation_id = a.correlation_id;
@@ -2397,6 +2408,16 @@ void Agent::finish_trace() {
   }
   std::lock_guard<std::mutex> lock(trace_mutex_);
   wire::TraceChunk rest;  // NVTX ranges closed after the last delivered batch
+  if (trace_paused_) {
+    // Ending inside a pause (the flush thread, the only writer of trace_paused_, has stopped): the
+    // file gets this pause too, so that a reader cuts the kernels that were running at it.
+    const uint64_t end = platform_.timestamp_ns();
+    if (end > trace_paused_at_ns_) {
+      timeline_.add_untraced(trace_paused_at_ns_, end);
+      rest.untraced.emplace_back(trace_paused_at_ns_, end);
+      trace_paused_ns_.fetch_add(end - trace_paused_at_ns_, std::memory_order_relaxed);
+    }
+  }
   write_chunk_locked(rest);
   const triage::TimelineSummary timeline = timeline_.summary();
   // Profiled records again, with every unprofiled duration and the session's timeline numbers.

@@ -368,6 +368,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   uint64_t trace_cycle_start_mono_ns_ = 0;
   bool trace_paused_ = false;
   uint64_t trace_paused_at_ns_ = 0;  // trace clock
+  // The latest pauses' starts (trace clock), under trace_mutex_: a record of a kernel running
+  // across one is cut there (add_execution_locked). Records come within seconds, so a few do.
+  std::vector<uint64_t> pause_starts_;
   bool trace_duty_noticed_ = false;  // the trace_duty notice is written once
   std::atomic<uint64_t> trace_paused_ns_{0};  // closed pauses, trace clock
 

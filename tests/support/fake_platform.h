@@ -301,6 +301,12 @@ class FakePlatform final : public collectors::Platform {
   Status pause_trace(bool paused) override {
     ++(paused ? trace_pauses : trace_resumes);
     trace_paused.store(paused);
+    if (paused) {
+      // Kernels running at the pause: their records come after it (queue_in_flight).
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      for (Pending& p : running_at_pause_) pending_.push_back(std::move(p));
+      running_at_pause_.clear();
+    }
     return Status::ok();
   }
   std::atomic<bool> trace_paused{false};
@@ -330,6 +336,21 @@ class FakePlatform final : public collectors::Platform {
     p.a.correlation_id = static_cast<uint32_t>(correlation);
     p.a.graph_id = graph_id;
     pending_.push_back(std::move(p));
+  }
+  // A kernel still running at the next pause_trace(true): it starts now, the clock moves 1 us into
+  // it (not to its end, `duration_ns` on), and its record is delivered only after that pause (like
+  // CUPTI's, which come once the kernel is done).
+  void queue_in_flight(const std::string& mangled, uint64_t duration_ns, uint32_t graph_id) {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    Pending p;
+    p.name = mangled;
+    p.a.start_ns = clock_ns_.load() + config.gap_ns;
+    p.a.end_ns = p.a.start_ns + duration_ns;
+    clock_ns_ = p.a.start_ns + 1000;
+    p.a.stream_id = 7;
+    p.a.context_id = 1;
+    p.a.graph_id = graph_id;
+    running_at_pause_.push_back(std::move(p));
   }
   void queue_copy(const collectors::CopyActivity& c) {
     std::lock_guard<std::mutex> lock(trace_mutex_);
@@ -461,6 +482,7 @@ class FakePlatform final : public collectors::Platform {
   std::mutex trace_mutex_;
   collectors::ActivityObserver* activity_ = nullptr;
   std::vector<Pending> pending_;
+  std::vector<Pending> running_at_pause_;  // until the next pause
   std::vector<collectors::CopyActivity> pending_copies_;
   std::atomic<uint64_t> clock_ns_{1'000'000'000};
   std::mutex mutex_;

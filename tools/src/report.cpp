@@ -860,6 +860,8 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
   }
 }
 
+}  // namespace
+
 // A run killed before its session end has trace chunks but no TraceSummary. The summary is
 // recomputed from the chunks with the accumulator and session checks the agent runs, then put
 // through the agent's encoder, so the view renders it like a written one. What only the agent knew
@@ -882,6 +884,7 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
       span.grid = {k.grid().x(), k.grid().y(), k.grid().z()};
       span.replayed = k.replayed();
       span.from_graph = k.graph_id() != 0;
+      span.cut_by_pause = k.cut_by_pause();
       kernels.push_back(span);
     }
     for (const v1::CopyExecution& c : chunk.copies()) {
@@ -897,6 +900,15 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
     }
   }
   if (kernels.empty() && copies.empty()) return std::nullopt;
+  // The agent cuts kernels running at a pause as it writes them; files from before it did (and
+  // any record it could not match to a pause) are cut here the same way.
+  if (!pauses.empty()) {
+    std::vector<uint64_t> starts;
+    starts.reserve(pauses.size());
+    for (const auto& p : pauses) starts.push_back(p.first);
+    std::sort(starts.begin(), starts.end());
+    for (triage::KernelSpan& k : kernels) triage::cut_at_pause(k, starts);
+  }
   // In time order: the accumulator folds what falls behind its window, and chunks arrive out of
   // order; sorted, no record is late.
   std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
@@ -925,6 +937,8 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   }
   return encoded.records(0).trace_summary();
 }
+
+namespace {
 
 // `part` of `whole` as a percentage with three significant digits ("0.123%"): overheads are
 // fractions of a percent, which percent()'s one decimal would round to 0.

@@ -1,6 +1,7 @@
 // Human and JSON views of a cutriage file.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "file_reader.h"
@@ -31,6 +32,10 @@ struct ReportOptions {
 // its "source" section: the lines with the most stall samples, their share, dominant stall reason
 // and hottest instruction, and the sampling totals.
 std::string render_report(const ReadResult& file, const ReportOptions& options);
+
+// The trace summary of a run killed before it wrote one, recomputed from its trace chunks (what
+// render_report shows for such a file); nullopt when the file holds no executions.
+std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file);
 
 // The proto3 JSON mapping of the file's records. Empty string and `error` set on failure.
 std::string render_json(const ReadResult& file, std::string& error);

@@ -440,9 +440,16 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
           b += ",\"graph_node_id\":";
           append_u64(b, k.graph_node_id());
         }
-        b += k.replayed() ? ",\"replayed\":true,\"note\":\"profiled launch: its duration includes the "
-                            "profiler's replay and is left out of the statistics\"}}"
-                          : ",\"replayed\":false}}";
+        if (k.replayed()) {
+          b += ",\"replayed\":true,\"note\":\"profiled launch: its duration includes the profiler's replay and "
+               "is left out of the statistics\"}}";
+        } else if (k.cut_by_pause()) {
+          b += ",\"replayed\":false,\"cut_by_pause\":true,\"note\":\"running when the trace paused "
+               "(CUTRIAGE_TRACE_DUTY): drawn up to the pause, its end is unknown, left out of the "
+               "statistics\"}}";
+        } else {
+          b += ",\"replayed\":false}}";
+        }
       } else {
         const v1::CopyExecution& c = chunk.copies(e.index);
         b += ",\"name\":\"";

@@ -657,7 +657,10 @@ void TimelineAccumulator::add_kernel(const KernelSpan& span) {
   DeviceState& d = im.device(span.device);
   ++d.kernels;
   if (!timed) return;
-  if (!span.replayed) {
+  // A replayed launch's time is the profiler's and a cut one's is not the kernel's: neither is a
+  // duration of the family.
+  const bool own_duration = !span.replayed && !span.cut_by_pause;
+  if (own_duration) {
     const auto ns = static_cast<double>(dur);
     f.total_ns += ns;
     im.total_kernel_ns += dur;
@@ -675,9 +678,9 @@ void TimelineAccumulator::add_kernel(const KernelSpan& span) {
   if (dur > 0) {
     late = d.kernel_iv.insert(s, e, false);
     late = d.busy_iv.insert(s, e, span.replayed) || late;
-    // A profiled launch runs alone under the profiler with distorted timing: it neither marks
-    // concurrency nor takes part in stretches.
-    if (!span.replayed) {
+    // A profiled launch runs alone under the profiler with distorted timing, and a cut one has no
+    // known end: neither marks concurrency nor takes part in stretches.
+    if (own_duration) {
       d.executions.add(s, e, &f);
       if (d.stretch_fed && s < d.stretch_watermark) {
         late = true;
@@ -691,6 +694,16 @@ void TimelineAccumulator::add_kernel(const KernelSpan& span) {
     ++im.late_records;
   }
   d.fold(o, im.pauses);
+}
+
+bool cut_at_pause(KernelSpan& span, std::span<const uint64_t> pause_starts) {
+  if (span.replayed) return false;
+  // The first pause after the start: the only one that can cut the span first.
+  const auto it = std::upper_bound(pause_starts.begin(), pause_starts.end(), span.start_ns);
+  if (it == pause_starts.end() || *it >= span.end_ns) return false;
+  span.end_ns = *it;
+  span.cut_by_pause = true;
+  return true;
 }
 
 void TimelineAccumulator::add_copy(const CopySpan& span) {

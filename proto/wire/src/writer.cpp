@@ -544,6 +544,7 @@ std::string RecordEncoder::trace_chunk(const TraceChunk& chunk) {
       put_u64(e, 9, k.graph_node_id);
       put_bool(e, 10, k.replayed);
       put_u64(e, 11, kernel_paths[i]);
+      put_bool(e, 12, k.cut_by_pause);
     }
     for (const CopyExecution& c : chunk.copies) {
       protozero::pbf_writer e(m, 2);

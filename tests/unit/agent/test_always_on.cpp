@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "control.h"
 #include "groups.h"
 #include "report.h"
+#include "trace_export.h"
 
 using namespace cutriage;
 using agent::AgentConfig;
@@ -1173,6 +1175,114 @@ TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause 
   CHECK(rebuilt.find("recomputed") != std::string::npos);
   CHECK(rebuilt.find("traced; the trace was paused for the rest, CUTRIAGE_TRACE_DUTY") != std::string::npos);
   CHECK(rebuilt.find(" idle gap") == std::string::npos);  // "1 idle gap, 2.00 s in all" without the pause
+}
+
+TEST_CASE("always-on: a kernel running when the trace pauses is cut there, not timed",
+          "[agent][always_on][trace_duty]") {
+  // Like the graph kernels the H200 reported with ends ~100 ms late after a pause: a record of a
+  // kernel that ran across the pause must not lend its family 98 ms.
+  AgentConfig cfg = always_on(0.004);
+  cfg.trace_flush_ms = 5;
+  cfg.trace_duty = 0.25;
+  cfg.trace_period_s = 4;
+  Service s = make_service("strided_load", cfg);
+  testing::FakePlatform& p = s.h->platform;
+  auto wait_for = [](auto&& done) {
+    for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return done();
+  };
+  serve(s, 10, 50'000'000);
+  p.queue_in_flight(s.a.mangled, 98'000'000, /*graph_id=*/2);
+  p.mono_ns += 1'000'000'000;  // past the traced second: the pause delivers the record
+  REQUIRE(wait_for([&] { return p.trace_paused.load(); }));
+  p.advance_clock(2'000'000'000);
+  p.mono_ns += 2'500'000'000;  // 4.0 s: the next window
+  REQUIRE(wait_for([&] { return !p.trace_paused.load(); }));
+  serve(s, 10, 50'000'000);
+  s.h->ag->finish();
+
+  const tools::ReadResult r = s.h->read();
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const v1::KernelExecution* cut = nullptr;
+  uint64_t pause_start = 0;
+  const v1::TraceSummary* summary = nullptr;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_trace_summary()) summary = &rec.trace_summary();
+    if (!rec.has_trace()) continue;
+    for (const v1::Interval& u : rec.trace().untraced()) pause_start = u.start_ns();
+    for (const v1::KernelExecution& k : rec.trace().kernels()) {
+      if (k.cut_by_pause()) {
+        CHECK(cut == nullptr);
+        cut = &k;
+      }
+    }
+  }
+  REQUIRE(cut != nullptr);
+  CHECK(cut->graph_id() == 2);
+  REQUIRE(pause_start != 0);
+  CHECK(cut->end_ns() == pause_start);  // drawn up to the pause, not 98 ms on
+  CHECK(cut->end_ns() - cut->start_ns() < 98'000'000);
+  REQUIRE(summary != nullptr);
+  // Its family (a graph node's: no launch configuration of its own in the fake) counts the launch
+  // and has no time from it; without the cut it would hold 98 ms.
+  const v1::FamilyStats* f = nullptr;
+  for (const v1::FamilyStats& fs : summary->families()) {
+    if (fs.family_id() == cut->family_id()) f = &fs;
+  }
+  REQUIRE(f != nullptr);
+  CHECK(f->launches() == 1);
+  CHECK(f->graph_launches() == 1);
+  CHECK(f->total_ns() == 0);
+  CHECK(f->max_ns() == 0);
+  CHECK(summary->total_kernel_ns() < 98e6);  // 20 launches of about 1.2 ms, without the 98 ms
+  // A killed run's rebuilt timeline (from the chunks) leaves it out of the durations too.
+  v1::File killed;
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_trace_summary() && !rec.has_session_end()) *killed.add_records() = rec;
+  }
+  const tools::ReadResult k = tools::read_cutriage_bytes(killed.SerializeAsString());
+  REQUIRE(k.status == tools::ReadStatus::kOk);
+  const std::string rebuilt = tools::render_report(k, {});
+  INFO(rebuilt);
+  CHECK(rebuilt.find("recomputed") != std::string::npos);
+  CHECK(rebuilt.find("98.0 ms") == std::string::npos);
+  // Its family's row: one launch, no time (timed, it would read 1.00 us: start to the pause).
+  CHECK(rebuilt.find("zoo_strided_load                        1        -        -") != std::string::npos);
+  // The trace export says why its bar ends at the pause.
+  std::ostringstream json;
+  REQUIRE_FALSE(tools::export_chrome_trace(r, json, nullptr).has_value());
+  CHECK(json.str().find("\"cut_by_pause\":true") != std::string::npos);
+}
+
+TEST_CASE("always-on: a run that ends while the trace is paused writes that pause, and cuts at it",
+          "[agent][always_on][trace_duty]") {
+  AgentConfig cfg = always_on(0.004);
+  cfg.trace_flush_ms = 5;
+  cfg.trace_duty = 0.25;
+  cfg.trace_period_s = 4;
+  Service s = make_service("strided_load", cfg);
+  testing::FakePlatform& p = s.h->platform;
+  serve(s, 10, 50'000'000);
+  p.queue_in_flight(s.a.mangled, 98'000'000, /*graph_id=*/2);
+  p.mono_ns += 1'000'000'000;
+  for (int i = 0; i < 2000 && !p.trace_paused.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  REQUIRE(p.trace_paused.load());
+  p.advance_clock(1'000'000'000);
+  s.h->ag->finish();  // inside the pause
+  const tools::ReadResult r = s.h->read();
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  std::vector<std::pair<uint64_t, uint64_t>> pauses;
+  uint64_t cut_end = 0;
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_trace()) continue;
+    for (const v1::Interval& u : rec.trace().untraced()) pauses.emplace_back(u.start_ns(), u.end_ns());
+    for (const v1::KernelExecution& k : rec.trace().kernels()) {
+      if (k.cut_by_pause()) cut_end = k.end_ns();
+    }
+  }
+  REQUIRE(pauses.size() == 1);
+  CHECK(pauses[0].second - pauses[0].first >= 1'000'000'000ULL);  // to the end of the run
+  CHECK(cut_end == pauses[0].first);
 }
 
 TEST_CASE("always-on: at a full trace duty the trace is never paused", "[agent][always_on][trace_duty]") {

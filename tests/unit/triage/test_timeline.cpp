@@ -187,6 +187,29 @@ TEST_CASE("timeline: time across a pause of the trace is untraced, neither idle 
   CHECK(dev0(acc.summary()).untraced_ns == 1010 * kUs);
 }
 
+TEST_CASE("timeline: a kernel cut by a pause is busy until it, but has no duration of its own", "[timeline]") {
+  // Synthetic: family 1 runs 10 us kernels; family 2 has one of 5 us and one that was running when
+  // the trace paused at 500 us (its end clipped there by the agent, 400 us after its start).
+  TimelineAccumulator acc;
+  for (uint64_t t = 0; t < 100 * kUs; t += 20 * kUs) acc.add_kernel(kernel(1, t, t + 10 * kUs));
+  acc.add_kernel(kernel(2, 100 * kUs, 105 * kUs));
+  KernelSpan cut = kernel(2, 100 * kUs, 500 * kUs, /*stream=*/2);
+  cut.cut_by_pause = true;
+  acc.add_kernel(cut);
+  const TimelineSummary s = acc.summary();
+  const FamilyTimeStats* f2 = s.family(2);
+  REQUIRE(f2 != nullptr);
+  CHECK(f2->launches == 2);                  // counted
+  CHECK(f2->total_ns == Approx(5.0 * kUs));  // but only the whole kernel's time
+  CHECK(f2->mean_ns() == Approx(5.0 * kUs));
+  CHECK(s.total_kernel_ns == Approx(55.0 * kUs));
+  const DeviceTimeStats d = dev0(s);
+  CHECK(d.busy_ns == 50 * kUs + 400 * kUs);  // busy until the pause
+  CHECK(d.span_ns() == 500 * kUs);
+  // It marks no concurrency: family 2's other kernel overlaps it but ran alone.
+  CHECK(f2->concurrent_launches == 0);
+}
+
 TEST_CASE("timeline: copies under a kernel overlap, copies alone are serialized", "[timeline]") {
   TimelineAccumulator acc;
   acc.add_kernel(kernel(1, 0, 100));

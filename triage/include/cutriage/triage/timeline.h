@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,18 @@ struct KernelSpan {
   Dim3 grid;
   bool replayed = false;    // a profiled launch: counted as a launch, left out of duration stats
   bool from_graph = false;  // launched as a node of a CUDA graph
+  // Running when a duty-cycled trace paused: end_ns is the pause, the real end is unknown. Counted
+  // as a launch and as busy time up to end_ns; left out of duration stats, concurrency and
+  // stretches (its length is not the kernel's).
+  bool cut_by_pause = false;
 };
+
+// A kernel that was running when a duty-cycled trace paused at one of `pause_starts` (trace clock,
+// ascending): its end is clipped to that pause and it is marked cut_by_pause. On the H200, CUPTI
+// reported graph kernels in flight at a pause with ends about 100 ms late (5 us kernels read as
+// 98 ms), so no such end is taken as the kernel's. Returns whether the span was cut; a replayed
+// span is left as it is.
+bool cut_at_pause(KernelSpan& span, std::span<const uint64_t> pause_starts);
 
 enum class CopyKind : uint8_t {
   kUnspecified = 0,

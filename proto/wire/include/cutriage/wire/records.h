@@ -196,6 +196,7 @@ struct KernelExecution {
   uint64_t graph_node_id = 0;
   bool replayed = false;
   std::string nvtx_path;  // "outer/inner"; empty = none (interned on the wire)
+  bool cut_by_pause = false;  // running when the trace paused: end_ns is the pause
 };
 
 struct CopyExecution {
