@@ -5,12 +5,15 @@
 #   off       the agent off (the service: linked, CUTRIAGE_ENABLE=0; PyTorch: not injected)
 #   callbacks always-on with CUTRIAGE_TRACE=0 and CUTRIAGE_SELECT=none: the launch callbacks only
 #             (no kernel records, so CUPTI does not instrument the kernels)
-#   trace     always-on with CUTRIAGE_SELECT=none: the kernel trace and the launch callbacks
+#   trace     always-on with CUTRIAGE_SELECT=none and CUTRIAGE_TRACE_DUTY=100%: the kernel trace
+#             throughout and the launch callbacks
 #   release0  always-on at the default budget, the range profiler released right after each
 #             profiled launch (CUTRIAGE_RELEASE_MS=0): nothing costs outside the measured launches
-#   default   always-on at the default budget, as shipped
+#   default   always-on at the default budget, as shipped (the trace on 25% of every 60 s)
+#   full      the same with the trace throughout (CUTRIAGE_TRACE_DUTY=100%, the default before
+#             2026-11-30)
 #   duty25    the same with CUTRIAGE_TRACE_DUTY=25% and CUTRIAGE_TRACE_PERIOD=DUTY_PERIOD (default
-#             60: the trace on 15 s of every 60 s; 20 suits runs of a minute or two)
+#             60, as shipped; 20 suits runs of a minute or two)
 #
 #   ARMS="off callbacks trace" bash bench/overhead_parts.sh service|torch OUTDIR
 #
@@ -42,11 +45,12 @@ for arm in ${ARMS:-off callbacks trace release0 default}; do
   case "$arm" in
     off) cfg="" ;;
     callbacks) cfg="$common;CUTRIAGE_TRACE=0;CUTRIAGE_SELECT=none" ;;
-    trace) cfg="$common;CUTRIAGE_SELECT=none" ;;
+    trace) cfg="$common;CUTRIAGE_SELECT=none;CUTRIAGE_TRACE_DUTY=100%" ;;
     release0) cfg="$common;CUTRIAGE_RELEASE_MS=0" ;;
     default) cfg="$common" ;;
+    full) cfg="$common;CUTRIAGE_TRACE_DUTY=100%" ;;
     duty25) cfg="$common;CUTRIAGE_TRACE_DUTY=25%;CUTRIAGE_TRACE_PERIOD=${DUTY_PERIOD:-60}" ;;
-    *) echo "arm: off, callbacks, trace, release0, default or duty25" >&2; exit 2 ;;
+    *) echo "arm: off, callbacks, trace, release0, default, full or duty25" >&2; exit 2 ;;
   esac
   echo "$(date -u +%H:%M:%S.%N | cut -c1-12) start $arm" >>"$out/parts.txt"
   if [ "$program" = service ]; then
