@@ -1093,31 +1093,45 @@ TEST_CASE("always-on: resuming from the file the process itself writes to", "[ag
   CHECK(r.file.records(0).session().pid() == 4321);  // the new process's file
 }
 
+namespace {
+
+// Always-on with the trace on 1 s of every 4 s, switched by a flush thread every 5 ms.
+AgentConfig duty_config() {
+  AgentConfig cfg = always_on(0.004);
+  cfg.trace_flush_ms = 5;
+  cfg.trace_duty = 0.25;
+  cfg.trace_period_s = 4;
+  return cfg;
+}
+
+// Waits (up to 4 s) for the flush thread to bring the trace to `paused`.
+bool wait_for_trace(testing::FakePlatform& p, bool paused) {
+  for (int i = 0; i < 2000 && p.trace_paused.load() != paused; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return p.trace_paused.load() == paused;
+}
+
+}  // namespace
+
 TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause is neither busy nor idle",
           "[agent][always_on][trace_duty]") {
-  AgentConfig cfg = always_on(0.004);
-  cfg.trace_flush_ms = 5;     // the flush thread switches the trace
-  cfg.trace_duty = 0.25;      // traced 1 s of every 4 s
-  cfg.trace_period_s = 4;
+  AgentConfig cfg = duty_config();
   cfg.trace_max_events = 1000;
   const std::filesystem::path prom =
       std::filesystem::temp_directory_path() / ("cutriage-duty-" + std::to_string(::getpid()) + ".prom");
   cfg.prometheus_file = prom.string();
   Service s = make_service("strided_load", cfg);
   testing::FakePlatform& p = s.h->platform;
-  auto wait_for = [](auto&& done) {
-    for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    return done();
-  };
   serve(s, 10, 50'000'000);  // 0.5 s into the first window: traced
   CHECK_FALSE(p.trace_paused.load());
   p.mono_ns += 1'000'000'000;  // 1.5 s: past the window's traced second
-  REQUIRE(wait_for([&] { return p.trace_paused.load(); }));
+  REQUIRE(wait_for_trace(p, true));
   CHECK(p.trace_pauses.load() == 1);
   serve(s, 10, 50'000'000);             // launched while paused: counted, not traced
   p.advance_clock(2'000'000'000);       // the GPU clock moves on meanwhile
   p.mono_ns += 2'000'000'000;           // 4.0 s: the next window
-  REQUIRE(wait_for([&] { return !p.trace_paused.load(); }));
+  REQUIRE(wait_for_trace(p, false));
   CHECK(p.trace_resumes.load() == 1);
   serve(s, 10, 50'000'000);
   s.h->ag->finish();
@@ -1181,23 +1195,15 @@ TEST_CASE("always-on: a kernel running when the trace pauses is cut there, not t
           "[agent][always_on][trace_duty]") {
   // Like the graph kernels the H200 reported with ends ~100 ms late after a pause: a record of a
   // kernel that ran across the pause must not lend its family 98 ms.
-  AgentConfig cfg = always_on(0.004);
-  cfg.trace_flush_ms = 5;
-  cfg.trace_duty = 0.25;
-  cfg.trace_period_s = 4;
-  Service s = make_service("strided_load", cfg);
+  Service s = make_service("strided_load", duty_config());
   testing::FakePlatform& p = s.h->platform;
-  auto wait_for = [](auto&& done) {
-    for (int i = 0; i < 2000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    return done();
-  };
   serve(s, 10, 50'000'000);
   p.queue_in_flight(s.a.mangled, 98'000'000, /*graph_id=*/2);
   p.mono_ns += 1'000'000'000;  // past the traced second: the pause delivers the record
-  REQUIRE(wait_for([&] { return p.trace_paused.load(); }));
+  REQUIRE(wait_for_trace(p, true));
   p.advance_clock(2'000'000'000);
   p.mono_ns += 2'500'000'000;  // 4.0 s: the next window
-  REQUIRE(wait_for([&] { return !p.trace_paused.load(); }));
+  REQUIRE(wait_for_trace(p, false));
   serve(s, 10, 50'000'000);
   s.h->ag->finish();
 
@@ -1256,17 +1262,12 @@ TEST_CASE("always-on: a kernel running when the trace pauses is cut there, not t
 
 TEST_CASE("always-on: a run that ends while the trace is paused writes that pause, and cuts at it",
           "[agent][always_on][trace_duty]") {
-  AgentConfig cfg = always_on(0.004);
-  cfg.trace_flush_ms = 5;
-  cfg.trace_duty = 0.25;
-  cfg.trace_period_s = 4;
-  Service s = make_service("strided_load", cfg);
+  Service s = make_service("strided_load", duty_config());
   testing::FakePlatform& p = s.h->platform;
   serve(s, 10, 50'000'000);
   p.queue_in_flight(s.a.mangled, 98'000'000, /*graph_id=*/2);
   p.mono_ns += 1'000'000'000;
-  for (int i = 0; i < 2000 && !p.trace_paused.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  REQUIRE(p.trace_paused.load());
+  REQUIRE(wait_for_trace(p, true));
   p.advance_clock(1'000'000'000);
   s.h->ag->finish();  // inside the pause
   const tools::ReadResult r = s.h->read();
