@@ -1286,6 +1286,33 @@ TEST_CASE("always-on: a run that ends while the trace is paused writes that paus
   CHECK(cut_end == pauses[0].first);
 }
 
+TEST_CASE("always-on: with the trace paused three quarters of the time, a diagnosis still completes",
+          "[agent][always_on][trace_duty]") {
+  // The default since 2026-11-30 (25%): the ranking comes from the traced windows, profiling goes
+  // on through the pauses.
+  AgentConfig cfg = duty_config();
+  cfg.budget_fraction = 0.01;
+  Service s = make_service("strided_load", cfg);
+  for (int i = 0; i < 60; ++i) {
+    serve(s, 10, 1'000'000'000);  // ten minutes of traffic, a launch a second
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the flush thread's turn
+  }
+  s.h->ag->finish();
+  CHECK(s.h->platform.trace_pauses.load() > 5);
+  const tools::ReadResult r = s.h->read();
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const v1::KernelProfile* k = last_profiled(kernel_records(r));
+  REQUIRE(k != nullptr);
+  CHECK(k->assembled_launches_size() >= 2);
+  int complete = 0;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_notice() && rec.notice().code() == "always_on_complete") ++complete;
+  }
+  CHECK(complete == 1);
+  const std::string text = tools::render_report(r, {});
+  CHECK(text.find("    complete  yes, ") != std::string::npos);
+}
+
 TEST_CASE("always-on: at a full trace duty the trace is never paused", "[agent][always_on][trace_duty]") {
   AgentConfig cfg = always_on(0.004);
   cfg.trace_flush_ms = 5;
