@@ -23,24 +23,22 @@ export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 mkdir -p "$out"
 raw="$out/$program-ab.txt"
 : >"$raw"
-lib="$PWD/$build/agent/libcutriage.so"
 cli="$PWD/$build/tools/cutriage"
+case "$program" in
+  service) length="$svc_seconds" ;;
+  torch) length="$torch_steps" ;;
+  *) echo "program: service or torch" >&2; exit 2 ;;
+esac
+. "$(dirname "$0")/lib.sh"
+export BUILD="$build"
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # One run of one arm: "<throughput> <result>" on stdout, the rest in $raw.
 run_arm() {  # arm round
   local arm="$1" r="$2" pb="$out/$program-on-$2.pb" text value result
-  case "$program:$arm" in
-    service:off) text=$(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" build-service/cutriage_service "$svc_seconds" 2>&1) ;;
-    service:on)
-      text=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_OUTPUT=$pb" \
-        build-service/cutriage_service "$svc_seconds" 2>&1) ;;
-    torch:off) text=$(python3 bench/torch_loop.py "$torch_steps" 2>&1) ;;
-    torch:on)
-      text=$(CUDA_INJECTION64_PATH="$lib" CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_OUTPUT="$pb" \
-        python3 bench/torch_loop.py "$torch_steps" 2>&1) ;;
-    *) echo "program: service or torch" >&2; exit 2 ;;
-  esac
+  local cfg=""
+  [ "$arm" = on ] && cfg="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_OUTPUT=$pb"
+  text=$(run_program "$program" "$cfg" "$length")
   if [ "$program" = service ]; then
     value=$(echo "$text" | sed -nE 's/^service: .* ([0-9.]+) requests\/s.*/\1/p' | tail -1)
     result=$(echo "$text" | sed -nE 's/^service: .*checksum ([0-9.]+).*/\1/p' | tail -1)

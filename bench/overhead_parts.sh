@@ -32,6 +32,8 @@ seconds="${SECONDS_PER_ARM:-100}"
 torch_steps="${TORCH_STEPS:-45000}"
 build="${BUILD:-build-gpu}"
 case "$program" in service | torch) ;; *) echo "program: service or torch" >&2; exit 2 ;; esac
+. "$(dirname "$0")/lib.sh"
+export BUILD="$build"
 mkdir -p "$out"
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 gpu="${CUDA_VISIBLE_DEVICES:-0}"
@@ -54,16 +56,10 @@ for arm in ${ARMS:-off callbacks trace release0 default}; do
   esac
   echo "$(date -u +%H:%M:%S.%N | cut -c1-12) start $arm" >>"$out/parts.txt"
   if [ "$program" = service ]; then
-    text=$(SERVICE_CUTRIAGE="${cfg:-CUTRIAGE_ENABLE=0}" build-service/cutriage_service "$seconds" 2>&1)
+    text=$(run_program service "$cfg" "$seconds")
     line=$(echo "$text" | grep -E '^service: ' | tail -1)
   else
-    if [ -z "$cfg" ]; then
-      text=$(python3 bench/torch_loop.py "$torch_steps" 2>&1)
-    else
-      # The same settings as environment variables (the injected agent reads those).
-      text=$(env $(echo "$cfg" | tr ';' ' ') CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" \
-        python3 bench/torch_loop.py "$torch_steps" 2>&1)
-    fi
+    text=$(run_program torch "$cfg" "$torch_steps")
     line="$(echo "$text" | grep -E '^steps_per_s=' | tail -1) $(echo "$text" | grep -E '^final loss' | tail -1)"
   fi
   {

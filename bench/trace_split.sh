@@ -20,12 +20,12 @@ text="$out/$program-split.txt"
 cfg="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_SELECT=none;CUTRIAGE_TRACE_DUTY=50%"
 cfg="$cfg;CUTRIAGE_TRACE_PERIOD=$period;CUTRIAGE_LOG_LEVEL=debug;CUTRIAGE_OUTPUT=$out/$program-split.pb"
 case "$program" in
-  service)
-    SERVICE_WINDOW_MS=250 SERVICE_CUTRIAGE="$cfg" build-service/cutriage_service "${SPLIT_SECONDS:-150}" >"$text" 2>&1 ;;
-  torch)
-    env $(echo "$cfg" | tr ';' ' ') TORCH_LOOP_WINDOW_MS=250 CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" \
-      python3 bench/torch_loop.py "${SPLIT_TORCH_STEPS:-80000}" >"$text" 2>&1 ;;
+  service) length="${SPLIT_SECONDS:-150}" ;;
+  torch) length="${SPLIT_TORCH_STEPS:-80000}" ;;
   *) echo "program: service or torch" >&2; exit 2 ;;
 esac
+. "$(dirname "$0")/lib.sh"
+export BUILD="$build"
+SERVICE_WINDOW_MS=250 TORCH_LOOP_WINDOW_MS=250 run_program "$program" "$cfg" "$length" >"$text"
 python3 bench/trace_split.py "$text" >"$out/$program-split-result.txt" 2>&1
 cat "$out/$program-split-result.txt"
