@@ -37,12 +37,9 @@ done
 grep -h "deep capture" "$out"/file.log "$out"/signal.log | cut -c1-200
 python3 - "$out" "$file_left" "$signal_rc" <<'PY'
 import json, sys
+sys.path.insert(0, "tests/gpu")
+from checks import check, finish
 out, file_left, signal_rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
-failed = []
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failed.append(what)
 for run, source in (("file", "CONTROL_SOURCE_FILE"), ("signal", "CONTROL_SOURCE_SIGNAL")):
     recs = json.load(open(f"{out}/{run}.json"))["records"]
     reqs = {}
@@ -59,7 +56,7 @@ for run, source in (("file", "CONTROL_SOURCE_FILE"), ("signal", "CONTROL_SOURCE_
     check(len(replayed) >= 2, f"{run}: {len(replayed)} records profiled with replay")
 check(file_left == "no", "the request file was deleted once read")
 check(signal_rc == 0, f"the service ran on after the signal (exit {signal_rc})")
-sys.exit(1 if failed else 0)
+finish()
 PY
 rc=$?
 c1=$(grep -o 'checksum [0-9.]*' "$out/file.out"); c2=$(grep -o 'checksum [0-9.]*' "$out/signal.out")

@@ -24,6 +24,8 @@ done
 grep -h "CUTRIAGE_RESUME\|diagnosis complete" "$out"/first.log "$out"/second.log | cut -c1-220
 python3 - "$out" <<'PY'
 import json, sys
+sys.path.insert(0, "tests/gpu")
+from checks import check, finish
 out = sys.argv[1]
 def load(run):
     recs = json.load(open(f"{out}/{run}.json"))["records"]
@@ -41,11 +43,6 @@ def load(run):
     return {fn: k for fn, (_, k) in latest.items()}, done
 first, first_done = load("first")
 second, second_done = load("second")
-failed = []
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failed.append(what)
 check(len(first) > 0, f"the first run profiled {len(first)} families")
 for fn, k1 in first.items():
     k2 = second.get(fn)
@@ -63,7 +60,7 @@ for msg in first_done:
     check(any(m.startswith(fn + ": diagnosis complete") and "earlier process, resumed" in m for m in second_done),
           f"{fn}: complete in the first run, complete at once in the second")
 print(f"second run: {len(second_done)} complete, {sum(1 for m in second_done if 'resumed' in m)} of them with resumed launches")
-sys.exit(1 if failed else 0)
+finish()
 PY
 rc=$?
 for run in first second; do tail -1 "$out/$run.out"; done

@@ -24,12 +24,9 @@ done
 cat "$out"/duty.out "$out"/full.out
 python3 - "$out" <<'PY'
 import json, re, sys
+sys.path.insert(0, "tests/gpu")
+from checks import check, finish
 out = sys.argv[1]
-failed = []
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failed.append(what)
 def load(run):
     recs = json.load(open(f"{out}/{run}.json"))["records"]
     summary = [r["traceSummary"] for r in recs if "traceSummary" in r][-1]
@@ -55,5 +52,5 @@ for run in ("duty", "full"):
 check(len(sums) == 1 and None not in sums, f"checksums equal: {sums}")
 report = open(f"{out}/duty.report.txt").read()
 check("the trace was paused for the rest" in report, "duty: the report says the trace paused")
-sys.exit(1 if failed else 0)
+finish()
 PY
