@@ -44,6 +44,7 @@ struct Event {
   int index = 0;   // index in the chunk's kernels / copies / nvtx_ranges
   EventKind kind = EventKind::kKernel;
   uint32_t lane = 0;
+  bool cut = false;  // a kernel running across a pause, drawn up to it (files the agent did not cut)
 };
 
 // Events of one track, before lanes: a stream of one context on one device, or an OS thread.
@@ -291,6 +292,24 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
     }
   }
   if (origin == std::numeric_limits<uint64_t>::max()) origin = 0;  // chunks without events
+  // Kernels running across a pause have no trustworthy end (see triage::cut_at_pause): agents since
+  // 2026-11-30 cut them when they write them; older files are cut here the same way.
+  if (!pauses.empty()) {
+    std::vector<uint64_t> starts;
+    starts.reserve(pauses.size());
+    for (const auto& p : pauses) starts.push_back(p.first);
+    std::sort(starts.begin(), starts.end());
+    for (auto& [key, events] : gpu_tracks) {
+      for (Event& e : events) {
+        if (e.kind != EventKind::kKernel) continue;
+        const auto it = std::upper_bound(starts.begin(), starts.end(), e.start);
+        if (it != starts.end() && *it < e.end) {
+          e.end = *it;
+          e.cut = true;
+        }
+      }
+    }
+  }
 
   // Pass 2: lanes and thread ids. Lane 0 of a stream keeps the stream id as its tid (of an OS
   // thread, the thread id), so scripts can map them back.
@@ -443,7 +462,7 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
         if (k.replayed()) {
           b += ",\"replayed\":true,\"note\":\"profiled launch: its duration includes the profiler's replay and "
                "is left out of the statistics\"}}";
-        } else if (k.cut_by_pause()) {
+        } else if (k.cut_by_pause() || e.cut) {
           b += ",\"replayed\":false,\"cut_by_pause\":true,\"note\":\"running when the trace paused "
                "(CUTRIAGE_TRACE_DUTY): drawn up to the pause, its end is unknown, left out of the "
                "statistics\"}}";

@@ -112,6 +112,29 @@ TEST_CASE("trace export: times are microseconds from the earliest event, exact t
   CHECK(json.find("\"time_origin_unix_ns\":1700000000000001000") != std::string::npos);
 }
 
+TEST_CASE("trace export: a kernel running across a pause is drawn up to it", "[trace_export]") {
+  // Synthetic: a pause from 2.5 ms to 4 ms and a gemm record from 2.4 ms to 100 ms, as CUPTI gave
+  // graph kernels in flight at a pause on the H200, in a file whose agent did not cut it.
+  constexpr uint64_t T = testing::SyntheticTrace::kClock;
+  wire::TraceChunk late;
+  late.untraced.emplace_back(T + 2'500'000, T + 4'000'000);
+  late.kernels.push_back({1, T + 2'400'000, T + 100'000'000, 7, 1, 900, {264, 1, 1}, 5, 1, false, ""});
+  const std::string bytes = testing::synthetic_trace_file() + wire::RecordEncoder().trace_chunk(late);
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  std::ostringstream out;
+  REQUIRE_FALSE(tools::export_chrome_trace(r, out).has_value());
+  const std::string json = out.str();
+  const size_t at = json.find("\"correlation_id\":900,");
+  REQUIRE(at != std::string::npos);
+  const size_t begin = json.rfind("{\"ph\":\"X\"", at);
+  const std::string event = json.substr(begin, json.find("}}", at) - begin);
+  INFO(event);
+  CHECK(event.find("\"ts\":2400.000,\"dur\":100.000,") != std::string::npos);
+  CHECK(event.find("\"duration_ns\":100000,") != std::string::npos);
+  CHECK(event.find("\"cut_by_pause\":true") != std::string::npos);
+}
+
 TEST_CASE("trace export: the pauses of a duty-cycled trace get a track of their own", "[trace_export]") {
   // Synthetic: the fixture's trace plus one chunk holding only a pause, 2.5 ms to 4 ms after its
   // earliest event (the NVTX range "train" at kClock).
