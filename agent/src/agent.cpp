@@ -434,15 +434,12 @@ void Agent::cycle_trace() {
     }
     return;
   }
-  // The pause goes to the timeline before records after it can arrive, so that the time across
-  // it is not taken for idle time.
+  // The pause is closed before the trace resumes, so before any record after it arrives.
   const uint64_t resumed_at = platform_.timestamp_ns();
   {
-    // In the file too: a reader rebuilding the timeline of a killed run needs the pauses.
     std::lock_guard<std::mutex> lock(trace_mutex_);
-    timeline_.add_untraced(trace_paused_at_ns_, resumed_at);
     wire::TraceChunk chunk;
-    chunk.untraced.emplace_back(trace_paused_at_ns_, resumed_at);
+    close_pause_locked(resumed_at, chunk);
     write_chunk_locked(chunk);
   }
   collectors::Status s = platform_.pause_trace(false);
@@ -456,9 +453,16 @@ void Agent::cycle_trace() {
   }
   trace_paused_ = false;
   if (log_.enabled(LogLevel::kDebug)) log_.debug("kernel trace resumed at monotonic " + std::to_string(now));
-  if (resumed_at > trace_paused_at_ns_) {
-    trace_paused_ns_.fetch_add(resumed_at - trace_paused_at_ns_, std::memory_order_relaxed);
-  }
+}
+
+void Agent::close_pause_locked(uint64_t end_ns, wire::TraceChunk& chunk) {
+  if (end_ns <= trace_paused_at_ns_) return;
+  // The timeline, before records after the pause can arrive, so that the time across it is not
+  // taken for idle time; the file, for a reader rebuilding the timeline of a killed run; the
+  // Prometheus counter.
+  timeline_.add_untraced(trace_paused_at_ns_, end_ns);
+  chunk.untraced.emplace_back(trace_paused_at_ns_, end_ns);
+  trace_paused_ns_.fetch_add(end_ns - trace_paused_at_ns_, std::memory_order_relaxed);
 }
 
 void Agent::stop_flush_thread() {
@@ -2408,16 +2412,9 @@ void Agent::finish_trace() {
   }
   std::lock_guard<std::mutex> lock(trace_mutex_);
   wire::TraceChunk rest;  // NVTX ranges closed after the last delivered batch
-  if (trace_paused_) {
-    // Ending inside a pause (the flush thread, the only writer of trace_paused_, has stopped): the
-    // file gets this pause too, so that a reader cuts the kernels that were running at it.
-    const uint64_t end = platform_.timestamp_ns();
-    if (end > trace_paused_at_ns_) {
-      timeline_.add_untraced(trace_paused_at_ns_, end);
-      rest.untraced.emplace_back(trace_paused_at_ns_, end);
-      trace_paused_ns_.fetch_add(end - trace_paused_at_ns_, std::memory_order_relaxed);
-    }
-  }
+  // Ending inside a pause (the flush thread, the only writer of trace_paused_, has stopped): the
+  // file gets this pause too, so that a reader cuts the kernels that were running at it.
+  if (trace_paused_) close_pause_locked(platform_.timestamp_ns(), rest);
   write_chunk_locked(rest);
   const triage::TimelineSummary timeline = timeline_.summary();
   // Profiled records again, with every unprofiled duration and the session's timeline numbers.

@@ -254,6 +254,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // Always-on with CUTRIAGE_TRACE_DUTY below 100%: pauses or resumes the kernel trace at the
   // window's edges (flush thread only).
   void cycle_trace();
+  // Ends the pause that began at trace_paused_at_ns_ at `end_ns` (trace clock): into the timeline,
+  // `chunk` and the paused-time counter. Under trace_mutex_.
+  void close_pause_locked(uint64_t end_ns, wire::TraceChunk& chunk);
   // Rewrites CUTRIAGE_PROMETHEUS_FILE (flush thread and finish(); never an application thread).
   void write_prometheus();
   void stop_flush_thread();
@@ -372,7 +375,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // across one is cut there (add_execution_locked). Records come within seconds, so a few do.
   std::vector<uint64_t> pause_starts_;
   bool trace_duty_noticed_ = false;  // the trace_duty notice is written once
-  std::atomic<uint64_t> trace_paused_ns_{0};  // closed pauses, trace clock
+  std::atomic<uint64_t> trace_paused_ns_{0};  // ended pauses (close_pause_locked), trace clock
 
   mutable std::mutex nvtx_mutex_;  // leaf lock
   std::vector<std::string> nvtx_paths_{""};  // path id -> "outer/inner"; 0 = none

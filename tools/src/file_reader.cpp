@@ -1,5 +1,6 @@
 #include "file_reader.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -164,6 +165,21 @@ std::vector<const v1::KernelProfile*> current_kernels(const ReadResult& r) {
   out.reserve(r.kernel_records.size());
   for (int i : r.kernel_records) out.push_back(&r.file.records(i).kernel());
   return out;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> trace_pauses(const ReadResult& r) {
+  std::vector<std::pair<uint64_t, uint64_t>> pauses;
+  for (int i : r.trace_records) {
+    for (const v1::Interval& p : r.file.records(i).trace().untraced()) pauses.emplace_back(p.start_ns(), p.end_ns());
+  }
+  std::sort(pauses.begin(), pauses.end());
+  return pauses;
+}
+
+std::vector<uint64_t> trace_pause_starts(const ReadResult& r) {
+  std::vector<uint64_t> starts;
+  for (const auto& p : trace_pauses(r)) starts.push_back(p.first);
+  return starts;  // sorted, as the pauses are
 }
 
 }  // namespace cutriage::tools

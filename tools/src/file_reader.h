@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cutriage/v1/cutriage.pb.h"
@@ -62,6 +63,10 @@ const cutriage::v1::TraceSummary* trace_summary(const ReadResult& r);
 std::vector<const cutriage::v1::KernelProfile*> current_kernels(const ReadResult& r);
 // The deep-capture requests in their latest state (see ReadResult::control_records), by id.
 std::vector<const cutriage::v1::ControlRequest*> control_requests(const ReadResult& r);
+// The pauses of a duty-cycled trace (every TraceChunk.untraced), [start, end) on the trace clock,
+// sorted; and their starts alone, sorted, for triage::cut_at_pause.
+std::vector<std::pair<uint64_t, uint64_t>> trace_pauses(const ReadResult& r);
+std::vector<uint64_t> trace_pause_starts(const ReadResult& r);
 // Pointer-returning accessors must not outlive `r`: a temporary ReadResult does not compile.
 const cutriage::v1::KernelFamily* find_family(const ReadResult&& r, uint64_t id) = delete;
 const cutriage::v1::TraceSummary* trace_summary(const ReadResult&& r) = delete;

@@ -869,10 +869,8 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
 std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   std::vector<triage::KernelSpan> kernels;
   std::vector<triage::CopySpan> copies;
-  std::vector<std::pair<uint64_t, uint64_t>> pauses;  // of a duty-cycled trace
   for (int r : file.trace_records) {
     const v1::TraceChunk& chunk = file.file.records(r).trace();
-    for (const v1::Interval& p : chunk.untraced()) pauses.emplace_back(p.start_ns(), p.end_ns());
     for (const v1::KernelExecution& k : chunk.kernels()) {
       const v1::KernelFamily* fam = find_family(file, k.family_id());
       triage::KernelSpan span;
@@ -900,20 +898,17 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
     }
   }
   if (kernels.empty() && copies.empty()) return std::nullopt;
+  const std::vector<std::pair<uint64_t, uint64_t>> pauses = trace_pauses(file);  // of a duty-cycled trace
   // The agent cuts kernels running at a pause as it writes them; files from before it did (and
   // any record it could not match to a pause) are cut here the same way.
   if (!pauses.empty()) {
-    std::vector<uint64_t> starts;
-    starts.reserve(pauses.size());
-    for (const auto& p : pauses) starts.push_back(p.first);
-    std::sort(starts.begin(), starts.end());
+    const std::vector<uint64_t> starts = trace_pause_starts(file);
     for (triage::KernelSpan& k : kernels) triage::cut_at_pause(k, starts);
   }
   // In time order: the accumulator folds what falls behind its window, and chunks arrive out of
   // order; sorted, no record is late.
   std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-  std::sort(pauses.begin(), pauses.end());
   triage::TimelineAccumulator acc;
   size_t c = 0;
   size_t p = 0;

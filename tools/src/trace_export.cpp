@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cutriage/triage/timeline.h"
 #include "cutriage/wire/utf8.h"
 
 namespace cutriage::tools {
@@ -263,12 +264,12 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
   std::map<uint32_t, std::vector<Event>> cpu_tracks;  // by OS thread id
   uint64_t origin = std::numeric_limits<uint64_t>::max();
   uint64_t dropped = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> pauses;  // of a duty-cycled trace, drawn on a track
+  // Pauses of a duty-cycled trace, drawn on a track of their own.
+  const std::vector<std::pair<uint64_t, uint64_t>> pauses = trace_pauses(file);
   TraceExportStats counts;
   for (int r : file.trace_records) {
     const v1::TraceChunk& chunk = file.file.records(r).trace();
     dropped += chunk.dropped_records();
-    for (const v1::Interval& p : chunk.untraced()) pauses.emplace_back(p.start_ns(), p.end_ns());
     for (int i = 0; i < chunk.kernels_size(); ++i) {
       const v1::KernelExecution& k = chunk.kernels(i);
       const v1::KernelFamily* fam = find_family(file, k.family_id());
@@ -295,16 +296,15 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
   // Kernels running across a pause have no trustworthy end (see triage::cut_at_pause): agents since
   // 2026-11-30 cut them when they write them; older files are cut here the same way.
   if (!pauses.empty()) {
-    std::vector<uint64_t> starts;
-    starts.reserve(pauses.size());
-    for (const auto& p : pauses) starts.push_back(p.first);
-    std::sort(starts.begin(), starts.end());
+    const std::vector<uint64_t> starts = trace_pause_starts(file);
     for (auto& [key, events] : gpu_tracks) {
       for (Event& e : events) {
         if (e.kind != EventKind::kKernel) continue;
-        const auto it = std::upper_bound(starts.begin(), starts.end(), e.start);
-        if (it != starts.end() && *it < e.end) {
-          e.end = *it;
+        triage::KernelSpan span;
+        span.start_ns = e.start;
+        span.end_ns = e.end;
+        if (triage::cut_at_pause(span, starts)) {
+          e.end = span.end_ns;
           e.cut = true;
         }
       }
@@ -515,7 +515,6 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
     }
   }
 
-  std::sort(pauses.begin(), pauses.end());
   for (const auto& [start, end] : pauses) {
     const uint64_t from = std::max(start, origin);
     if (end <= from) continue;

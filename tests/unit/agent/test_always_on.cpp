@@ -1112,6 +1112,18 @@ bool wait_for_trace(testing::FakePlatform& p, bool paused) {
   return p.trace_paused.load() == paused;
 }
 
+// Always-on at duty_config(): ten launches in the first traced second, then a kernel of 98 ms
+// still running when the trace pauses (its record comes after the pause); returns paused.
+Service paused_with_kernel_running() {
+  Service s = make_service("strided_load", duty_config());
+  testing::FakePlatform& p = s.h->platform;
+  serve(s, 10, 50'000'000);
+  p.queue_in_flight(s.a.mangled, 98'000'000, /*graph_id=*/2);
+  p.mono_ns += 1'000'000'000;  // past the traced second: the pause delivers the record
+  REQUIRE(wait_for_trace(p, true));
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause is neither busy nor idle",
@@ -1195,12 +1207,8 @@ TEST_CASE("always-on: a kernel running when the trace pauses is cut there, not t
           "[agent][always_on][trace_duty]") {
   // Like the graph kernels the H200 reported with ends ~100 ms late after a pause: a record of a
   // kernel that ran across the pause must not lend its family 98 ms.
-  Service s = make_service("strided_load", duty_config());
+  Service s = paused_with_kernel_running();
   testing::FakePlatform& p = s.h->platform;
-  serve(s, 10, 50'000'000);
-  p.queue_in_flight(s.a.mangled, 98'000'000, /*graph_id=*/2);
-  p.mono_ns += 1'000'000'000;  // past the traced second: the pause delivers the record
-  REQUIRE(wait_for_trace(p, true));
   p.advance_clock(2'000'000'000);
   p.mono_ns += 2'500'000'000;  // 4.0 s: the next window
   REQUIRE(wait_for_trace(p, false));
@@ -1262,12 +1270,8 @@ TEST_CASE("always-on: a kernel running when the trace pauses is cut there, not t
 
 TEST_CASE("always-on: a run that ends while the trace is paused writes that pause, and cuts at it",
           "[agent][always_on][trace_duty]") {
-  Service s = make_service("strided_load", duty_config());
+  Service s = paused_with_kernel_running();
   testing::FakePlatform& p = s.h->platform;
-  serve(s, 10, 50'000'000);
-  p.queue_in_flight(s.a.mangled, 98'000'000, /*graph_id=*/2);
-  p.mono_ns += 1'000'000'000;
-  REQUIRE(wait_for_trace(p, true));
   p.advance_clock(1'000'000'000);
   s.h->ag->finish();  // inside the pause
   const tools::ReadResult r = s.h->read();
