@@ -1,0 +1,91 @@
+#include "contexts.h"
+
+namespace cutriage::agent {
+
+void ContextState::release_locked() {
+  if (profiler) (void)profiler->disable();
+  configured_group.store(-1);
+  profiled_end_mono_ns.store(0);
+}
+
+void ContextTable::created(const collectors::ContextEvent& event) {
+  auto ctx = std::make_shared<ContextState>();
+  ctx->event = event;
+  std::lock_guard<std::mutex> lock(mutex_);
+  contexts_[event.context_id] = std::move(ctx);
+  ++seen_;
+}
+
+void ContextTable::destroying(const collectors::ContextEvent& event) {
+  std::shared_ptr<ContextState> ctx;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = contexts_.find(event.context_id);
+    if (it == contexts_.end()) return;
+    ctx = std::move(it->second);
+    contexts_.erase(it);
+  }
+  if (!ctx->busy.load()) {
+    std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
+    ctx->profiler.reset();
+    ctx->sampler.reset();
+  }
+}
+
+std::shared_ptr<ContextState> ContextTable::for_launch(const collectors::LaunchEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<ContextState>& ctx = contexts_[event.context_id];
+  if (!ctx) {  // a context created before the agent subscribed
+    ++seen_;
+    ctx = std::make_shared<ContextState>();
+    ctx->event = collectors::ContextEvent{event.context_id, event.context, event.device};
+  }
+  return ctx;
+}
+
+std::shared_ptr<ContextState> ContextTable::claim(const collectors::LaunchEvent& event) {
+  std::shared_ptr<ContextState> ctx = for_launch(event);
+  bool expected = false;
+  if (!ctx->busy.compare_exchange_strong(expected, true)) return nullptr;
+  if (!claim_device(ctx)) {
+    ctx->busy.store(false);
+    return nullptr;
+  }
+  return ctx;
+}
+
+bool ContextTable::claim_device(const std::shared_ptr<ContextState>& ctx) {
+  std::vector<std::shared_ptr<ContextState>> others;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, other] : contexts_) {
+      if (other && other != ctx && other->event.device == ctx->event.device) others.push_back(other);
+    }
+  }
+  for (const std::shared_ptr<ContextState>& other : others) {
+    // busy is re-read under the other context's lock: its owner sets busy before taking the
+    // lock to begin, so a profile that started meanwhile is seen here and never disabled.
+    std::lock_guard<std::mutex> lock(other->profiler_mutex);
+    if (other->busy.load()) return false;
+    if (other->profiler) (void)other->profiler->disable();
+    other->configured_group.store(-1);
+  }
+  return true;
+}
+
+std::vector<std::shared_ptr<ContextState>> ContextTable::idle_since(uint64_t now_ns, uint64_t idle_ns) const {
+  std::vector<std::shared_ptr<ContextState>> idle;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [id, ctx] : contexts_) {
+    const uint64_t ended = ctx ? ctx->profiled_end_mono_ns.load() : 0;
+    if (ended != 0 && now_ns >= ended + idle_ns) idle.push_back(ctx);
+  }
+  return idle;
+}
+
+uint64_t ContextTable::seen() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return seen_;
+}
+
+}  // namespace cutriage::agent

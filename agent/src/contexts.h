@@ -1,0 +1,68 @@
+// CUDA contexts and the profilers the agent owns on them: at most one range profiler and one PC
+// sampler per context, only one of the two enabled at a time, and on each device only one
+// context's range profiler enabled (CUPTI answers a second one's Start with HARDWARE_BUSY).
+//
+// Ownership: the table owns the ContextStates; a launch in flight holds its context's shared_ptr,
+// so a concurrent destroy cannot free the profiler under it. `busy` is held by one profiled launch
+// (or a release) from its entry to its exit, on one thread; a second profiled launch on the
+// context meanwhile is left unprofiled rather than waited for, so the agent never blocks one
+// application thread on another. Each context's profilers sit behind its own profiler_mutex; the
+// table's mutex (a leaf) guards only the map.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cutriage/collectors/platform.h"
+
+namespace cutriage::agent {
+
+struct ContextState {
+  collectors::ContextEvent event;
+  std::mutex profiler_mutex;  // the profilers below and their enable state
+  std::unique_ptr<collectors::RangeProfiler> profiler;
+  bool profiler_failed = false;
+  std::unique_ptr<collectors::PcSampler> sampler;
+  bool sampler_failed = false;
+  std::string sampler_error;
+  std::atomic<bool> busy{false};  // a profiled launch (or a release) holds the context
+  // Always-on: the single-pass group the range profiler is configured with (-1: none or another
+  // plan). A launch of that group costs little; another group re-enables (costly).
+  std::atomic<int> configured_group{-1};
+  std::atomic<uint64_t> configured_mono_ns{0};  // when configured_group was configured
+  // Always-on: when the last profiled launch on this context ended, while its range profiler is
+  // still enabled; 0 once released or never used.
+  std::atomic<uint64_t> profiled_end_mono_ns{0};
+
+  // Disables the range profiler and forgets its group (profiler_mutex held).
+  void release_locked();
+};
+
+class ContextTable {
+ public:
+  void created(const collectors::ContextEvent& event);
+  // Forgets the context; its profilers go with it unless a launch in flight holds it.
+  void destroying(const collectors::ContextEvent& event);
+  // The launch's context (one created before the agent subscribed is added now).
+  std::shared_ptr<ContextState> for_launch(const collectors::LaunchEvent& event);
+  // The launch's context, marked busy, with the device's other contexts' range profilers
+  // disabled; null when this context or another one of the device has a profile in flight.
+  std::shared_ptr<ContextState> claim(const collectors::LaunchEvent& event);
+  // Contexts whose range profiler has been idle `idle_ns` since their last profiled launch.
+  std::vector<std::shared_ptr<ContextState>> idle_since(uint64_t now_ns, uint64_t idle_ns) const;
+  [[nodiscard]] uint64_t seen() const;  // contexts created or first launched on
+
+ private:
+  bool claim_device(const std::shared_ptr<ContextState>& ctx);
+
+  mutable std::mutex mutex_;
+  std::map<uint64_t, std::shared_ptr<ContextState>> contexts_;
+  uint64_t seen_ = 0;
+};
+
+}  // namespace cutriage::agent

@@ -1,0 +1,642 @@
+#include "launch_profiler.h"
+
+#include <algorithm>
+
+namespace cutriage::agent {
+
+using collectors::LaunchEvent;
+using collectors::StatusCode;
+
+namespace {
+
+std::atomic<uint64_t> g_next_instance{1};
+
+wire::LaunchApi to_wire(collectors::LaunchApi api) {
+  using collectors::LaunchApi;
+  switch (api) {
+    case LaunchApi::kLaunchKernel: return wire::LaunchApi::kKernel;
+    case LaunchApi::kLaunchKernelEx: return wire::LaunchApi::kKernelEx;
+    case LaunchApi::kLaunchCooperative: return wire::LaunchApi::kCooperative;
+    case LaunchApi::kLaunchLegacy: return wire::LaunchApi::kLegacy;
+    case LaunchApi::kGraphLaunch: return wire::LaunchApi::kGraph;
+  }
+  return wire::LaunchApi::kUnspecified;
+}
+
+// Base units for display, from the metric name's shape (the range profiler gives bare numbers).
+std::string unit_for(const std::string& name) {
+  if (name.find("pct") != std::string::npos) return "%";
+  if (name.find("time_duration") != std::string::npos) return "nsecond";
+  if (name.find(".per_second") != std::string::npos) {
+    return name.find("bytes") != std::string::npos ? "byte/second" : "/second";
+  }
+  if (name.find("bytes") != std::string::npos) return "byte";
+  if (name.find("sectors") != std::string::npos) return "sector";
+  if (name.find("cycles") != std::string::npos) return "cycle";
+  return "";
+}
+
+}  // namespace
+
+// The profiled launch in flight on this thread, from launch entry to launch exit.
+struct LaunchProfiler::Active {
+  uint64_t owner = 0;  // instance id of the profiler
+  std::shared_ptr<ContextState> context;
+  Family* family = nullptr;
+  std::shared_ptr<collectors::ProfilerHost> host;
+  collectors::MetricPlan plan;
+  uint64_t launch_index = 0;
+  uint64_t correlation_id = 0;
+  LaunchEvent event;  // a copy: the callback's data is gone by the exit callback's time
+  std::shared_lock<std::shared_mutex> gate;  // no activity flush until this profile ends
+  uint64_t begin_trace_ns = 0;  // trace clock when the range profiler started
+  bool pc_sampling = false;     // PC sampling instead of the range profiler
+  // Always-on accounting: when launch entry began (monotonic), what the budget reserved.
+  uint64_t started_mono_ns = 0;
+  bool budgeted = false;
+  CostKind cost = CostKind::kSameGroup;
+  int group = -1;     // always-on single-pass group, -1 otherwise
+  uint64_t deep = 0;  // deep-capture request id, 0 = none
+};
+
+LaunchProfiler::LaunchProfiler(Parts parts) : p_(std::move(parts)), instance_id_(g_next_instance.fetch_add(1)) {}
+
+std::unique_ptr<LaunchProfiler::Active>& LaunchProfiler::active_slot() {
+  thread_local std::unique_ptr<Active> slot;
+  return slot;
+}
+
+bool LaunchProfiler::owns_slot(uint64_t correlation_id) const {
+  const std::unique_ptr<Active>& slot = active_slot();
+  return slot && slot->owner == instance_id_ && slot->correlation_id == correlation_id;
+}
+
+bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64_t launch_index) {
+  try {
+    // The slow path: a launch the selection may want. Only now the driver is asked about the stream.
+    const uint64_t started_mono = p_.always_on ? p_.monotonic_ns() : 0;
+    LaunchEvent event = fast_event;
+    p_.platform.fill_launch_details(event);
+    if (!p_.nvtx.allows(p_.config.nvtx_include, p_.config.nvtx_exclude)) return false;
+    if (p_.always_on && event.launch && family.resume_pending.load(std::memory_order_relaxed)) {
+      // The record of a family resumed here routes on this process's launch (Decision 1's
+      // occupancy needs the function's registers and shared memory); once per resumed family.
+      (void)p_.platform.complete_launch_config(event, &*event.launch);
+    }
+    // The chip decides the first stage's counters; device facts are cached after the first call.
+    std::string chip;
+    if (!event.stream_capturing) {
+      if (std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device)) chip = dev->limits.chip;
+    }
+    std::shared_ptr<const MetricGroups> groups;
+    ContextGroups context;
+    if (p_.always_on && !chip.empty()) {
+      // Planned on the flush thread when there is one (about 100 ms of Profiler Host calls, once per
+      // chip: on the H200 that was 0.65% of a 20 s service run when the application thread paid it).
+      groups = p_.always_on->groups_for(chip, !p_.flush_running.load());
+      const std::shared_ptr<ContextState> ctx = p_.contexts.for_launch(event);
+      context.groups = groups.get();
+      context.configured = ctx->configured_group.load();
+      context.configured_since_ns = ctx->configured_mono_ns.load();
+    }
+    Selection selection = p_.selector.select(event, launch_index, chip, family, context);
+    if (family.resumed_unwritten.exchange(false)) {
+      std::optional<wire::KernelRecord> resumed;
+      {
+        std::lock_guard<std::mutex> lock(p_.families.mutex());
+        resumed.swap(family.resumed_record);
+      }
+      if (resumed) p_.output.write_kernel(*resumed);
+      note_complete(family);
+    }
+    if (selection.kind == Selection::Kind::kSkip) {
+      note_complete(family);  // the selection may have found nothing left to collect
+      return false;
+    }
+    if (selection.kind == Selection::Kind::kNoReplay) {  // never replayed
+      const std::string why =
+          event.cooperative ? "cooperative launch: its blocks may wait on each other, so it is never replayed"
+                            : "communication kernel: it may wait on other GPUs or the host, so it is never replayed";
+      record_unprofiled(event, family, wire::ProfileStatus::kNotProfiledNoReplay, why, launch_index);
+      return false;
+    }
+    if (selection.kind == Selection::Kind::kPcSampling) {
+      begin_sampling(event, family, launch_index, selection.deep);
+    } else {
+      begin_counters(event, family, launch_index, selection, groups, started_mono);
+    }
+    // What an admitted launch reserved is trued up with its measured cost when it ends, or here
+    // when it does not happen after all.
+    const bool budgeted = p_.always_on && selection.deep == 0;
+    if (owns_slot(event.correlation_id)) {
+      Active& active = *active_slot();
+      active.started_mono_ns = started_mono;
+      active.budgeted = budgeted;
+      active.cost = selection.cost;
+      return true;
+    }
+    if (budgeted) p_.always_on->charge_since(selection.cost, started_mono);
+    return false;
+  } catch (const std::exception& e) {
+    p_.log.log_once(LogLevel::kError, "launch-enter", std::string("internal error at launch: ") + e.what());
+  } catch (...) {
+    p_.log.log_once(LogLevel::kError, "launch-enter", "internal error at launch");
+  }
+  active_slot().reset();
+  return false;
+}
+
+void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, uint64_t launch_index,
+                                    const Selection& selection, const std::shared_ptr<const MetricGroups>& groups,
+                                    uint64_t started_mono) {
+  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event);
+  if (!ctx) {
+    // Undo the selection's bookkeeping: this launch ends up unprofiled after all.
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    --family.profiles_started;
+    --p_.families.totals_locked().profiles_started;
+    if (selection.group >= 0) {
+      // The group was not collected after all: the next launch may ask for it again.
+      for (const std::string& m : selection.metrics) family.attempted.erase(m);
+    }
+    if (selection.deep != 0 && p_.selector.deep_locked()) p_.selector.deep_locked()->captured.erase(family.family_id);
+    p_.selector.update_candidate_locked(family);
+    return;
+  }
+  auto active = std::make_unique<Active>();
+  active->owner = instance_id_;
+  active->context = ctx;
+  active->family = &family;
+  active->launch_index = launch_index;
+  active->correlation_id = event.correlation_id;
+  active->event = event;
+  active->event.mangled_name = family.mangled;  // the callback's string is gone by the exit
+  active->group = selection.group;
+  active->deep = selection.deep;
+
+  auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
+    ctx->busy.store(false);
+    record_unprofiled(event, family, status, detail, launch_index);
+  };
+  std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device);
+  if (!dev || dev->limits.chip.empty()) {
+    give_up(wire::ProfileStatus::kFailed, "chip of device " + std::to_string(event.device) + " unknown");
+    return;
+  }
+  std::string error;
+  active->host = p_.devices.host(dev->limits.chip, &error);
+  if (!active->host) {
+    give_up(wire::ProfileStatus::kFailed, "profiler host: " + error);
+    return;
+  }
+  if (selection.group >= 0 && groups) {
+    active->plan = groups->plans[static_cast<size_t>(selection.group)];  // planned once, one pass, no replay
+  } else {
+    collectors::Result<collectors::MetricPlan> plan = active->host->plan(selection.metrics);
+    if (!plan.is_ok()) {
+      give_up(wire::ProfileStatus::kFailed, "metric plan: " + plan.status().message());
+      return;
+    }
+    active->plan = std::move(plan).value();
+  }
+  if (active->event.launch) {
+    collectors::Status s = p_.platform.complete_launch_config(event, &*active->event.launch);
+    if (!s.is_ok()) {
+      p_.log.log_once(LogLevel::kWarn, "func-attr",
+                      "registers and shared memory of " + family.names->function + " unavailable (" + s.message() +
+                          "); occupancy checks will be missing");
+    }
+  }
+
+  active->gate = std::shared_lock<std::shared_mutex>(p_.gate);
+  {
+    std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
+    if (!ctx->profiler && !ctx->profiler_failed) {
+      collectors::Result<std::unique_ptr<collectors::RangeProfiler>> rp = p_.platform.make_range_profiler(ctx->event);
+      if (rp.is_ok()) {
+        ctx->profiler = std::move(rp).value();
+      } else {
+        ctx->profiler_failed = true;
+        if (rp.status().code() == StatusCode::kPermissionDenied) {
+          p_.set_inactive(wire::AgentState::kPermissionDenied, rp.status().message());
+          ctx->busy.store(false);
+          record_unprofiled(event, family, wire::ProfileStatus::kNotProfiledPermission, rp.status().message(),
+                            launch_index);
+          return;
+        }
+        p_.notify(wire::Severity::kError, "range_profiler_failed",
+                  "range profiler unavailable on context " + std::to_string(event.context_id) + ": " +
+                      rp.status().message(),
+                  0);
+      }
+    }
+    if (!ctx->profiler) {
+      ctx->busy.store(false);
+      record_unprofiled(event, family, wire::ProfileStatus::kFailed, "range profiler unavailable on this context",
+                        launch_index);
+      return;
+    }
+    collectors::Status s = ctx->profiler->begin(active->plan);
+    if (!s.is_ok() || ctx->configured_group.load() != selection.group) ctx->configured_mono_ns.store(started_mono);
+    ctx->configured_group.store(s.is_ok() ? selection.group : -1);
+    if (s.is_ok() && selection.group >= 0 && p_.config.release_ms > 0 && p_.always_on) {
+      // The profiler stays configured until release_ms after this launch: other families may take
+      // the group on credit meanwhile, so their launches must reach the selection.
+      p_.always_on->extend_credit(p_.monotonic_ns() + uint64_t{p_.config.release_ms} * 1'000'000);
+    }
+    if (!s.is_ok()) {
+      ctx->busy.store(false);
+      if (s.code() == StatusCode::kPermissionDenied) {
+        p_.set_inactive(wire::AgentState::kPermissionDenied, s.message());
+        record_unprofiled(event, family, wire::ProfileStatus::kNotProfiledPermission, s.message(), launch_index);
+      } else {
+        record_unprofiled(event, family, wire::ProfileStatus::kFailed, "range profiler start: " + s.message(),
+                          launch_index);
+      }
+      return;
+    }
+  }
+  if (p_.trace_started.load()) {
+    // Its execution(s) in the trace are replays: counted, kept out of the duration statistics.
+    p_.trace.mark_replayed(event.correlation_id);
+    active->begin_trace_ns = p_.platform.timestamp_ns();
+  }
+  active_slot() = std::move(active);
+}
+
+void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t deep) {
+  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event);
+  if (!ctx) {  // this launch is not sampled after all: the next one will be
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    family.pc_started = false;
+    if (deep != 0 && p_.selector.deep_locked()) p_.selector.deep_locked()->sampled.erase(family.family_id);
+    p_.selector.update_candidate_locked(family);
+    return;
+  }
+  collectors::PcSamplingOptions options;
+  options.period_log2 = p_.config.pc_sampling_period_log2;
+  if (options.period_log2 == 0) {
+    double duration_ns = 0;
+    {
+      std::lock_guard<std::mutex> lock(p_.families.mutex());
+      if (auto d = family.measured.get("gpu__time_duration.sum")) duration_ns = *d;
+    }
+    triage::DeviceLimits limits;
+    if (std::optional<collectors::DeviceInfo> d = p_.devices.known(event.device)) limits = d->limits;
+    options.period_log2 = auto_sampling_period_log2(duration_ns, limits.sm_clock_hz, limits.sm_count);
+  }
+
+  auto active = std::make_unique<Active>();
+  active->owner = instance_id_;
+  active->context = ctx;
+  active->family = &family;
+  active->launch_index = launch_index;
+  active->correlation_id = event.correlation_id;
+  active->event = event;
+  active->event.mangled_name = family.mangled;
+  active->pc_sampling = true;
+  active->deep = deep;
+  active->gate = std::shared_lock<std::shared_mutex>(p_.gate);
+  collectors::Status started;
+  {
+    std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
+    // CUPTI refuses to enable PC sampling beside an enabled range profiler on one context.
+    if (ctx->profiler) (void)ctx->profiler->disable();
+    ctx->configured_group.store(-1);
+    if (!ctx->sampler && !ctx->sampler_failed) {
+      collectors::Result<std::unique_ptr<collectors::PcSampler>> sampler = p_.platform.make_pc_sampler(ctx->event);
+      if (sampler.is_ok()) {
+        ctx->sampler = std::move(sampler).value();
+      } else {
+        ctx->sampler_failed = true;
+        ctx->sampler_error = sampler.status().message();
+        p_.log.log_once(LogLevel::kWarn, "pc-sampler",
+                        "PC sampling unavailable (" + ctx->sampler_error + "): Decisions 3 and 6 go without source lines");
+      }
+    }
+    started = ctx->sampler ? ctx->sampler->begin(options) : collectors::Status(StatusCode::kNotSupported, ctx->sampler_error);
+  }
+  if (!started.is_ok()) {
+    ctx->busy.store(false);
+    active.reset();  // releases the gate before writing
+    PcSummary failed;
+    failed.summary.error = "PC sampling could not start: " + started.message();
+    failed.summary.from_launch_index = launch_index;
+    failed.summary.sampling_period_log2 = options.period_log2;
+    finish_sampling(family, std::move(failed));
+    return;
+  }
+  // The sampled launch runs serialized and is waited for: keep it out of the duration statistics
+  // like a replayed one (its record comes back timed, marked "replayed").
+  if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+  active_slot() = std::move(active);
+}
+
+void LaunchProfiler::exit(const LaunchEvent& event) {
+  if (!owns_slot(event.correlation_id)) return;
+  std::unique_ptr<Active>& slot = active_slot();
+  try {
+    if (slot->pc_sampling) {
+      complete_sampling(*slot);
+    } else {
+      complete_counters(*slot);
+    }
+  } catch (const std::exception& e) {
+    p_.log.log_once(LogLevel::kError, "launch-exit", std::string("internal error after launch: ") + e.what());
+  } catch (...) {
+    p_.log.log_once(LogLevel::kError, "launch-exit", "internal error after launch");
+  }
+  if (slot->context) slot->context->busy.store(false);
+  try {
+    if (slot->budgeted && p_.always_on) p_.always_on->charge_since(slot->cost, slot->started_mono_ns);
+  } catch (...) {
+  }
+  if (p_.trace_started.load() && slot->begin_trace_ns != 0) {
+    try {
+      p_.trace.add_replay_window(*slot->family, slot->event, slot->begin_trace_ns, p_.platform.timestamp_ns());
+    } catch (...) {
+    }
+  }
+  slot.reset();  // releases the flush gate
+  if (p_.trace_started.load() && !p_.finished.load()) {
+    // A replayed launch's record never completes (no timestamps), and CUPTI returns a buffer only
+    // when all its records are complete: without a forced flush here the buffer stays with CUPTI
+    // until exit and every later flush strands another one, until CUPTI drops records (seen on the
+    // H200: 326 of 302 launches' records lost in a PyTorch run). The replay has synchronized, so
+    // little else is in flight; what is comes back untimed.
+    try {
+      std::unique_lock<std::shared_mutex> gate(p_.gate, std::try_to_lock);
+      if (gate.owns_lock()) p_.platform.flush_trace(true);
+    } catch (...) {
+    }
+  }
+}
+
+void LaunchProfiler::complete_counters(Active& active) {
+  collectors::Result<collectors::CounterData> data = [&] {
+    ContextState& ctx = *active.context;
+    std::lock_guard<std::mutex> lock(ctx.profiler_mutex);
+    collectors::Result<collectors::CounterData> ended = ctx.profiler->end();
+    if (p_.always_on) {
+      // An enabled profiler slows every launch on the context: released now (within this launch's
+      // measured cost) or, after release_ms without another profiled launch, by the flush thread
+      // (or cutriage_flush; without a flush thread by the first launch after that, see
+      // release_if_due; at the latest when the agent finishes).
+      if (p_.config.release_ms == 0) {
+        ctx.release_locked();
+      } else {
+        const uint64_t now = p_.monotonic_ns();
+        ctx.profiled_end_mono_ns.store(now);
+        if (!p_.flush_running.load()) release_due_ns_.store(now + uint64_t{p_.config.release_ms} * 1'000'000);
+      }
+    }
+    return ended;
+  }();
+  if (!data.is_ok()) {
+    record_failure(active, "range profiler stop/decode: " + data.status().message());
+    return;
+  }
+  collectors::Result<std::vector<collectors::MetricReading>> readings = active.host->evaluate(active.plan, data.value());
+  if (!readings.is_ok()) {
+    record_failure(active, "metric evaluation: " + readings.status().message());
+    return;
+  }
+
+  Family& f = *active.family;
+  wire::KernelRecord record;
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    fill_launch_input(f, active.event, active.launch_index, p_.devices, record.input);
+    if (active.deep != 0) {
+      // A deep capture measures everything on this one launch: its verdict stands on its own, not
+      // mixed with values assembled from earlier launches.
+      f.measured = triage::MetricSet();
+      f.measured_on.clear();
+      f.profiled_launches.clear();
+      f.assembled.clear();
+    }
+    if (active.group >= 0) {
+      triage::AssembledLaunch a;
+      a.launch_index = active.launch_index;
+      if (active.event.launch) {
+        a.grid = active.event.launch->grid;
+        a.block = active.event.launch->block;
+        a.dynamic_shared_bytes = active.event.launch->dynamic_shared_bytes;
+      }
+      for (const collectors::MetricReading& r : readings.value()) {
+        if (r.name == "gpu__time_duration.sum") a.duration_ns = r.value;
+      }
+      a.metric_group = static_cast<uint32_t>(active.group) + 1;
+      a.metrics = static_cast<uint32_t>(readings.value().size());
+      f.assembled.push_back(a);
+    }
+    for (const collectors::MetricReading& r : readings.value()) {
+      f.measured.set(r.name, r.value, unit_for(r.name));
+      f.measured_on[r.name] = active.launch_index;
+    }
+    for (const collectors::RejectedMetric& rj : active.plan.rejected) f.note_rejected(rj.name);
+    if (active.group >= 0) {
+      // A counter of the group that gave no value is not asked for again (attempted); the record
+      // says so, so that a process resuming from it (CUTRIAGE_RESUME) does not ask either.
+      for (const std::string& m : active.plan.metrics) {
+        if (!f.measured.has(m)) f.note_rejected(m);
+      }
+    }
+    record.input.metrics = f.measured;
+    p_.builds.fill(f.mangled, record.input);
+    for (const auto& [name, launch] : f.measured_on) {
+      if (launch != active.launch_index) record.metric_launch[name] = launch;
+    }
+    record.combined_launch_indices = f.profiled_launches;
+    f.profiled_launches.push_back(active.launch_index);
+    record.profile_number = static_cast<uint32_t>(f.profiled_launches.size());
+    record.rejected_metrics = f.rejected;
+    record.input.assembled_launches = f.assembled;
+    ++f.stats.profiled;
+    ++p_.families.totals_locked().totals.profiled_launches;
+  }
+  if (active.group >= 0) {
+    // One pass on the launch as the application ran it: caches as it left them.
+    record.input.collection.replay_mode = triage::ReplayMode::kNone;
+    record.input.collection.cache_control = "none";
+  } else {
+    record.input.collection.replay_mode = triage::ReplayMode::kKernel;
+    record.input.collection.cache_control = "all";
+  }
+  record.input.collection.clock_control = triage::ClockControl::kNone;
+  record.input.collection.passes = active.plan.passes;
+  record.context_id = active.event.context_id;
+  record.stream_id = active.event.stream_id;
+  record.correlation_id = active.event.correlation_id;
+  record.launch_api = to_wire(active.event.api);
+  record.status = wire::ProfileStatus::kProfiled;
+  if (auto d = record.input.metrics.get("gpu__time_duration.sum")) record.duration_ns = *d;
+  if (p_.trace_started.load()) {
+    record.family_id = f.family_id;
+    // Decision 0 compares this replayed duration with the family's unprofiled ones traced so far;
+    // the end of the session rewrites the record with everything traced by then.
+    p_.trace.fill_inputs(f.family_id, record.input);
+  }
+
+  record.diagnosis = triage::triage_kernel(record.input, p_.triage_options);
+
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    f.diagnosis = record.diagnosis;
+    f.last_status = record.status;
+    f.last_detail.clear();
+    if (active.deep != 0) {
+      f.complete = true;  // a deep capture measured everything the route can read
+      f.uncollected.clear();
+    } else if (p_.config.metric_mode != MetricMode::kAdaptive && !p_.always_on) {
+      f.complete = true;
+    } else {
+      f.update_completeness();
+    }
+    f.last_record = record;
+    p_.selector.update_candidate_locked(f);  // after last_record: PC sampling follows a profiled record
+  }
+  p_.output.write_kernel(record);
+  note_complete(f);
+  if (active.deep != 0) p_.deep_profiled();
+}
+
+void LaunchProfiler::complete_sampling(Active& active) {
+  collectors::Result<collectors::PcSampleBatch> batch = [&] {
+    std::lock_guard<std::mutex> lock(active.context->profiler_mutex);
+    return active.context->sampler->end();
+  }();
+  PcSummary summary;
+  if (!batch.is_ok()) {
+    summary.summary.error = "PC sampling failed: " + batch.status().message();
+  } else {
+    collectors::PcSampleBatch& b = batch.value();
+    // Kernel-serialized collection covers what ran between start and the end's synchronize: only
+    // this launch, unless work queued earlier on other streams ran then too. Keep this launch's
+    // PCs when CUPTI tags them with correlation ids.
+    const auto mine = [&](const collectors::PcSampleRecord& r) { return r.correlation_id == active.correlation_id; };
+    if (std::any_of(b.pcs.begin(), b.pcs.end(), mine)) {
+      b.pcs.erase(std::remove_if(b.pcs.begin(), b.pcs.end(), [&](const auto& r) { return !mine(r); }), b.pcs.end());
+    }
+    summary = build_pc_summary(b, p_.cubins, p_.platform);
+    if (!summary.summary.lines.empty()) sampled_launches_.fetch_add(1, std::memory_order_relaxed);
+    if (summary.summary.lines.empty()) {
+      summary.summary.error = "no samples came back for this launch (" + std::to_string(b.total_samples) +
+                              " in all, period 2^" + std::to_string(b.period_log2) + " cycles)";
+    }
+    if (summary.cubin_missing) {
+      p_.log.log_once(LogLevel::kInfo, "pc-cubin",
+                      "a sampled kernel's module cubin was not kept (loaded before the agent, or beyond "
+                      "CUTRIAGE_CUBIN_CACHE_MB): its samples show SASS offsets only");
+    }
+  }
+  summary.summary.from_launch_index = active.launch_index;
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    active.family->pc_sampled_mono_ns = p_.monotonic_ns();
+  }
+  finish_sampling(*active.family, std::move(summary));
+  if (active.deep != 0) p_.deep_profiled();
+}
+
+void LaunchProfiler::finish_sampling(Family& f, PcSummary summary) {
+  wire::KernelRecord record;
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    if (!f.last_record) return;
+    record = *f.last_record;
+  }
+  record.input.pc_samples = std::move(summary.summary);
+  record.pc_code = std::move(summary.code);
+  record.pc_sm_arch = std::move(summary.sm_arch);
+  if (p_.trace_started.load()) p_.trace.fill_inputs(f.family_id, record.input);
+  record.diagnosis = triage::triage_kernel(record.input, p_.triage_options);
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    // The record of the profiled launch, written again with the samples: readers keep the highest
+    // revision of a launch.
+    record.revision = f.last_record ? f.last_record->revision + 1 : record.revision + 1;
+    f.diagnosis = record.diagnosis;
+    f.last_record = record;
+  }
+  p_.output.write_kernel(record);
+}
+
+void LaunchProfiler::record_failure(Active& active, const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    ++active.family->stats.failed;
+    ++p_.families.totals_locked().totals.failed_profiles;
+  }
+  record_unprofiled(active.event, *active.family, wire::ProfileStatus::kFailed, what, active.launch_index);
+}
+
+void LaunchProfiler::record_unprofiled(const LaunchEvent& event, Family& f, wire::ProfileStatus status,
+                                       const std::string& detail, uint64_t launch_index) {
+  wire::KernelRecord record;
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    if (launch_index == 0) launch_index = p_.launch_counter.load();
+    f.last_status = status;
+    f.last_detail = detail;
+    if (status == wire::ProfileStatus::kFailed && f.stats.failed == 0) {
+      ++f.stats.failed;
+      ++p_.families.totals_locked().totals.failed_profiles;
+    }
+    // Kernels that are never profiled get one record saying why, not one per launch.
+    if (status != wire::ProfileStatus::kFailed) {
+      if (f.wrote_unprofiled) return;
+      f.wrote_unprofiled = true;
+      p_.selector.update_candidate_locked(f);
+    }
+    fill_launch_input(f, event, launch_index, p_.devices, record.input);
+  }
+  if (status == wire::ProfileStatus::kFailed) {
+    p_.log.log_once(LogLevel::kWarn, "fail-" + f.mangled, "could not profile " + f.names->function + ": " + detail);
+  }
+  record.context_id = event.context_id;
+  record.stream_id = event.stream_id;
+  record.correlation_id = event.correlation_id;
+  record.launch_api = to_wire(event.api);
+  record.family_id = p_.trace_started.load() ? f.family_id : 0;
+  record.status = status;
+  record.status_detail = detail;
+  record.diagnosis.headline = "not profiled: " + detail;
+  p_.output.write_kernel(record);
+}
+
+void LaunchProfiler::note_complete(Family& f) {
+  if (!p_.always_on) return;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    message = p_.always_on->completion_message_locked(f);
+  }
+  if (message.empty()) return;
+  p_.log.info(message);
+  p_.notify(wire::Severity::kInfo, "always_on_complete", message, p_.trace_started.load() ? f.family_id : 0);
+}
+
+void LaunchProfiler::release_idle_profilers() {
+  if (!p_.always_on) return;
+  const uint64_t idle_ns = uint64_t{p_.config.release_ms} * 1'000'000;
+  for (const std::shared_ptr<ContextState>& ctx : p_.contexts.idle_since(p_.monotonic_ns(), idle_ns)) release(*ctx);
+}
+
+void LaunchProfiler::release(ContextState& ctx) {
+  // Claimed like a profiled launch: a launch being profiled on the context keeps it (and a launch
+  // that arrives meanwhile runs unprofiled, as when another profile holds the context).
+  bool expected = false;
+  if (!ctx.busy.compare_exchange_strong(expected, true)) return;
+  const uint64_t started = p_.monotonic_ns();
+  {
+    std::shared_lock<std::shared_mutex> gate(p_.gate);
+    std::lock_guard<std::mutex> lock(ctx.profiler_mutex);
+    ctx.release_locked();
+  }
+  ctx.busy.store(false);
+  // The Disable stalls the application's launches on the context meanwhile: charged.
+  p_.always_on->charge_since(CostKind::kRelease, started);
+}
+
+}  // namespace cutriage::agent

@@ -1,0 +1,341 @@
+#include "session_view.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace cutriage::agent {
+
+wire::TraceSummary SessionView::trace_summary() const {
+  if (!p_.trace_started.load()) return {};
+  std::unique_lock<std::mutex> lock = p_.trace.lock();
+  return trace_summary_locked(p_.trace.timeline_locked().summary());
+}
+
+wire::TraceSummary SessionView::trace_summary_locked(const triage::TimelineSummary& timeline) const {
+  wire::TraceSummary out;
+  out.timeline = timeline;
+  {
+    std::map<uint64_t, std::string> names;
+    {
+      std::lock_guard<std::mutex> lock(p_.families.mutex());
+      for (const triage::FamilyTimeStats& f : timeline.families) {
+        if (const Family* k = p_.families.by_id_locked(f.family)) names[f.family] = k->names->function;
+      }
+    }
+    out.findings = triage::triage_timeline(timeline, p_.triage_options.thresholds, [&names](uint64_t id) {
+      auto it = names.find(id);
+      return it != names.end() ? it->second : "family " + std::to_string(id);
+    });
+  }
+  out.dropped_records = p_.trace.dropped_records_locked();
+  out.timeline_kernel_events = p_.trace.kernel_events_locked();
+  switch (p_.config.select) {
+    case SelectMode::kTop: out.selection.mode = wire::SelectionMode::kTop; break;
+    case SelectMode::kAll: out.selection.mode = wire::SelectionMode::kAll; break;
+    case SelectMode::kShare: out.selection.mode = wire::SelectionMode::kShare; break;
+    case SelectMode::kNone: out.selection.mode = wire::SelectionMode::kNone; break;
+  }
+  out.selection.top_k = p_.config.select == SelectMode::kTop ? p_.config.select_top : 0;
+  out.selection.min_share = p_.config.select == SelectMode::kShare ? p_.config.select_min_share : 0;
+  out.selection.nvtx_include = p_.config.nvtx_include.spec();
+  out.selection.nvtx_exclude = p_.config.nvtx_exclude.spec();
+  const std::vector<std::string> paths = p_.nvtx.paths();
+  std::lock_guard<std::mutex> lock(p_.families.mutex());
+  for (const triage::FamilyTimeStats& f : timeline.families) {
+    if (const Family* k = p_.families.by_id_locked(f.family)) out.outcomes[f.family] = outcome_locked(*k, f, paths);
+  }
+  return out;
+}
+
+wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::FamilyTimeStats& f,
+                                                const std::vector<std::string>& paths) const {
+  wire::FamilyOutcome o;
+  using S = wire::FamilySelection;
+  if (k.stats.profiled > 0) {
+    o.selection = S::kProfiled;
+    if (k.last_record) o.profiled_launch_index = k.last_record->input.launch_index;
+  } else if (k.not_replayable.load() > 0) {
+    o.selection = S::kNotReplayable;
+    o.selection_detail = k.last_detail;
+  } else if (k.last_status == wire::ProfileStatus::kFailed) {
+    o.selection = S::kFailed;
+    o.selection_detail = k.last_detail;
+  } else if (k.last_status == wire::ProfileStatus::kNotProfiledPermission ||
+             p_.state.load() == wire::AgentState::kPermissionDenied) {
+    o.selection = S::kNotPermitted;
+  } else if (p_.config.select == SelectMode::kNone) {
+    o.selection = S::kTraceOnly;
+  } else if (!k.names->matches_filter) {
+    o.selection = S::kFiltered;
+    o.selection_detail = "the kernel-name filter " + p_.config.kernel_filter.spec() + " excludes it";
+  } else if (f.graph_launches == f.launches && k.launches.load() == 0) {
+    o.selection = S::kGraphOnly;
+    o.selection_detail =
+        "launched only from CUDA graphs: the range profiler cannot replay a kernel inside a graph "
+        "launch (on CUDA 13.0 auto-range replay of cuGraphLaunch gave no ranges and lost the "
+        "graph's results), so graph kernels are traced and ranked but not profiled";
+  } else if (p_.always_on != nullptr && (k.ranked || p_.config.select == SelectMode::kAll)) {
+    o.selection = S::kTooFewLaunches;
+    o.selection_detail = "ranked #" + std::to_string(k.rank) +
+                         "; always-on: none of its launches fit the budget yet (the first profiled "
+                         "launch waits for a full allowance, then one single-pass group a launch; "
+                         "a larger CUTRIAGE_BUDGET or a deep capture gets there sooner)";
+  } else if (k.ranked || p_.config.select == SelectMode::kAll) {
+    o.selection = S::kTooFewLaunches;
+    o.selection_detail = "ranked #" + std::to_string(k.rank) +
+                         " but not launched again after its rank was known (or its launches were "
+                         "captured, skipped or limited); CUTRIAGE_SELECT=all profiles from the first launch";
+    if (!p_.config.nvtx_include.empty() || !p_.config.nvtx_exclude.empty()) {
+      o.selection_detail += "; the NVTX filter may have excluded its launches";
+    }
+  } else {
+    o.selection = S::kNotRanked;
+    o.selection_detail = p_.config.select == SelectMode::kTop
+                             ? "outside the top " + std::to_string(p_.config.select_top) + " (rank #" +
+                                   std::to_string(k.rank) + ")"
+                             : "below the " + select_spec(p_.config).substr(6) + " share cut";
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> by_count;
+  if (const std::map<uint32_t, uint64_t>* launches = p_.trace.nvtx_launches_locked(k.family_id)) {
+    for (const auto& [path, n] : *launches) by_count.emplace_back(n, path);
+  }
+  std::sort(by_count.begin(), by_count.end(), std::greater<>());
+  for (const auto& [n, path] : by_count) {
+    if (path < paths.size() && o.nvtx_paths.size() < 8) o.nvtx_paths.push_back(paths[path]);
+  }
+  return o;
+}
+
+std::optional<wire::OverheadStats> SessionView::overhead() const {
+  if (p_.always_on == nullptr) return std::nullopt;
+  std::lock_guard<std::mutex> lock(p_.families.mutex());
+  return p_.always_on->stats_locked();
+}
+
+wire::SessionEnd SessionView::session_end(const std::string& state_detail) const {
+  std::lock_guard<std::mutex> lock(p_.families.mutex());
+  wire::SessionEnd e = p_.families.totals_locked().totals;
+  e.state = p_.state.load();
+  e.state_detail = state_detail;
+  e.kernel_launches = p_.counts.kernel_launches.load();
+  e.graph_launches = p_.counts.graph_launches.load();
+  e.not_replayable_launches = p_.counts.not_replayable.load();
+  // Families with the same kernel (block shapes) are one entry here, as before the trace.
+  std::map<std::pair<std::string, uint32_t>, wire::KernelLaunchStats> by_kernel;
+  for (const Family* k : p_.families.all_locked()) {
+    const uint64_t launches = k->launches.load();
+    if (launches == 0) continue;  // only seen in the trace (graph kernels)
+    wire::KernelLaunchStats& s = by_kernel[{k->mangled, k->device}];
+    s.mangled_name = k->mangled;
+    s.launches += launches;
+    s.profiled += k->stats.profiled;
+    s.captured += k->stats.captured;
+    s.not_replayable += k->not_replayable.load();
+    s.failed += k->stats.failed;
+    const uint64_t accounted = k->stats.profiled + k->stats.captured + k->not_replayable.load() + k->stats.failed;
+    s.filtered += launches > accounted ? launches - accounted : 0;
+  }
+  for (auto& [key, s] : by_kernel) e.kernels.push_back(std::move(s));
+  if (p_.always_on != nullptr) e.overhead = p_.always_on->stats_locked();
+  return e;
+}
+
+std::vector<KernelSummary> SessionView::kernels() const {
+  std::lock_guard<std::mutex> lock(p_.families.mutex());
+  std::vector<KernelSummary> out;
+  for (const Family* k : p_.families.all_locked()) {
+    KernelSummary s;
+    s.function_name = k->names->function;
+    s.mangled_name = k->mangled;
+    s.device = k->device;
+    s.stats = k->stats;
+    s.stats.launches = k->launches.load();
+    s.stats.not_replayable = k->not_replayable.load();
+    s.diagnosis = k->diagnosis;
+    s.last_status = k->last_status;
+    s.last_status_detail = k->last_detail;
+    s.uncollected = k->uncollected;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+PromSnapshot SessionView::prometheus_snapshot(uint64_t sampled_launches) const {
+  PromSnapshot s;
+  s.host = p_.host;
+  switch (p_.state.load()) {
+    case wire::AgentState::kActive: s.agent_state = "active"; break;
+    case wire::AgentState::kNoGpu: s.agent_state = "no_gpu"; break;
+    case wire::AgentState::kPermissionDenied: s.agent_state = "permission_denied"; break;
+    case wire::AgentState::kOtherSubscriber: s.agent_state = "other_subscriber"; break;
+    case wire::AgentState::kProfilerFailed: s.agent_state = "profiler_failed"; break;
+    case wire::AgentState::kUnspecified: s.agent_state = "unknown"; break;
+  }
+  s.kernel_launches = p_.counts.kernel_launches.load(std::memory_order_relaxed);
+  s.sampled_launches = sampled_launches;
+  if (std::optional<wire::OverheadStats> o = overhead()) {
+    s.has_budget = true;
+    s.budget_ratio = o->budget_fraction;
+    s.overhead_seconds = static_cast<double>(o->spent_ns) / 1e9;
+    s.wall_seconds = static_cast<double>(o->wall_ns) / 1e9;
+    s.budget_admitted = o->admitted;
+    s.budget_deferred = o->deferred;
+    s.trace_duty = p_.config.trace_duty;
+    s.trace_paused_seconds = static_cast<double>(p_.trace.paused_ns()) / 1e9;
+  }
+  triage::TimelineSummary timeline;
+  if (p_.trace_started.load()) {
+    std::unique_lock<std::mutex> lock = p_.trace.lock();
+    timeline = p_.trace.timeline_locked().summary();
+    s.dropped_trace_records = p_.trace.dropped_records_locked();
+  }
+  const std::map<uint32_t, collectors::DeviceInfo> devices = p_.devices.all();
+  std::lock_guard<std::mutex> lock(p_.families.mutex());
+  s.profiled_launches = p_.families.totals_locked().totals.profiled_launches;
+  for (const triage::DeviceTimeStats& d : timeline.devices) {
+    PromGpu g;
+    g.device = d.device;
+    g.busy_seconds = d.busy_ns * 1e-9;
+    g.span_seconds = d.last_end_ns > d.first_start_ns ? static_cast<double>(d.last_end_ns - d.first_start_ns) * 1e-9 : 0;
+    s.gpus.push_back(std::move(g));
+  }
+  for (const auto& [device, info] : devices) {
+    auto it = std::find_if(s.gpus.begin(), s.gpus.end(), [device = device](const PromGpu& g) { return g.device == device; });
+    if (it == s.gpus.end()) {
+      s.gpus.emplace_back();
+      it = s.gpus.end() - 1;
+      it->device = device;
+    }
+    it->uuid = info.uuid;
+    it->model = info.name;
+  }
+  for (const triage::FamilyTimeStats& f : timeline.families) {
+    if (s.families.size() >= kMaxPromFamilies) break;
+    const Family* k = p_.families.by_id_locked(f.family);
+    if (k == nullptr) continue;
+    PromFamily pf;
+    pf.family_id = f.family;
+    pf.device = f.device;
+    pf.kernel = k->names->function;
+    pf.gpu_seconds = f.total_ns * 1e-9;
+    pf.launches = f.launches;
+    pf.share = timeline.time_share(f);
+    if (k->diagnosis) {
+      pf.verdict = std::string(triage::to_string(k->diagnosis->classification));
+      if (k->diagnosis->primary_limiter != triage::Limiter::kUnspecified) {
+        pf.limiter = std::string(triage::to_string(k->diagnosis->primary_limiter));
+      }
+    }
+    pf.complete = k->complete;
+    pf.assembled_launches = static_cast<uint32_t>(k->assembled.size());
+    pf.counters_missing = k->complete ? 0 : static_cast<uint32_t>(k->uncollected.size());
+    s.families.push_back(std::move(pf));
+  }
+  return s;
+}
+
+std::vector<std::string> SessionView::summary_lines(const wire::TraceSummary& trace) const {
+  std::vector<std::string> lines;
+  auto ms = [](double ns) {
+    char buf[32];
+    if (ns >= 1e9) {
+      std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+    } else if (ns >= 1e6) {
+      std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+    }
+    return std::string(buf);
+  };
+  for (const triage::DeviceTimeStats& d : trace.timeline.devices) {
+    char buf[160];
+    const double span = d.traced_span_ns();
+    std::snprintf(buf, sizeof buf, "GPU %u: busy %.1f%% of %s (%llu kernels, %llu copies)", d.device,
+                  span > 0 ? 100.0 * d.busy_ns / span : 0.0, ms(span).c_str(),
+                  static_cast<unsigned long long>(d.kernels), static_cast<unsigned long long>(d.copies));
+    lines.emplace_back(buf);
+  }
+  const size_t shown = std::min<size_t>(trace.timeline.families.size(), 10);
+  std::lock_guard<std::mutex> lock(p_.families.mutex());
+  for (size_t i = 0; i < shown; ++i) {
+    const triage::FamilyTimeStats& f = trace.timeline.families[i];
+    const Family* k = p_.families.by_id_locked(f.family);
+    if (k == nullptr) continue;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "#%zu %5.1f%%  %s  x%llu, mean %s", i + 1, 100.0 * trace.timeline.time_share(f),
+                  k->names->function.c_str(), static_cast<unsigned long long>(f.launches), ms(f.mean_ns()).c_str());
+    lines.emplace_back(buf);
+    if (k->diagnosis) {
+      lines.push_back("     " + k->diagnosis->headline);
+      if (!k->diagnosis->next_action.empty()) lines.push_back("     next: " + k->diagnosis->next_action);
+      if (!k->uncollected.empty()) {
+        lines.push_back("     partial: " + std::to_string(k->uncollected.size()) +
+                        " counters the route wanted were not collected (not launched again); "
+                        "CUTRIAGE_METRICS=full collects everything in one launch");
+      }
+    } else if (auto it = trace.outcomes.find(f.family);
+               it != trace.outcomes.end() && !it->second.selection_detail.empty()) {
+      lines.push_back("     not profiled: " + it->second.selection_detail);
+    }
+  }
+  if (trace.timeline.families.size() > shown) {
+    lines.push_back("... and " + std::to_string(trace.timeline.families.size() - shown) +
+                    " more families (cutriage report)");
+  }
+  for (const triage::CheckResult& c : trace.findings) {
+    if (c.outcome == triage::Outcome::kFired && c.finding) lines.push_back("session: " + c.finding->summary);
+  }
+  return lines;
+}
+
+void SessionView::print_summary(Logger& log, const wire::SessionEnd& end, const std::string& file) const {
+  auto tail = [&] {
+    if (end.graph_launches > 0) {
+      log.summary("  " + std::to_string(end.graph_launches) +
+                  " CUDA graph launches: their kernels are traced and ranked, not profiled");
+    }
+    if (end.captured_launches > 0) {
+      log.summary("  " + std::to_string(end.captured_launches) +
+                  " launches into streams under capture: recorded into graphs, not profiled");
+    }
+    if (p_.state.load() == wire::AgentState::kPermissionDenied) {
+      log.summary("  nothing profiled: counters not permitted (see the message above for the fix)");
+    }
+  };
+  const std::string details = file.empty() ? "" : "; details: cutriage report " + file;
+  if (p_.trace_started.load()) {
+    const wire::TraceSummary trace = trace_summary();
+    if (!trace.timeline.families.empty()) {
+      log.summary(std::to_string(trace.timeline.families.size()) + " kernel families traced (" +
+                  std::to_string(trace.timeline.kernel_executions) + " executions), " +
+                  std::to_string(end.profiled_launches) + " launches profiled" + details);
+      for (const std::string& line : summary_lines(trace)) log.summary("  " + line);
+      tail();
+      return;
+    }
+  }
+  std::vector<KernelSummary> ks = kernels();
+  size_t profiled = 0;
+  for (const KernelSummary& k : ks) profiled += k.diagnosis ? 1 : 0;
+  log.summary(std::to_string(profiled) + " of " + std::to_string(ks.size()) + " kernels profiled (" +
+              std::to_string(end.profiled_launches) + " of " + std::to_string(end.kernel_launches) + " launches)" +
+              details);
+  for (const KernelSummary& k : ks) {
+    if (k.diagnosis) {
+      log.summary("  " + k.function_name + ": " + k.diagnosis->headline);
+      if (!k.diagnosis->next_action.empty()) log.summary("    next: " + k.diagnosis->next_action);
+      if (!k.uncollected.empty()) {
+        log.summary("    partial: " + std::to_string(k.uncollected.size()) +
+                    " counters the route wanted were not collected (the kernel was not launched "
+                    "again); CUTRIAGE_METRICS=full collects everything in one launch");
+      }
+    } else if (k.last_status != wire::ProfileStatus::kUnspecified &&
+               k.last_status != wire::ProfileStatus::kNotProfiledPermission) {
+      log.summary("  " + k.function_name + ": not profiled: " + k.last_status_detail);
+    }
+  }
+  tail();
+}
+
+}  // namespace cutriage::agent

@@ -1,0 +1,80 @@
+// What the agent tells about the session: the application view (families ranked by GPU time,
+// why each was or was not profiled, the session findings), the launch counts of the session end,
+// the Prometheus snapshot and the summary printed at exit. Reads the other components' state under
+// their locks (the trace's first, then the family table's) and owns none.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "always_on.h"
+#include "config.h"
+#include "contexts.h"
+#include "devices.h"
+#include "family.h"
+#include "log.h"
+#include "nvtx_tracker.h"
+#include "prometheus.h"
+#include "trace_folder.h"
+
+namespace cutriage::agent {
+
+// One kernel as the summary shows it.
+struct KernelSummary {
+  std::string function_name;
+  std::string mangled_name;
+  uint32_t device = 0;
+  wire::KernelLaunchStats stats;
+  std::optional<triage::Diagnosis> diagnosis;  // latest, over all combined launches
+  wire::ProfileStatus last_status = wire::ProfileStatus::kUnspecified;
+  std::string last_status_detail;
+  std::vector<std::string> uncollected;  // counters the route still wanted when profiling stopped
+};
+
+// Counted on the launch fast path, without a lock.
+struct LaunchCounts {
+  std::atomic<uint64_t> launches{0};         // launch index of the latest launch
+  std::atomic<uint64_t> kernel_launches{0};
+  std::atomic<uint64_t> graph_launches{0};
+  std::atomic<uint64_t> not_replayable{0};
+};
+
+class SessionView {
+ public:
+  struct Parts {
+    const AgentConfig& config;
+    FamilyTable& families;
+    TraceFolder& trace;
+    const std::atomic<bool>& trace_started;
+    NvtxTracker& nvtx;
+    DeviceCatalog& devices;
+    const AlwaysOnPolicy* always_on;  // null in deep mode
+    const triage::TriageOptions& triage_options;
+    const LaunchCounts& counts;
+    const std::atomic<wire::AgentState>& state;
+    std::string host;
+  };
+  explicit SessionView(Parts parts) : p_(std::move(parts)) {}
+
+  // The application view so far. Empty without the trace.
+  [[nodiscard]] wire::TraceSummary trace_summary() const;
+  // The same, for a timeline summary made under the trace's lock (held).
+  [[nodiscard]] wire::TraceSummary trace_summary_locked(const triage::TimelineSummary& timeline) const;
+  [[nodiscard]] wire::SessionEnd session_end(const std::string& state_detail) const;
+  [[nodiscard]] std::vector<KernelSummary> kernels() const;
+  [[nodiscard]] PromSnapshot prometheus_snapshot(uint64_t sampled_launches) const;
+  [[nodiscard]] std::optional<wire::OverheadStats> overhead() const;
+  // The summary at exit, on the log (`file`: where the details are, empty when not saved).
+  void print_summary(Logger& log, const wire::SessionEnd& end, const std::string& file) const;
+
+ private:
+  [[nodiscard]] wire::FamilyOutcome outcome_locked(const Family& k, const triage::FamilyTimeStats& f,
+                                                   const std::vector<std::string>& paths) const;
+  [[nodiscard]] std::vector<std::string> summary_lines(const wire::TraceSummary& trace) const;
+
+  Parts p_;
+};
+
+}  // namespace cutriage::agent

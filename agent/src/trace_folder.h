@@ -1,0 +1,138 @@
+// The kernel trace, folded: every execution, copy and NVTX range CUPTI delivers goes into the
+// timeline statistics (families ranked by GPU time, busy and idle time, stretches, overlaps) and,
+// within CUTRIAGE_TRACE_MAX_EVENTS, into the file's trace chunks. Profiled launches' executions
+// are marked replayed and kept out of the durations. Always-on's duty-cycled trace pauses here,
+// and records of kernels running across a pause are cut at it.
+//
+// Threading: one mutex guards everything here. It comes first in the lock order: the trace folder
+// takes the family table's lock (to find or create a family, and in the ranking callback) and the
+// output's, never the other way round; callers that hold the family table's lock do not call in.
+// The `_locked` members are for callers that hold lock().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config.h"
+#include "cutriage/collectors/platform.h"
+#include "cutriage/triage/timeline.h"
+#include "cutriage/wire/records.h"
+#include "family.h"
+#include "log.h"
+#include "nvtx_tracker.h"
+#include "record_output.h"
+
+namespace cutriage::agent {
+
+class TraceFolder {
+ public:
+  // After each delivered batch, with lock() held: the families ranked by GPU time (ids) and the
+  // total kernel time the shares are of.
+  using OnRanked = std::function<void(const triage::TimelineAccumulator& timeline)>;
+  // A notice for the file and the log (the duty cycle's, once).
+  using Notify = std::function<void(wire::Severity, const std::string& code, const std::string& message)>;
+
+  // `gate`: held shared by profiled launches, exclusively by whatever pauses or flushes CUPTI.
+  TraceFolder(const AgentConfig& config, collectors::Platform& platform, Logger& log, FamilyTable& families,
+              NvtxTracker& nvtx, RecordOutput& output, std::shared_mutex& gate, OnRanked on_ranked, Notify notify);
+
+  // The trace is running from now: its clock and the duty cycle's windows start here.
+  void started(uint64_t trace_clock_ns, uint64_t mono_ns);
+  [[nodiscard]] uint64_t clock_at_start_ns() const { return clock_at_start_ns_.load(); }
+
+  void on_activity(const collectors::ActivityBatch& batch);
+  // A profiled (or sampled) launch: its executions are replays, left out of the durations.
+  void mark_replayed(uint64_t correlation_id);
+  // CUPTI returns a replayed launch's record without timestamps: the range profiler's window
+  // stands in for it, so the timeline does not count the profiler's time as idle.
+  void add_replay_window(Family& family, const collectors::LaunchEvent& event, uint64_t begin_ns, uint64_t end_ns);
+  // Always-on with CUTRIAGE_TRACE_DUTY below 100%: pauses or resumes the trace at the window's
+  // edges (the flush thread only).
+  void cycle(uint64_t now_mono_ns);
+  // The end: a pause still open is closed (and written), with the NVTX ranges closed since the
+  // last batch. The flush thread must have stopped.
+  void close();
+  // Time spent paused (ended pauses), trace clock.
+  [[nodiscard]] uint64_t paused_ns() const { return paused_ns_.load(std::memory_order_relaxed); }
+
+  [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock<std::mutex>(mutex_); }
+  [[nodiscard]] const triage::TimelineAccumulator& timeline_locked() const { return timeline_; }
+  // Decision 0's and the engine's trace inputs for a family: its unprofiled durations (of the
+  // launch's grid when known), its share of the GPU time, whether it ran concurrently.
+  void fill_inputs_locked(uint64_t family_id, triage::KernelInput& input) const;
+  void fill_inputs(uint64_t family_id, triage::KernelInput& input) const;
+  [[nodiscard]] uint64_t dropped_records_locked() const { return dropped_records_; }
+  [[nodiscard]] uint64_t kernel_events_locked() const { return kernel_events_; }
+  // The family's executions by NVTX path id.
+  [[nodiscard]] const std::map<uint32_t, uint64_t>* nvtx_launches_locked(uint64_t family_id) const;
+
+ private:
+  struct Chunk {
+    wire::TraceChunk chunk;
+    std::vector<wire::FamilyDef> families;  // not handed to the output before
+  };
+  struct ActivityKey {
+    const char* name = nullptr;  // CUPTI shares one name pointer among a kernel's records
+    uint32_t device = 0;
+    triage::Dim3 block;
+    bool operator==(const ActivityKey& o) const { return name == o.name && device == o.device && block == o.block; }
+  };
+  struct ActivityKeyHash {
+    size_t operator()(const ActivityKey& k) const noexcept;
+  };
+
+  Family* family_of_locked(const collectors::KernelActivity& a);
+  void add_execution_locked(Family& family, const collectors::KernelActivity& a, bool replayed, uint32_t nvtx_path,
+                            Chunk& chunk);
+  void add_copy_locked(const collectors::CopyActivity& c, Chunk& chunk);
+  uint32_t nvtx_path_locked(uint64_t correlation_id, bool keep, uint64_t family_id);
+  void write_locked(Chunk& chunk);
+  // Ends the pause that began at paused_at_ns_ at `end_ns` (trace clock): into the timeline, the
+  // chunk and the paused-time counter.
+  void close_pause_locked(uint64_t end_ns, wire::TraceChunk& chunk);
+  void pause(uint64_t now_mono_ns, uint64_t on_ns);
+  void resume(uint64_t now_mono_ns, uint64_t on_ns);
+
+  const AgentConfig& config_;
+  collectors::Platform& platform_;
+  Logger& log_;
+  FamilyTable& families_;
+  NvtxTracker& nvtx_;
+  RecordOutput& output_;
+  std::shared_mutex& gate_;
+  OnRanked on_ranked_;
+  Notify notify_;
+
+  mutable std::mutex mutex_;
+  triage::TimelineAccumulator timeline_;
+  std::unordered_map<ActivityKey, Family*, ActivityKeyHash> activity_families_;
+  std::vector<bool> defined_;  // by family id: its definition was handed to the output
+  std::map<uint64_t, std::map<uint32_t, uint64_t>> nvtx_launches_;  // family id -> path id -> executions
+  std::set<uint64_t> replayed_;                        // profiled launches' correlation ids
+  std::unordered_map<uint64_t, uint32_t> correlation_nvtx_;  // correlation id -> NVTX path id
+  uint64_t events_ = 0;         // kernels, copies and NVTX ranges written (the cap)
+  uint64_t kernel_events_ = 0;  // kernel executions among them
+  uint64_t dropped_records_ = 0;
+  // The latest pauses' starts (trace clock): a record of a kernel running across one is cut there.
+  // Records come within seconds, so a few do.
+  std::vector<uint64_t> pause_starts_;
+  std::atomic<uint64_t> paused_ns_{0};
+  // Lock-free: the file's header reads it while the trace writes a chunk.
+  std::atomic<uint64_t> clock_at_start_ns_{0};
+
+  // The duty cycle (the flush thread's alone): windows count from cycle_start_mono_ns_.
+  uint64_t cycle_start_mono_ns_ = 0;
+  bool paused_ = false;
+  uint64_t paused_at_ns_ = 0;  // trace clock
+  bool duty_noticed_ = false;  // the trace_duty notice is written once
+};
+
+}  // namespace cutriage::agent
