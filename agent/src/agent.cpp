@@ -1,7 +1,5 @@
 #include "agent.h"
 
-#include <pthread.h>
-
 #include <chrono>
 #include <exception>
 
@@ -56,10 +54,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
                      ? std::make_unique<AlwaysOnPolicy>(
                            config_, families_, devices_, builds_, log_, triage_options_,
                            AlwaysOnPolicy::Clocks{[this] { return monotonic_now(); },
-                                                  [this] {
-                                                    return flush_running_.load() &&
-                                                           std::this_thread::get_id() == flush_thread_id_;
-                                                  },
+                                                  [this] { return flush_thread_.on_thread(); },
                                                   [this] { return trace_started_.load(); }})
                      : nullptr),
       deep_policy_(config_),
@@ -72,15 +67,23 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
              }),
       profiler_(LaunchProfiler::Parts{
           config_, platform, log, families_, selector_, always_on_.get(), devices_, builds_, contexts_, trace_,
-          trace_started_, nvtx_, output_, cubins_, cupti_gate_, triage_options_, counts_.launches, flush_running_,
+          trace_started_, nvtx_, output_, cubins_, cupti_gate_, triage_options_, counts_.launches,
+          flush_thread_.running_flag(),
           finished_, [this] { return monotonic_now(); },
           [this](wire::AgentState s, const std::string& detail) { set_inactive(s, detail); },
           [this](wire::Severity s, const std::string& code, const std::string& message, uint64_t family) {
             write_notice(s, code, message, family);
           },
-          [this] { check_deep_window(); }}),
+          [this] { deep_.check(); }}),
       view_(SessionView::Parts{config_, families_, trace_, trace_started_, nvtx_, devices_, always_on_.get(),
-                               triage_options_, counts_, state_, process_.host}) {
+                               triage_options_, counts_, state_, process_.host}),
+      deep_(DeepCaptures::Parts{
+          config_, families_, selector_, output_, log_, [this] { return process_.now_unix_ns(); },
+          [this] { return monotonic_now(); },
+          [this] {
+            return !finished_.load() && state_.load() == wire::AgentState::kActive && subscribed_.load();
+          },
+          [this] { return finished_.load(); }}) {
   triage_options_.thresholds = std::move(thresholds);
   start_time_ns_ = process_.now_unix_ns();
   families_.set_on_create([this](Family& f) {
@@ -89,7 +92,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
   });
 }
 
-Agent::~Agent() { stop_flush_thread(); }
+Agent::~Agent() { flush_thread_.stop(); }
 
 bool Agent::start() {
   if (always_on_ && !config_.resume_path.empty()) {
@@ -115,14 +118,9 @@ bool Agent::start() {
         trace_.started(platform_.timestamp_ns(), monotonic_now());
         start_time_ns_ = process_.now_unix_ns();  // read together with the trace clock
         trace_started_ = true;
-        if (config_.trace_flush_ms > 0) {
-          try {
-            flush_thread_ = std::thread([this] { flush_loop(); });
-            flush_thread_id_ = flush_thread_.get_id();
-            flush_running_.store(true);
-          } catch (...) {
-            log_.warn("cannot start the trace flush thread; trace records are collected at exit only");
-          }
+        last_prometheus_ = std::chrono::steady_clock::now();
+        if (config_.trace_flush_ms > 0 && !flush_thread_.start(config_.trace_flush_ms, [this] { flush_tick(); })) {
+          log_.warn("cannot start the trace flush thread; trace records are collected at exit only");
         }
       } else {
         // Profiling still works by name; ranking needs the trace.
@@ -140,7 +138,7 @@ bool Agent::start() {
         log_.warn("CUTRIAGE_CONTROL_SIGNAL: no handler installed: " + why);
       }
     }
-    if ((!config_.control_file.empty() || config_.control_signal != ControlSignal::kOff) && !flush_thread_.joinable()) {
+    if ((!config_.control_file.empty() || config_.control_signal != ControlSignal::kOff) && !flush_thread_.running()) {
       log_.warn("CUTRIAGE_CONTROL_FILE and CUTRIAGE_CONTROL_SIGNAL are read by the trace's flush thread, which "
                 "is not running (CUTRIAGE_TRACE=0 or CUTRIAGE_TRACE_FLUSH_MS=0); use cutriage_request_deep_capture");
     }
@@ -270,50 +268,32 @@ void Agent::on_activity(const collectors::ActivityBatch& batch) {
   }
 }
 
-// ---- the flush thread ----------------------------------------------------------------------
-
-void Agent::flush_loop() {
-  pthread_setname_np(pthread_self(), "cutriage-trace");
-  std::unique_lock<std::mutex> lock(flush_mutex_);
-  auto last_prometheus = std::chrono::steady_clock::now();
-  while (!flush_stop_) {
-    flush_cv_.wait_for(lock, std::chrono::milliseconds(config_.trace_flush_ms), [this] { return flush_stop_; });
-    if (flush_stop_) break;
-    lock.unlock();
-    try {
-      std::unique_lock<std::shared_mutex> gate(cupti_gate_);
-      platform_.flush_trace(false);
-    } catch (...) {
-    }
-    try {
-      if (always_on_) trace_.cycle(monotonic_now());
-      poll_control();
-      check_deep_window();
-      selector_.refresh_candidates();
-      if (always_on_) always_on_->plan_pending_groups();
-      profiler_.release_idle_profilers();
-    } catch (...) {
-    }
-    if (!config_.prometheus_file.empty() &&
-        std::chrono::steady_clock::now() - last_prometheus >= std::chrono::milliseconds(config_.prometheus_interval_ms)) {
-      last_prometheus = std::chrono::steady_clock::now();
-      write_prometheus();
-    }
-    lock.lock();
-  }
+uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::string& target, uint32_t seconds,
+                                     std::string* error) {
+  return deep_.request(source, target, seconds, error);
 }
 
-void Agent::stop_flush_thread() {
-  {
-    std::lock_guard<std::mutex> lock(flush_mutex_);
-    flush_stop_ = true;
+// ---- the flush thread ----------------------------------------------------------------------
+
+void Agent::flush_tick() {
+  try {
+    std::unique_lock<std::shared_mutex> gate(cupti_gate_);
+    platform_.flush_trace(false);
+  } catch (...) {
   }
-  flush_cv_.notify_one();
-  if (flush_thread_.joinable()) {
-    try {
-      flush_thread_.join();
-    } catch (...) {
-    }
+  try {
+    if (always_on_) trace_.cycle(monotonic_now());
+    deep_.poll();
+    deep_.check();
+    selector_.refresh_candidates();
+    if (always_on_) always_on_->plan_pending_groups();
+    profiler_.release_idle_profilers();
+  } catch (...) {
+  }
+  if (!config_.prometheus_file.empty() &&
+      std::chrono::steady_clock::now() - last_prometheus_ >= std::chrono::milliseconds(config_.prometheus_interval_ms)) {
+    last_prometheus_ = std::chrono::steady_clock::now();
+    write_prometheus();
   }
 }
 
@@ -403,7 +383,7 @@ void Agent::write_prometheus() {
 
 void Agent::finish_trace() {
   if (!trace_started_.load()) return;
-  stop_flush_thread();
+  flush_thread_.stop();
   try {
     std::unique_lock<std::shared_mutex> gate(cupti_gate_);
     platform_.flush_trace(true);  // delivers through on_activity, on this thread
@@ -440,13 +420,13 @@ void Agent::finish() {
     if (!saw_gpu_work && subscribed_.load()) {
       // CUDA was initialized but never used a GPU (none visible, or the process only probed):
       // one line, no file.
-      stop_flush_thread();
+      flush_thread_.stop();
       log_.warn("no CUDA context was created in this process (no usable GPU?); nothing was profiled");
       return;
     }
     finish_trace();  // stops the flush thread: nothing polls the control file or signal after it
     remove_control_signal();
-    check_deep_window();  // finished_ is set: an open window closes now
+    deep_.check();  // finished_ is set: an open window closes now
     write_prometheus();
     wire::SessionEnd end = session_end();
     end.end_time_unix_ns = process_.now_unix_ns();

@@ -22,7 +22,7 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,7 +30,6 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "always_on.h"
@@ -39,8 +38,10 @@
 #include "cutriage/collectors/platform.h"
 #include "cutriage/triage/engine.h"
 #include "cutriage/wire/records.h"
+#include "deep_capture.h"
 #include "devices.h"
 #include "family.h"
+#include "flush_thread.h"
 #include "launch_profiler.h"
 #include "log.h"
 #include "nvtx_tracker.h"
@@ -116,12 +117,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   [[nodiscard]] std::optional<wire::OverheadStats> overhead() const { return view_.overhead(); }
 
  private:
-  // The flush thread: delivers trace records every trace_flush_ms and does the periodic work.
-  void flush_loop();
-  void stop_flush_thread();
-  // The flush thread's control duties (the control file and the signal) and the deep window's end.
-  void poll_control();
-  void check_deep_window();
+  // The flush thread's work every trace_flush_ms: collect the trace, then the periodic duties.
+  void flush_tick();
   void finish_trace();
   void write_prometheus();
   void write_notice(wire::Severity severity, const std::string& code, const std::string& message,
@@ -150,8 +147,12 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // kernel on another thread, so the agent never does: profiled launches hold this shared from
   // begin to end; flushes hold it exclusively (the callback's flush only tries, never waits).
   std::shared_mutex cupti_gate_;
+  // Calls into the components below: ~Agent stops it before they go.
+  FlushThread flush_thread_;
+  std::chrono::steady_clock::time_point last_prometheus_;  // the flush thread's alone
 
-  // The components, in dependency order (each refers only to those above it).
+  // The components, in dependency order (each refers only to those above it, except the
+  // callbacks into the coordinator: notices, the agent's state, the deep window's end).
   CubinCache cubins_;  // module cubins for source correlation of PC samples
   KernelBuilds builds_;
   DeviceCatalog devices_;
@@ -166,16 +167,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   LaunchProfiler profiler_;
   SessionView view_;
 
-  // Deep-capture requests (under the family table's lock).
-  uint64_t next_request_id_ = 1;
-  std::set<std::string> control_errors_;  // refusal reasons written and said once each
-
-  std::thread flush_thread_;
-  std::thread::id flush_thread_id_;  // written before flush_running_ is set
-  std::atomic<bool> flush_running_{false};
-  std::mutex flush_mutex_;
-  std::condition_variable flush_cv_;
-  bool flush_stop_ = false;
+  DeepCaptures deep_;
 };
 
 }  // namespace cutriage::agent

@@ -20,13 +20,12 @@
 #include <utility>
 #include <vector>
 
-#include "demangle.h"
+#include "config_text.h"
 
 namespace cutriage::agent {
 namespace {
 
 constexpr std::string_view kPrefix = "CUTRIAGE_";
-constexpr std::string_view kRegexPrefix = "regex:";  // case-sensitive, as in ncu
 
 // Variables of the `cutriage run` tool and of tests/run.sh that share the prefix but are none of
 // the agent's options.
@@ -34,8 +33,8 @@ constexpr std::string_view kRegexPrefix = "regex:";  // case-sensitive, as in nc
 constexpr std::array<std::string_view, 3> kToolOnlyVariables = {"CUTRIAGE_LIBRARY", "CUTRIAGE_CMAKE_ARGS",
                                                               "CUTRIAGE_BUILD_DIR"};
 
-// A value longer than this is cut in messages, which must stay one readable line.
-constexpr std::size_t kMaxShownValue = 80;
+using config_text::kMaxShownValue;
+using config_text::kRegexPrefix;
 
 // ---------------------------------------------------------------------------------------------
 // Small string helpers
@@ -64,36 +63,7 @@ bool istarts_with(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
 }
 
-// The value as messages show it: quoted, control bytes escaped (so the message stays one line),
-// cut after kMaxShownValue bytes without splitting a UTF-8 sequence.
-std::string shown(std::string_view value) {
-  std::string_view head = value;
-  const bool cut = value.size() > kMaxShownValue;
-  if (cut) {
-    std::size_t n = kMaxShownValue;
-    // Back off over UTF-8 continuation bytes (10xxxxxx) so the cut lands on a character start.
-    while (n > 0 && (static_cast<unsigned char>(value[n]) & 0xC0U) == 0x80U) --n;
-    head = value.substr(0, n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (const char c : head) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20U || u == 0x7FU) {
-      out += "\\x";
-      out += kHex[u >> 4U];
-      out += kHex[u & 0xFU];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  if (cut) out += "... (" + std::to_string(value.size()) + " bytes)";
-  return out;
-}
+using config_text::shown;
 
 // ---------------------------------------------------------------------------------------------
 // Value parsers. Each returns nullopt for a value it does not accept; the caller words the error.
@@ -122,75 +92,6 @@ std::optional<uint64_t> parse_unsigned(std::string_view value, uint64_t max) {
     n = n * 10 + digit;
   }
   return n;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Output path patterns
-
-struct PatternPart {
-  enum class Kind : uint8_t { kLiteral, kPid, kHost, kSequence, kEnv };
-  Kind kind = Kind::kLiteral;
-  std::string text;  // the literal, or the variable's name for kEnv
-};
-
-bool is_env_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
-bool is_env_name_char(char c) { return is_env_name_start(c) || (c >= '0' && c <= '9'); }
-
-// Splits a pattern into parts; on a syntax error returns nullopt with *error set. The one place
-// that knows the syntax, so the check at parse time and the expansion cannot disagree.
-std::optional<std::vector<PatternPart>> split_pattern(std::string_view pattern, std::string* error) {
-  std::vector<PatternPart> parts;
-  auto literal = [&parts]() -> std::string& {
-    if (parts.empty() || parts.back().kind != PatternPart::Kind::kLiteral) parts.push_back({});
-    return parts.back().text;
-  };
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    const char c = pattern[i];
-    if (c != '%') {
-      literal() += c;
-      continue;
-    }
-    if (i + 1 == pattern.size()) {
-      *error = "a lone % at the end (write %% for a literal %)";
-      return std::nullopt;
-    }
-    const char e = pattern[++i];
-    switch (e) {
-      case '%': literal() += '%'; break;
-      case 'p': parts.push_back({PatternPart::Kind::kPid, {}}); break;
-      case 'h': parts.push_back({PatternPart::Kind::kHost, {}}); break;
-      case 'n': parts.push_back({PatternPart::Kind::kSequence, {}}); break;
-      case 'q': {
-        if (i + 1 >= pattern.size() || pattern[i + 1] != '{') {
-          *error = "%q must be followed by {VAR}";
-          return std::nullopt;
-        }
-        const std::size_t open = i + 1;
-        const std::size_t close = pattern.find('}', open);
-        if (close == std::string_view::npos) {
-          *error = "unterminated %q{ (missing })";
-          return std::nullopt;
-        }
-        const std::string_view name = pattern.substr(open + 1, close - open - 1);
-        if (name.empty() || !is_env_name_start(name.front()) ||
-            !std::all_of(name.begin(), name.end(), is_env_name_char)) {
-          *error = "%q{" + std::string(name.substr(0, kMaxShownValue)) +
-                   "}: not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)";
-          return std::nullopt;
-        }
-        parts.push_back({PatternPart::Kind::kEnv, std::string(name)});
-        i = close;
-        break;
-      }
-      default: {
-        const auto u = static_cast<unsigned char>(e);
-        *error = (u < 0x20U || u >= 0x7FU) ? std::string("unknown escape after %")
-                                            : "unknown escape %" + std::string(1, e);
-        return std::nullopt;
-      }
-    }
-  }
-  return parts;
 }
 
 constexpr std::string_view kPatternAccepts =
@@ -835,20 +736,6 @@ ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::str
   return result;
 }
 
-// True when a run of 10 or more digits follows '\\', '{' or ',': a back-reference or a repeat
-// count. libstdc++'s regex compiler (GCC 12) reads such a number into a long without an overflow
-// check (undefined behaviour past 19 digits, found by fuzz_kernel_filter) and then narrows it to
-// int; no kernel-name filter needs a count that large.
-bool has_oversized_regex_number(std::string_view re) {
-  for (std::size_t i = 0; i + 1 < re.size(); ++i) {
-    if (re[i] != '\\' && re[i] != '{' && re[i] != ',') continue;
-    std::size_t digits = 0;
-    while (i + 1 + digits < re.size() && re[i + 1 + digits] >= '0' && re[i + 1 + digits] <= '9') ++digits;
-    if (digits >= 10) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string select_spec(const AgentConfig& config) {
@@ -865,121 +752,6 @@ std::string select_spec(const AgentConfig& config) {
     }
   }
   return "";
-}
-
-// ---------------------------------------------------------------------------------------------
-// KernelFilter
-
-struct KernelFilter::Impl {
-  std::string spec;
-  NameBase base = NameBase::kFunction;
-  // Null for an exact-name spec. Shared between copies: a compiled std::regex is immutable, and
-  // concurrent regex_search calls on one const regex are safe.
-  std::shared_ptr<const std::regex> regex;
-  bool whole_match = false;  // regex is the search pattern wrapped for regex_match (see set())
-};
-
-KernelFilter::KernelFilter() = default;
-KernelFilter::~KernelFilter() = default;
-KernelFilter::KernelFilter(const KernelFilter& other)
-    : impl_(other.impl_ ? std::make_unique<Impl>(*other.impl_) : nullptr) {}
-KernelFilter& KernelFilter::operator=(const KernelFilter& other) {
-  if (this != &other) impl_ = other.impl_ ? std::make_unique<Impl>(*other.impl_) : nullptr;
-  return *this;
-}
-KernelFilter::KernelFilter(KernelFilter&&) noexcept = default;
-KernelFilter& KernelFilter::operator=(KernelFilter&&) noexcept = default;
-
-std::string KernelFilter::set(std::string_view spec, NameBase base) {
-  try {
-    // Build the new state aside and swap it in at the end: on error nothing changes, and `spec`
-    // may alias this filter's own spec() without harm.
-    auto next = std::make_unique<Impl>();
-    next->spec = std::string(spec);
-    next->base = base;
-    if (spec.substr(0, kRegexPrefix.size()) == kRegexPrefix) {
-      const std::string_view body = spec.substr(kRegexPrefix.size());
-      if (body.empty()) return "regex: needs a regular expression after the colon";
-      if (body.size() > kMaxRegexLength) {
-        return "regular expression longer than " + std::to_string(kMaxRegexLength) + " characters";
-      }
-      if (has_oversized_regex_number(body)) {
-        return "bad regular expression (a repeat count or back-reference of 10 or more digits)";
-      }
-      auto flags = std::regex::ECMAScript | std::regex::nosubs;
-#if defined(__GLIBCXX__)
-      // Breadth-first execution: libstdc++'s default depth-first executor recurses once per input
-      // character and overflows the stack on names of some ten thousand characters; this one's
-      // depth is bounded by the automaton. It cannot run back-references and rejects them.
-      flags |= std::regex_constants::__polynomial;
-#endif
-      try {
-        // Compiled alone first: that is what validates the user's pattern (a wrapped "a)|(b"
-        // would otherwise compile). From a std::string, not the string_view's range: libstdc++'s
-        // scanner (GCC 12) peeks one character past the end of a pattern that ends in "(" (found
-        // by fuzz_kernel_filter); a std::string's terminating NUL keeps that read in bounds.
-        const std::string pattern(body);
-        next->regex = std::make_shared<const std::regex>(pattern, flags);
-#if defined(__GLIBCXX__)
-        // regex_search restarts the automaton at every position, quadratic in the name's length
-        // when there is no match (seconds for ".*gemm" on a 10k-character name). One anchored
-        // pass over "[\s\S]*(?:RE)[\s\S]*" answers the same question in linear time: ECMAScript
-        // has no lookbehind, and ^ (without multiline) still only holds at the name's start.
-        const std::string wrapped = "[\\s\\S]*(?:" + std::string(body) + ")[\\s\\S]*";
-        next->regex = std::make_shared<const std::regex>(wrapped, flags);
-        next->whole_match = true;
-#endif
-      } catch (const std::regex_error& e) {
-        std::string what = e.what();
-        if (what.size() > kMaxShownValue) what = what.substr(0, kMaxShownValue) + "...";
-        return "bad regular expression (" + what + ")";
-      }
-    }
-    impl_ = std::move(next);
-    return {};
-  } catch (const std::exception& e) {
-    return std::string("cannot set the kernel filter: ") + e.what();
-  } catch (...) {
-    return "cannot set the kernel filter";
-  }
-}
-
-bool KernelFilter::empty() const { return !impl_ || impl_->spec.empty(); }
-
-const std::string& KernelFilter::spec() const {
-  static const std::string kEmpty;  // no allocation: constructing it cannot throw
-  return impl_ ? impl_->spec : kEmpty;
-}
-
-NameBase KernelFilter::base() const { return impl_ ? impl_->base : NameBase::kFunction; }
-
-bool KernelFilter::matches(std::string_view mangled, std::string_view demangled,
-                           std::string_view function) const {
-  if (empty()) return true;
-  try {
-    // Names the caller left empty are derived; `storage` keeps a derived name alive.
-    std::string storage;
-    std::string_view name;
-    switch (impl_->base) {
-      case NameBase::kMangled: name = mangled; break;
-      case NameBase::kDemangled:
-        name = demangled;
-        if (name.empty() && !mangled.empty()) name = storage = tools::demangle(mangled);
-        break;
-      case NameBase::kFunction:
-        name = function;
-        if (name.empty()) {
-          const std::string full = !demangled.empty() ? std::string(demangled) : tools::demangle(mangled);
-          if (!full.empty()) name = storage = tools::function_base_name(full);
-        }
-        break;
-    }
-    if (!impl_->regex) return name == impl_->spec;
-    if (impl_->whole_match) return std::regex_match(name.begin(), name.end(), *impl_->regex);
-    return std::regex_search(name.begin(), name.end(), *impl_->regex);
-  } catch (...) {
-    return false;  // std::regex_error (complexity, stack) or allocation: treat as no match
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1038,87 +810,6 @@ std::vector<std::pair<std::string, std::string>> process_environment() {
   return out;
 }
 
-std::string check_path_pattern(std::string_view pattern) {
-  try {
-    std::string error;
-    if (!split_pattern(pattern, &error)) return error;
-    return {};
-  } catch (...) {
-    return "cannot check the path pattern (out of memory)";
-  }
-}
-
-std::optional<std::string> expand_path_pattern(std::string_view pattern, const PathContext& ctx,
-                                               std::string* error) {
-  std::string local_error;
-  std::string& err = error != nullptr ? *error : local_error;
-  try {
-    std::optional<std::vector<PatternPart>> parts = split_pattern(pattern, &err);
-    if (!parts) return std::nullopt;
-    // Resolve everything but %n once; %n parts stay as kSequence markers.
-    bool has_sequence = false;
-    for (PatternPart& part : *parts) {
-      switch (part.kind) {
-        case PatternPart::Kind::kLiteral: break;
-        case PatternPart::Kind::kPid: part.text = std::to_string(ctx.pid); break;
-        case PatternPart::Kind::kHost: part.text = ctx.host; break;
-        case PatternPart::Kind::kSequence: has_sequence = true; continue;
-        case PatternPart::Kind::kEnv: {
-          std::optional<std::string> value;
-          if (ctx.getenv) value = ctx.getenv(part.text);
-          if (!value) {
-            err = "%q{" + part.text + "}: environment variable " + part.text + " is not set";
-            return std::nullopt;
-          }
-          part.text = std::move(*value);
-          break;
-        }
-      }
-      part.kind = PatternPart::Kind::kLiteral;
-    }
-    auto build = [&parts](uint64_t n) {
-      std::string path;
-      const std::string number = std::to_string(n);
-      for (const PatternPart& part : *parts) {
-        path += part.kind == PatternPart::Kind::kSequence ? number : part.text;
-      }
-      return path;
-    };
-    std::string path;
-    if (!has_sequence || !ctx.exists) {
-      path = build(1);
-    } else {
-      uint64_t n = 1;
-      for (; n <= kMaxPathSequence; ++n) {
-        path = build(n);
-        if (!ctx.exists(path)) break;
-      }
-      if (n > kMaxPathSequence) {
-        err = "every %n from 1 to " + std::to_string(kMaxPathSequence) + " is taken (last tried " +
-              shown(path) + ")";
-        return std::nullopt;
-      }
-    }
-    if (path.empty()) {
-      err = "the pattern expands to an empty path";
-      return std::nullopt;
-    }
-    return path;
-  } catch (const std::exception& e) {
-    try {
-      err = std::string("cannot expand the path pattern: ") + e.what();
-    } catch (...) {
-    }
-    return std::nullopt;
-  } catch (...) {
-    try {
-      err = "cannot expand the path pattern";
-    } catch (...) {
-    }
-    return std::nullopt;
-  }
-}
-
 std::optional<std::vector<std::pair<std::string, std::string>>> parse_config_string(std::string_view text,
                                                                                    std::string* error) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -1156,4 +847,36 @@ std::vector<std::pair<std::string, std::string>> with_overrides(
   return out;
 }
 
+namespace config_text {
+
+std::string shown(std::string_view value) {
+  std::string_view head = value;
+  const bool cut = value.size() > kMaxShownValue;
+  if (cut) {
+    std::size_t n = kMaxShownValue;
+    // Back off over UTF-8 continuation bytes (10xxxxxx) so the cut lands on a character start.
+    while (n > 0 && (static_cast<unsigned char>(value[n]) & 0xC0U) == 0x80U) --n;
+    head = value.substr(0, n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (const char c : head) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20U || u == 0x7FU) {
+      out += "\\x";
+      out += kHex[u >> 4U];
+      out += kHex[u & 0xFU];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  if (cut) out += "... (" + std::to_string(value.size()) + " bytes)";
+  return out;
+}
+
+}  // namespace config_text
 }  // namespace cutriage::agent

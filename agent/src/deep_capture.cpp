@@ -1,33 +1,31 @@
-// The agent's control input: deep-capture requests (the C API, the control signal, the control
-// file) and the end of their windows. The window's state is the Selector's, under the family
-// table's lock.
-#include "agent.h"
+#include "deep_capture.h"
+
 #include "control.h"
 
 namespace cutriage::agent {
 
-uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::string& target, uint32_t seconds,
+uint64_t DeepCaptures::request(wire::ControlSource source, const std::string& target, uint32_t seconds,
                                      std::string* error) {
   wire::ControlRequest req;
   req.source = source;
-  req.target = target.empty() ? config_.deep_target : target;
-  req.window_seconds = seconds == 0 ? config_.deep_seconds : seconds;
-  req.requested_unix_ns = process_.now_unix_ns();
+  req.target = target.empty() ? p_.config.deep_target : target;
+  req.window_seconds = seconds == 0 ? p_.config.deep_seconds : seconds;
+  req.requested_unix_ns = p_.now_unix_ns();
   std::string why;
   std::optional<DeepTarget> parsed;
-  if (finished_.load() || state_.load() != wire::AgentState::kActive || !subscribed_.load()) {
+  if (!p_.accepting()) {
     why = "the agent is not profiling";
   } else if (seconds > 3600) {
     why = "the window must be 1 to 3600 seconds";
   } else {
-    parsed = parse_deep_target(req.target, config_.kernel_filter.base(), &why);
+    parsed = parse_deep_target(req.target, p_.config.kernel_filter.base(), &why);
   }
   // A refused request is written and said once per reason: an application calling in a loop must
   // not fill the file or the log.
   bool first_of_kind = true;
   {
-    std::lock_guard<std::mutex> lock(families_.mutex());
-    std::optional<DeepWindow>& deep = selector_.deep_locked();
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    std::optional<DeepWindow>& deep = p_.selector.deep_locked();
     req.id = next_request_id_++;
     if (why.empty() && deep) why = "deep capture " + std::to_string(deep->request.id) + " is still open";
     if (why.empty() && parsed.has_value()) {  // parsed whenever nothing was refused
@@ -36,10 +34,10 @@ uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::stri
       window.request = req;
       window.top = parsed->top;
       window.filter = std::move(parsed->filter);
-      window.end_mono_ns = monotonic_now() + uint64_t{static_cast<uint32_t>(req.window_seconds)} * 1000000000ULL;
+      window.end_mono_ns = p_.monotonic_ns() + uint64_t{static_cast<uint32_t>(req.window_seconds)} * 1000000000ULL;
       deep = std::move(window);
-      selector_.set_deep_open(true);
-      selector_.update_all_locked();
+      p_.selector.set_deep_open(true);
+      p_.selector.update_all_locked();
     } else {
       req.state = wire::ControlState::kRejected;
       req.detail = why;
@@ -47,68 +45,68 @@ uint64_t Agent::request_deep_capture(wire::ControlSource source, const std::stri
       first_of_kind = control_errors_.insert(why).second;
     }
   }
-  if (first_of_kind) output_.write_control(req);
+  if (first_of_kind) p_.output.write_control(req);
   if (!why.empty()) {
     if (error != nullptr) *error = why;
     // Info, not a warning: the caller has the answer (0) and the output has the record.
-    if (first_of_kind) log_.info("deep capture refused: " + why);
+    if (first_of_kind) p_.log.info("deep capture refused: " + why);
     return 0;
   }
-  log_.info("deep capture " + std::to_string(req.id) + " of " + req.target + " for " +
+  p_.log.info("deep capture " + std::to_string(req.id) + " of " + req.target + " for " +
             std::to_string(static_cast<int>(req.window_seconds)) + " s");
   return req.id;
 }
 
-void Agent::check_deep_window() {
-  if (!selector_.deep_open()) return;  // the flush thread asks every tick
+void DeepCaptures::check() {
+  if (!p_.selector.deep_open()) return;  // the flush thread asks every tick
   wire::ControlRequest done;
   {
-    std::lock_guard<std::mutex> lock(families_.mutex());
-    std::optional<DeepWindow>& deep = selector_.deep_locked();
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    std::optional<DeepWindow>& deep = p_.selector.deep_locked();
     if (!deep) return;
-    const uint64_t now = monotonic_now();
+    const uint64_t now = p_.monotonic_ns();
     // Everything targeted is captured: the top N all profiled (and sampled); a name filter's
     // families are not known in advance, so its window runs to the end.
     bool complete = false;
     if (deep->top > 0) {
       uint32_t targeted = 0;
       uint32_t finished = 0;
-      for (const Family* f : families_.all_locked()) {
+      for (const Family* f : p_.families.all_locked()) {
         if (f->rank == 0 || f->rank > deep->top) continue;
         ++targeted;
-        const bool sampled = !config_.pc_sampling || deep->sampled.count(f->family_id) > 0;
+        const bool sampled = !p_.config.pc_sampling || deep->sampled.count(f->family_id) > 0;
         if (deep->captured.count(f->family_id) > 0 && sampled) ++finished;
       }
       complete = targeted > 0 && finished == targeted;
     }
-    if (!complete && now < deep->end_mono_ns && !finished_.load()) return;
+    if (!complete && now < deep->end_mono_ns && !p_.finished()) return;
     done = deep->request;
     done.state = complete ? wire::ControlState::kCompleted : wire::ControlState::kExpired;
-    done.ended_unix_ns = process_.now_unix_ns();
+    done.ended_unix_ns = p_.now_unix_ns();
     done.family_ids.assign(deep->captured.begin(), deep->captured.end());
-    for (const Family* f : families_.all_locked()) {
+    for (const Family* f : p_.families.all_locked()) {
       if (f->deep_request == done.id && f->last_record && f->last_record->status == wire::ProfileStatus::kProfiled) {
         ++done.profiled_launches;
       }
     }
     if (done.family_ids.empty()) done.detail = "no targeted family was launched in the window";
     deep.reset();
-    selector_.set_deep_open(false);
-    selector_.update_all_locked();
+    p_.selector.set_deep_open(false);
+    p_.selector.update_all_locked();
   }
-  output_.write_control(done);
+  p_.output.write_control(done);
 }
 
-void Agent::poll_control() {
+void DeepCaptures::poll() {
   if (take_control_signal()) {
     std::string error;
-    (void)request_deep_capture(wire::ControlSource::kSignal, "", 0, &error);
+    (void)request(wire::ControlSource::kSignal, "", 0, &error);
   }
-  if (config_.control_file.empty()) return;
+  if (p_.config.control_file.empty()) return;
   std::string error;
-  std::optional<std::string> text = take_control_file(config_.control_file, &error);
+  std::optional<std::string> text = take_control_file(p_.config.control_file, &error);
   if (!error.empty()) {
-    log_.log_once(LogLevel::kWarn, "control-file: " + error, error);
+    p_.log.log_once(LogLevel::kWarn, "control-file: " + error, error);
     return;
   }
   if (!text) return;
@@ -117,18 +115,18 @@ void Agent::poll_control() {
     wire::ControlRequest rejected;
     rejected.source = wire::ControlSource::kFile;
     rejected.state = wire::ControlState::kRejected;
-    rejected.requested_unix_ns = process_.now_unix_ns();
+    rejected.requested_unix_ns = p_.now_unix_ns();
     rejected.ended_unix_ns = rejected.requested_unix_ns;
-    rejected.detail = config_.control_file + ": " + error;
+    rejected.detail = p_.config.control_file + ": " + error;
     {
-      std::lock_guard<std::mutex> lock(families_.mutex());
+      std::lock_guard<std::mutex> lock(p_.families.mutex());
       rejected.id = next_request_id_++;
     }
-    output_.write_control(rejected);
-    log_.warn("control file " + config_.control_file + ": " + error);
+    p_.output.write_control(rejected);
+    p_.log.warn("control file " + p_.config.control_file + ": " + error);
     return;
   }
-  (void)request_deep_capture(wire::ControlSource::kFile, req->target, req->seconds, &error);
+  (void)request(wire::ControlSource::kFile, req->target, req->seconds, &error);
 }
 
 }  // namespace cutriage::agent

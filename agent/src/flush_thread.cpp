@@ -1,0 +1,44 @@
+#include "flush_thread.h"
+
+#include <pthread.h>
+
+#include <chrono>
+
+namespace cutriage::agent {
+
+bool FlushThread::start(uint32_t period_ms, std::function<void()> tick) {
+  try {
+    thread_ = std::thread([this, period_ms, tick = std::move(tick)] {
+      pthread_setname_np(pthread_self(), "cutriage-trace");
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (!stop_) {
+        cv_.wait_for(lock, std::chrono::milliseconds(period_ms), [this] { return stop_; });
+        if (stop_) break;
+        lock.unlock();
+        tick();
+        lock.lock();
+      }
+    });
+  } catch (...) {
+    return false;
+  }
+  id_ = thread_.get_id();
+  running_.store(true);
+  return true;
+}
+
+void FlushThread::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) {
+    try {
+      thread_.join();
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace cutriage::agent
