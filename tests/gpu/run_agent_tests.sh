@@ -13,7 +13,8 @@
 # 6. the trace: the timeline program (NVTX, streams, copies, a tiny-kernel burst) and the graph
 #    program in trace-only and profiling runs, `cutriage trace` exported and parsed as JSON;
 # 7. PC sampling: strided_load without -lineinfo, `cutriage pprof` of the zoo files;
-# 8. bench/pcsampling_overhead.sh (PCBENCH=0 skips it) and bench/trace_overhead.sh (BENCH=0 skips
+# 8. the verdicts of every file against the committed ones (tests/data/agent/, verdicts.py);
+# 9. bench/pcsampling_overhead.sh (PCBENCH=0 skips it) and bench/trace_overhead.sh (BENCH=0 skips
 #    it): plain vs agent modes, medians.
 # The .pb files go to tests/data/agent/ (committed) so CI replays them: see that README.
 set -u -o pipefail
@@ -129,6 +130,21 @@ for f in trace_timeline trace_torch trace_graphs prog_timeline torch_loop zoo_ti
   n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['traceEvents']))" "$out/logs/$f.json" 2>&1)
   note "cutriage trace $f: $n events"
   rm -f "$out/logs/$f.json"
+done
+
+# Verdicts against the committed files of the last run (tests/data/agent/): a change to the
+# agent's structure must give every zoo kernel, test program and the PyTorch loop the same
+# classification, limiter and deciding rule (tests/gpu/verdicts.py; durations vary, verdicts not).
+for committed in tests/data/agent/*.pb; do
+  f=$(basename "$committed")
+  [ -f "$out/agent/$f" ] || continue
+  "$cli" json "$committed" 2>/dev/null | python3 tests/gpu/verdicts.py >"$out/logs/${f%.pb}.verdicts.before"
+  "$cli" json "$out/agent/$f" 2>/dev/null | python3 tests/gpu/verdicts.py >"$out/logs/${f%.pb}.verdicts.after"
+  if diff -u "$out/logs/${f%.pb}.verdicts.before" "$out/logs/${f%.pb}.verdicts.after" >"$out/logs/${f%.pb}.verdicts.diff"; then
+    note "verdicts $f: same ($(wc -l <"$out/logs/${f%.pb}.verdicts.after") kernels)"
+  else
+    note "verdicts $f: DIFFERENT"; sed 's/^/    /' "$out/logs/${f%.pb}.verdicts.diff" | tee -a "$summary"
+  fi
 done
 
 note "result: $([ $fail = 0 ] && echo PASS || echo FAIL)"
