@@ -319,8 +319,8 @@ void emit_message(Output& out, const MessageDesc& m, const std::string& indent, 
     }
     out.header << inner << "static constexpr uint32_t " << constant << " = " << f.number << ";  // " << note
                << "\n";
-    out.fields << "    {\"" << full << "\", \"" << f.name << "\", \"" << constant << "\", " << kNamespace << cpp_scope << m.name
-               << "::" << constant << "},\n";
+    out.fields << "    {\"" << full << "\", \"" << f.name << "\", \"" << constant << "\", " << kNamespace << cpp_scope
+               << m.name << "::" << constant << "},\n";
   }
   out.header << indent << "};\n";
 }
