@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <exception>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -150,6 +151,13 @@ FileDesc parse_file(protozero::pbf_reader m) {
   return f;
 }
 
+// Stops the generator: the message is main's to print.
+[[noreturn]] void fail(std::initializer_list<std::string_view> parts) {
+  std::string why;
+  for (std::string_view p : parts) why += p;
+  throw std::runtime_error(why);
+}
+
 // ---- names --------------------------------------------------------------------------------------
 
 bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
@@ -197,14 +205,14 @@ std::string field_constant(const FieldDesc& f) { return "k" + camel(f.name); }
 std::string value_constant(const EnumDesc& e, const std::string& value) {
   const std::string prefix = upper_snake_prefix(e.name);
   if (value.size() <= prefix.size() || value.compare(0, prefix.size(), prefix) != 0) {
-    throw std::runtime_error("enum " + e.name + ": value " + value + " does not start with " + prefix +
-                             " (cutriage.v1 convention: values carry their enum's name as prefix)");
+    fail({"enum ", e.name, ": value ", value, " does not start with ", prefix,
+          " (cutriage.v1 convention: values carry their enum's name as prefix)"});
   }
   return "k" + camel(std::string_view(value).substr(prefix.size()));
 }
 
-// The narrowest type holding every value: the C++ code keeps these enums in records and atomics,
-// where uint8_t is what it used before the enums were generated.
+// The narrowest type holding every value: records and atomics keep these enums, and stay as small
+// as the values allow.
 std::string underlying_type(const EnumDesc& e) {
   int64_t lo = 0;
   int64_t hi = 0;
@@ -274,7 +282,7 @@ void emit_enum(Output& out, const EnumDesc& e, const std::string& indent, const 
   for (const auto& [name, number] : e.values) {
     const std::string constant = value_constant(e, name);
     if (!seen.insert(constant).second) {
-      throw std::runtime_error("enum " + full + ": two values map to " + constant);
+      fail({"enum ", full, ": two values map to ", constant});
     }
     out.header << indent << "  " << constant << " = " << number << ",  // " << name << "\n";
     out.macros << " \\\n  X(" << constant << ", " << number << ")";
@@ -299,7 +307,7 @@ void emit_message(Output& out, const MessageDesc& m, const std::string& indent, 
   for (const FieldDesc& f : m.fields) {
     const std::string constant = field_constant(f);
     if (!seen.insert(constant).second) {
-      throw std::runtime_error("message " + full + ": two fields map to " + constant);
+      fail({"message ", full, ": two fields map to ", constant});
     }
     std::string type;
     if (const char* scalar = scalar_name(f.type)) {
@@ -340,7 +348,7 @@ void write_if_changed(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
-  if (!out) throw std::runtime_error("cannot write " + path);
+  if (!out) fail({"cannot write ", path});
 }
 
 std::string banner(const FileDesc& f) {
@@ -400,7 +408,7 @@ int main(int argc, char** argv) {
   }
   try {
     const std::optional<std::string> bytes = read_file(argv[1]);
-    if (!bytes) throw std::runtime_error(std::string("cannot read ") + argv[1]);
+    if (!bytes) fail({"cannot read ", argv[1]});
     const std::string_view wanted = argv[2];
     protozero::pbf_reader set(*bytes);
     std::vector<std::string> names;
