@@ -7,8 +7,9 @@
 #   bash .ci/tidy.sh tools/src/ncu_csv.cpp # some files (paths relative to the repository)
 #
 # The compilation database comes from a clang configure in build-tidy/ (nothing is compiled but
-# the protoc headers the tool's sources include). With the CUDA toolkit present the CUPTI
-# collectors and the injection library are configured, hence analysed, too.
+# the generated headers the sources include, and cutriage_schema_gen, which writes schema.h). With
+# the CUDA toolkit present the CUPTI collectors and the injection library are configured, hence
+# analysed, too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-tidy
@@ -18,8 +19,9 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="${CUTRIAGE_CLANGXX:-clang++-14}" -DCUTRIAGE_CUDA=AUTO \
   -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_BUILD_FUZZERS=ON "-DCUTRIAGE_SANITIZE=address;undefined" >/dev/null
-# Generated headers the sources include.
-cmake --build "$build" --target proto/gen/cutriage/v1/cutriage.pb.h tools/gen/pprof/profile.pb.h >/dev/null
+# Generated headers the sources include (schema.h builds and runs cutriage_schema_gen first).
+cmake --build "$build" --target proto/gen/cutriage/v1/cutriage.pb.h tools/gen/pprof/profile.pb.h \
+  proto/wire_gen/cutriage/wire/schema.h >/dev/null
 
 if (($# > 0)); then
   files=()

@@ -5,7 +5,8 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
-  protobuf-compiler libprotobuf-dev   # schema classes for the tool and tests (FindProtobuf)
+  protobuf-compiler                   # protoc: the wire schema header (every build), the classes below
+  libprotobuf-dev                     # schema classes for the tool and tests (FindProtobuf)
   zlib1g-dev                          # `cutriage pprof` gzips its profiles (FindZLIB)
   libprotozero-dev                    # header-only wire encoder used by the agent
   libspdlog-dev libfmt-dev            # header-only logging in the agent

@@ -1,4 +1,5 @@
 #include "cutriage/wire/prior_run.h"
+#include "cutriage/wire/schema.h"
 
 #include <map>
 #include <protozero/pbf_reader.hpp>
@@ -8,27 +9,17 @@
 namespace cutriage::wire {
 namespace {
 
-// Field numbers of proto/cutriage/v1/cutriage.proto (the writer's, read back).
-namespace f {
-constexpr protozero::pbf_tag_type kFileRecords = 1;
-constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kRecordKernel = 3;
-constexpr protozero::pbf_tag_type kSessionVersion = 2, kSessionPid = 4, kSessionStart = 6, kSessionGpus = 7,
-                                  kSessionMode = 16;
-constexpr protozero::pbf_tag_type kGpuDevice = 1, kGpuChip = 3;
-constexpr protozero::pbf_tag_type kInternedId = 1, kInternedValue = 2;
-constexpr protozero::pbf_tag_type kKernelMangled = 1, kKernelDevice = 4, kKernelLaunchIndex = 7, kKernelLaunch = 9,
-                                  kKernelMetrics = 10, kKernelReplay = 12, kKernelStatus = 20, kKernelRejected = 25,
-                                  kKernelRevision = 27,
-                                  kKernelAssembled = 29;
-constexpr protozero::pbf_tag_type kLaunchGrid = 1, kLaunchBlock = 2, kLaunchCluster = 3, kLaunchRegs = 4,
-                                  kLaunchStatic = 5, kLaunchDynamic = 6, kLaunchLocal = 7, kLaunchConfig = 8;
-constexpr protozero::pbf_tag_type kMetricName = 1, kMetricValue = 2, kMetricUnit = 3, kMetricDerived = 4,
-                                  kMetricFromLaunch = 5;
-constexpr protozero::pbf_tag_type kAsmIndex = 1, kAsmGrid = 2, kAsmBlock = 3, kAsmDynamic = 4, kAsmDuration = 5,
-                                  kAsmGroup = 6, kAsmMetrics = 7, kAsmEarlierPid = 8, kAsmEarlierStart = 9;
-constexpr int32_t kStatusProfiled = 1;  // PROFILE_STATUS_PROFILED
-constexpr int32_t kReplayNone = 4;  // REPLAY_MODE_NONE
-}  // namespace f
+// Field numbers and enum values: schema.h, generated from proto/cutriage/v1/cutriage.proto.
+using K = schema::KernelProfile;
+using LC = schema::LaunchConfig;
+using A = schema::AssembledLaunch;
+
+// An enum's number on the wire, for comparing with what a file holds: a value read from a file is
+// kept as the int32 it is, never cast into the enum (a foreign number would wrap into a known one).
+template <typename E>
+constexpr int32_t wire_number(E value) {
+  return static_cast<int32_t>(value);
+}
 
 // protozero asserts when a field is read with another wire type than it has, which a malformed or
 // foreign file may hold: every read checks the type first and skips a field that does not match.
@@ -75,9 +66,9 @@ triage::Dim3 read_dim3(protozero::pbf_reader m) {
   triage::Dim3 d{0, 0, 0};
   while (m.next()) {
     switch (m.tag()) {
-      case 1: d.x = u32(m); break;
-      case 2: d.y = u32(m); break;
-      case 3: d.z = u32(m); break;
+      case schema::Dim3::kX: d.x = u32(m); break;
+      case schema::Dim3::kY: d.y = u32(m); break;
+      case schema::Dim3::kZ: d.z = u32(m); break;
       default: m.skip();
     }
   }
@@ -88,14 +79,14 @@ triage::LaunchConfig read_launch(protozero::pbf_reader m) {
   triage::LaunchConfig l;
   while (m.next()) {
     switch (m.tag()) {
-      case f::kLaunchGrid: l.grid = read_dim3(message(m)); break;
-      case f::kLaunchBlock: l.block = read_dim3(message(m)); break;
-      case f::kLaunchCluster: l.cluster = read_dim3(message(m)); break;
-      case f::kLaunchRegs: l.registers_per_thread = u32(m); break;
-      case f::kLaunchStatic: l.static_shared_bytes = u32(m); break;
-      case f::kLaunchDynamic: l.dynamic_shared_bytes = u32(m); break;
-      case f::kLaunchLocal: l.local_bytes_per_thread = u32(m); break;
-      case f::kLaunchConfig: l.shared_config_bytes_per_sm = u32(m); break;
+      case LC::kGrid: l.grid = read_dim3(message(m)); break;
+      case LC::kBlock: l.block = read_dim3(message(m)); break;
+      case LC::kCluster: l.cluster = read_dim3(message(m)); break;
+      case LC::kRegistersPerThread: l.registers_per_thread = u32(m); break;
+      case LC::kStaticSharedBytes: l.static_shared_bytes = u32(m); break;
+      case LC::kDynamicSharedBytes: l.dynamic_shared_bytes = u32(m); break;
+      case LC::kLocalBytesPerThread: l.local_bytes_per_thread = u32(m); break;
+      case LC::kSharedConfigBytesPerSm: l.shared_config_bytes_per_sm = u32(m); break;
       default: m.skip();
     }
   }
@@ -128,47 +119,48 @@ RawKernel read_kernel(protozero::pbf_reader m) {
   RawKernel k;
   while (m.next()) {
     switch (m.tag()) {
-      case f::kKernelMangled: k.mangled = u64(m); break;
-      case f::kKernelDevice: k.device = u32(m); break;
-      case f::kKernelLaunchIndex: k.launch_index = u64(m); break;
-      case f::kKernelLaunch:
+      case K::kMangledNameIid: k.mangled = u64(m); break;
+      case K::kDevice: k.device = u32(m); break;
+      case K::kLaunchIndex: k.launch_index = u64(m); break;
+      case K::kLaunch:
         k.launch = read_launch(message(m));
         k.has_launch = true;
         break;
-      case f::kKernelMetrics: {
+      case K::kMetrics: {
+        using M = schema::Metric;
         protozero::pbf_reader mm = message(m);
         RawMetric r;
         while (mm.next()) {
           switch (mm.tag()) {
-            case f::kMetricName: r.name = u64(mm); break;
-            case f::kMetricValue: r.value = f64(mm); break;
-            case f::kMetricUnit: r.unit = u64(mm); break;
-            case f::kMetricDerived: r.derived = boolean(mm); break;
-            case f::kMetricFromLaunch: r.from_launch = u64(mm); break;
+            case M::kNameIid: r.name = u64(mm); break;
+            case M::kValue: r.value = f64(mm); break;
+            case M::kUnitIid: r.unit = u64(mm); break;
+            case M::kDerived: r.derived = boolean(mm); break;
+            case M::kFromLaunchIndex: r.from_launch = u64(mm); break;
             default: mm.skip();
           }
         }
         k.metrics.push_back(r);
         break;
       }
-      case f::kKernelReplay: k.replay = enum32(m); break;
-      case f::kKernelStatus: k.status = enum32(m); break;
-      case f::kKernelRevision: k.revision = u32(m); break;
-      case f::kKernelRejected: k.rejected.push_back(text(m)); break;
-      case f::kKernelAssembled: {
+      case K::kReplayMode: k.replay = enum32(m); break;
+      case K::kStatus: k.status = enum32(m); break;
+      case K::kRevision: k.revision = u32(m); break;
+      case K::kRejectedMetrics: k.rejected.push_back(text(m)); break;
+      case K::kAssembledLaunches: {
         protozero::pbf_reader a = message(m);
         triage::AssembledLaunch l;
         while (a.next()) {
           switch (a.tag()) {
-            case f::kAsmIndex: l.launch_index = u64(a); break;
-            case f::kAsmGrid: l.grid = read_dim3(message(a)); break;
-            case f::kAsmBlock: l.block = read_dim3(message(a)); break;
-            case f::kAsmDynamic: l.dynamic_shared_bytes = u32(a); break;
-            case f::kAsmDuration: l.duration_ns = f64(a); break;
-            case f::kAsmGroup: l.metric_group = u32(a); break;
-            case f::kAsmMetrics: l.metrics = u32(a); break;
-            case f::kAsmEarlierPid: l.earlier_pid = u64(a); break;
-            case f::kAsmEarlierStart: l.earlier_start_unix_ns = u64(a); break;
+            case A::kLaunchIndex: l.launch_index = u64(a); break;
+            case A::kGrid: l.grid = read_dim3(message(a)); break;
+            case A::kBlock: l.block = read_dim3(message(a)); break;
+            case A::kDynamicSharedBytes: l.dynamic_shared_bytes = u32(a); break;
+            case A::kDurationNs: l.duration_ns = f64(a); break;
+            case A::kMetricGroup: l.metric_group = u32(a); break;
+            case A::kMetrics: l.metrics = u32(a); break;
+            case A::kEarlierPid: l.earlier_pid = u64(a); break;
+            case A::kEarlierStartUnixNs: l.earlier_start_unix_ns = u64(a); break;
             default: a.skip();
           }
         }
@@ -192,11 +184,11 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
   std::map<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t, uint32_t>, RawKernel> latest;
   try {
     protozero::pbf_reader file(bytes.data(), bytes.size());
-    while (file.next(f::kFileRecords, protozero::pbf_wire_type::length_delimited)) {
+    while (file.next(schema::File::kRecords, protozero::pbf_wire_type::length_delimited)) {
       protozero::pbf_reader record = message(file);
       while (record.next()) {
         switch (record.tag()) {
-          case f::kRecordSession: {
+          case schema::Record::kSession: {
             if (has_session) {
               record.skip();  // a later header (a late segment): the first one names the process
               break;
@@ -204,19 +196,20 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
             has_session = true;
             protozero::pbf_reader s = message(record);
             while (s.next()) {
+              using H = schema::SessionHeader;
               switch (s.tag()) {
-                case f::kSessionVersion: run.agent_version = text(s); break;
-                case f::kSessionPid: run.pid = u64(s); break;
-                case f::kSessionStart: run.start_unix_ns = u64(s); break;
-                case f::kSessionMode: run.mode = text(s); break;
-                case f::kSessionGpus: {
+                case H::kAgentVersion: run.agent_version = text(s); break;
+                case H::kPid: run.pid = u64(s); break;
+                case H::kStartTimeUnixNs: run.start_unix_ns = u64(s); break;
+                case H::kMode: run.mode = text(s); break;
+                case H::kGpus: {
                   protozero::pbf_reader g = message(s);
                   uint32_t device = 0;
                   std::string chip;
                   while (g.next()) {
-                    if (g.tag() == f::kGpuDevice) {
+                    if (g.tag() == schema::Gpu::kDevice) {
                       device = u32(g);
-                    } else if (g.tag() == f::kGpuChip) {
+                    } else if (g.tag() == schema::Gpu::kChip) {
                       chip = text(g);
                     } else {
                       g.skip();
@@ -230,14 +223,14 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
             }
             break;
           }
-          case f::kRecordInterned: {
+          case schema::Record::kInterned: {
             protozero::pbf_reader i = message(record);
             uint64_t id = 0;
             std::string value;
             while (i.next()) {
-              if (i.tag() == f::kInternedId) {
+              if (i.tag() == schema::InternedString::kId) {
                 id = u64(i);
-              } else if (i.tag() == f::kInternedValue) {
+              } else if (i.tag() == schema::InternedString::kValue) {
                 value = text(i);
               } else {
                 i.skip();
@@ -246,11 +239,12 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
             if (id != 0) strings[id] = std::move(value);
             break;
           }
-          case f::kRecordKernel: {
+          case schema::Record::kKernel: {
             RawKernel k = read_kernel(message(record));
             // Always-on records only: assembled from single-pass launches, none replayed.
-            if (k.status != f::kStatusProfiled || k.replay != f::kReplayNone || k.assembled.empty() ||
-                !k.has_launch || k.mangled == 0) {
+            if (k.status != wire_number(schema::ProfileStatus::kProfiled) ||
+                k.replay != wire_number(schema::ReplayMode::kNone) || k.assembled.empty() || !k.has_launch ||
+                k.mangled == 0) {
               break;
             }
             const auto key = std::make_tuple(k.mangled, k.device, k.launch.block.x, k.launch.block.y, k.launch.block.z);

@@ -1,5 +1,7 @@
 #include "cutriage/wire/writer.h"
+#include "cutriage/wire/schema.h"
 #include "cutriage/wire/utf8.h"
+#include "schema_checks.h"
 
 #include <protozero/pbf_writer.hpp>
 
@@ -11,15 +13,9 @@ namespace cutriage::wire {
 
 namespace {
 
-// Field numbers of cutriage.v1, by message. Kept next to the encoder so a schema change shows up
-// here in review; tests/unit/tools/test_wire_roundtrip.cpp parses the output with libprotobuf.
-namespace f {
-constexpr protozero::pbf_tag_type kFileRecords = 1;
-constexpr protozero::pbf_tag_type kRecordSession = 1, kRecordInterned = 2, kRecordKernel = 3,
-                                   kRecordNotice = 4, kRecordSessionEnd = 5, kRecordFamily = 6,
-                                   kRecordTrace = 7, kRecordTraceSummary = 8, kRecordControl = 9;
-constexpr protozero::pbf_tag_type kInternedId = 1, kInternedValue = 2;
-}  // namespace f
+// Field numbers come from schema.h, which the build generates from cutriage.proto: schema::<Message>
+// is the message being written. Which fields are written, and how, is this file's choice;
+// tests/unit/tools/test_wire_roundtrip.cpp parses the output with libprotobuf, field by field.
 
 // Every string goes through here: a field that is not UTF-8 would make the whole record
 // unreadable (see utf8.h), so such bytes are replaced, never written.
@@ -60,82 +56,90 @@ void put_enum(protozero::pbf_writer& w, protozero::pbf_tag_type tag, E v) {
 
 void put_dim3(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const triage::Dim3& d) {
   if (d.x == 0 && d.y == 0 && d.z == 0) return;
+  using D = schema::Dim3;
   protozero::pbf_writer m(w, tag);
-  m.add_uint32(1, d.x);
-  m.add_uint32(2, d.y);
-  m.add_uint32(3, d.z);
+  m.add_uint32(D::kX, d.x);
+  m.add_uint32(D::kY, d.y);
+  m.add_uint32(D::kZ, d.z);
 }
 
 void put_limits(protozero::pbf_writer& w, protozero::pbf_tag_type tag,
                 const triage::DeviceLimits& l) {
+  using L = schema::DeviceLimits;
   protozero::pbf_writer m(w, tag);
-  put_u32(m, 1, l.warp_size);
-  put_u32(m, 2, l.max_threads_per_sm);
-  put_u32(m, 3, l.max_warps_per_sm);
-  put_u32(m, 4, l.max_blocks_per_sm);
-  put_u32(m, 5, l.max_threads_per_block);
-  put_u32(m, 6, l.registers_per_sm);
-  put_u32(m, 7, l.max_registers_per_thread);
-  put_u32(m, 8, l.register_alloc_unit);
-  put_u32(m, 9, l.shared_bytes_per_sm);
-  put_u32(m, 10, l.shared_bytes_per_block_optin);
-  put_u32(m, 11, l.reserved_shared_bytes_per_block);
-  put_u32(m, 12, l.shared_alloc_unit);
+  put_u32(m, L::kWarpSize, l.warp_size);
+  put_u32(m, L::kMaxThreadsPerSm, l.max_threads_per_sm);
+  put_u32(m, L::kMaxWarpsPerSm, l.max_warps_per_sm);
+  put_u32(m, L::kMaxBlocksPerSm, l.max_blocks_per_sm);
+  put_u32(m, L::kMaxThreadsPerBlock, l.max_threads_per_block);
+  put_u32(m, L::kRegistersPerSm, l.registers_per_sm);
+  put_u32(m, L::kMaxRegistersPerThread, l.max_registers_per_thread);
+  put_u32(m, L::kRegisterAllocUnit, l.register_alloc_unit);
+  put_u32(m, L::kSharedBytesPerSm, l.shared_bytes_per_sm);
+  put_u32(m, L::kSharedBytesPerBlockOptin, l.shared_bytes_per_block_optin);
+  put_u32(m, L::kReservedSharedBytesPerBlock, l.reserved_shared_bytes_per_block);
+  put_u32(m, L::kSharedAllocUnit, l.shared_alloc_unit);
 }
 
 void put_finding(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const triage::Finding& fd) {
+  using F = schema::Finding;
   protozero::pbf_writer m(w, tag);
-  put_enum(m, 1, fd.limiter);
-  put_string(m, 2, fd.summary);
-  put_string(m, 3, fd.detail);
-  put_string(m, 4, fd.next_action);
-  put_double(m, 5, fd.estimated_speedup.value_or(0));
-  put_string(m, 6, fd.estimate_basis);
-  put_double(m, 7, fd.severity);
+  put_enum(m, F::kLimiter, fd.limiter);
+  put_string(m, F::kSummary, fd.summary);
+  put_string(m, F::kDetail, fd.detail);
+  put_string(m, F::kNextAction, fd.next_action);
+  put_double(m, F::kEstimatedSpeedup, fd.estimated_speedup.value_or(0));
+  put_string(m, F::kEstimateBasis, fd.estimate_basis);
+  put_double(m, F::kSeverity, fd.severity);
 }
 
 void put_check(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const triage::CheckResult& c) {
+  using C = schema::Check;
+  using E = schema::Evidence;
+  using T = schema::ThresholdUse;
   protozero::pbf_writer m(w, tag);
-  put_string(m, 1, c.rule_id);
-  put_enum(m, 2, c.decision);
-  put_string(m, 3, c.title);
-  put_enum(m, 4, c.outcome);
-  put_string(m, 5, c.reason);
+  put_string(m, C::kRuleId, c.rule_id);
+  put_enum(m, C::kDecision, c.decision);
+  put_string(m, C::kTitle, c.title);
+  put_enum(m, C::kOutcome, c.outcome);
+  put_string(m, C::kReason, c.reason);
   for (const triage::Evidence& e : c.evidence) {
-    protozero::pbf_writer ev(m, 6);
-    put_string(ev, 1, e.metric);
+    protozero::pbf_writer ev(m, C::kEvidence);
+    put_string(ev, E::kMetric, e.metric);
     // Written even when zero: a measured 0 is evidence, unlike an unset optional field.
-    ev.add_double(2, e.value);
-    put_string(ev, 3, e.unit);
-    put_bool(ev, 4, e.derived);
+    ev.add_double(E::kValue, e.value);
+    put_string(ev, E::kUnit, e.unit);
+    put_bool(ev, E::kDerived, e.derived);
   }
   for (const triage::ThresholdUse& t : c.thresholds) {
-    protozero::pbf_writer tu(m, 7);
-    put_string(tu, 1, t.name);
-    tu.add_double(2, t.value);
+    protozero::pbf_writer tu(m, C::kThresholds);
+    put_string(tu, T::kName, t.name);
+    tu.add_double(T::kValue, t.value);
   }
-  if (c.finding) put_finding(m, 8, *c.finding);
+  if (c.finding) put_finding(m, C::kFinding, *c.finding);
 }
 
 void put_diagnosis(protozero::pbf_writer& w, protozero::pbf_tag_type tag,
                    const triage::Diagnosis& d) {
+  using D = schema::Diagnosis;
+  using V = schema::DecisionVisit;
   protozero::pbf_writer m(w, tag);
   for (const triage::DecisionVisit& v : d.path) {
-    protozero::pbf_writer visit(m, 1);
-    put_enum(visit, 1, v.decision);
-    put_string(visit, 2, v.entered_because);
-    for (const triage::CheckResult& c : v.checks) put_check(visit, 3, c);
+    protozero::pbf_writer visit(m, D::kPath);
+    put_enum(visit, V::kDecision, v.decision);
+    put_string(visit, V::kEnteredBecause, v.entered_because);
+    for (const triage::CheckResult& c : v.checks) put_check(visit, V::kChecks, c);
   }
-  put_enum(m, 2, d.classification);
-  put_enum(m, 3, d.primary_limiter);
-  put_string(m, 4, d.headline);
-  put_string(m, 5, d.next_action);
-  put_double(m, 6, d.estimated_speedup.value_or(0));
-  put_double(m, 7, d.amdahl_ceiling.value_or(0));
-  put_enum(m, 8, d.trust);
-  for (const std::string& note : d.trust_notes) put_text(m, 9, note);
-  put_bool(m, 10, d.at_hardware_limit);
-  put_string(m, 11, d.primary_rule);
+  put_enum(m, D::kClassification, d.classification);
+  put_enum(m, D::kPrimaryLimiter, d.primary_limiter);
+  put_string(m, D::kHeadline, d.headline);
+  put_string(m, D::kNextAction, d.next_action);
+  put_double(m, D::kEstimatedSpeedup, d.estimated_speedup.value_or(0));
+  put_double(m, D::kAmdahlCeiling, d.amdahl_ceiling.value_or(0));
+  put_enum(m, D::kTrust, d.trust);
+  for (const std::string& note : d.trust_notes) put_text(m, D::kTrustNotes, note);
+  put_bool(m, D::kAtHardwareLimit, d.at_hardware_limit);
+  put_string(m, D::kPrimaryRuleId, d.primary_rule);
 }
 
 // ---- PC sampling (KernelProfile.pc_sampling) ----------------------------------------------------
@@ -214,40 +218,44 @@ PcSamplingIds intern_pc_sampling(const triage::PcSampleSummary& pcs, const std::
 
 void put_pc_sampling(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const triage::PcSampleSummary& pcs,
                      const PcSamplingIds& ids, const KernelRecord& k) {
+  using P = schema::PcSampling;
+  using S = schema::SampledPc;
+  using SC = schema::StallCount;
+  using FC = schema::FunctionCode;
   protozero::pbf_writer m(w, tag);
   // Written even when 0: a PcSampling with every field unset (an empty sampling, no error) would
   // be dropped by protozero, and the reader could not tell it from a launch never sampled.
-  m.add_uint64(1, pcs.from_launch_index);
-  put_u32(m, 2, pcs.sampling_period_log2);
-  put_u64(m, 3, pcs.total_samples);
-  put_u64(m, 4, pcs.dropped_samples);
-  put_bool(m, 5, pcs.hardware_buffer_full);
-  put_bool(m, 6, pcs.has_line_info);
-  put_string(m, 7, pcs.error);
+  m.add_uint64(P::kFromLaunchIndex, pcs.from_launch_index);
+  put_u32(m, P::kSamplingPeriodLog2, pcs.sampling_period_log2);
+  put_u64(m, P::kTotalSamples, pcs.total_samples);
+  put_u64(m, P::kDroppedSamples, pcs.dropped_samples);
+  put_bool(m, P::kHardwareBufferFull, pcs.hardware_buffer_full);
+  put_bool(m, P::kHasLineInfo, pcs.has_line_info);
+  put_string(m, P::kError, pcs.error);
   for (size_t i : ids.order) {
     const triage::PcSampleLine& line = pcs.lines[i];
-    protozero::pbf_writer sp(m, 8);
-    put_u64(sp, 1, ids.function[i]);
-    sp.add_uint64(2, line.pc_offset);  // even 0 (the first instruction): keeps the SampledPc
-    put_u64(sp, 3, ids.file[i]);
-    put_u32(sp, 4, line.line);
-    put_string(sp, 5, line.sass);
+    protozero::pbf_writer sp(m, P::kPcs);
+    put_u64(sp, S::kFunctionIid, ids.function[i]);
+    sp.add_uint64(S::kPcOffset, line.pc_offset);  // even 0 (the first instruction): keeps the SampledPc
+    put_u64(sp, S::kFileIid, ids.file[i]);
+    put_u32(sp, S::kLine, line.line);
+    put_string(sp, S::kSass, line.sass);
     for (const auto& [reason, samples] : ids.stalls[i]) {
-      protozero::pbf_writer sc(sp, 6);
-      put_u64(sc, 1, reason);
-      sc.add_uint64(2, samples);  // even 0: keeps the StallCount
+      protozero::pbf_writer sc(sp, S::kStalls);
+      put_u64(sc, SC::kReasonIid, reason);
+      sc.add_uint64(SC::kSamples, samples);  // even 0: keeps the StallCount
     }
-    put_u64(sp, 7, ids.inlined_file[i]);
-    put_u32(sp, 8, line.inlined_line);
+    put_u64(sp, S::kInlinedFileIid, ids.inlined_file[i]);
+    put_u32(sp, S::kInlinedLine, line.inlined_line);
   }
   for (size_t i = 0; i < k.pc_code.size(); ++i) {
     const FunctionCode& fc = k.pc_code[i];
-    protozero::pbf_writer code(m, 9);
-    put_u64(code, 1, ids.code_function[i]);
+    protozero::pbf_writer code(m, P::kCode);
+    put_u64(code, FC::kFunctionIid, ids.code_function[i]);
     // Raw bytes, not text: never through put_text's UTF-8 repair. Written even when empty.
-    code.add_bytes(2, reinterpret_cast<const char*>(fc.text.data()), fc.text.size());
+    code.add_bytes(FC::kText, reinterpret_cast<const char*>(fc.text.data()), fc.text.size());
   }
-  put_string(m, 10, k.pc_sm_arch);
+  put_string(m, P::kSmArch, k.pc_sm_arch);
 }
 
 // One Record holding `payload` as its oneof field `tag`, as a File.records field. The payload is
@@ -262,7 +270,7 @@ std::string as_record(protozero::pbf_tag_type tag, const std::string& payload) {
   }
   std::string out;
   protozero::pbf_writer file(out);
-  file.add_message(f::kFileRecords, record);
+  file.add_message(schema::File::kRecords, record);
   return out;
 }
 
@@ -277,56 +285,59 @@ uint64_t RecordEncoder::intern(std::string_view value, std::string& out) {
   std::string payload;
   {
     protozero::pbf_writer s(payload);
-    s.add_uint64(f::kInternedId, id);
-    put_text(s, f::kInternedValue, value);
+    s.add_uint64(schema::InternedString::kId, id);
+    put_text(s, schema::InternedString::kValue, value);
   }
-  out += as_record(f::kRecordInterned, payload);
+  out += as_record(schema::Record::kInterned, payload);
   return id;
 }
 
 std::string RecordEncoder::session(const SessionInfo& s) {
   std::string payload;
   {
+    using H = schema::SessionHeader;
+    using G = schema::Gpu;
+    using CS = schema::CollectionSettings;
     protozero::pbf_writer m(payload);
-    m.add_uint32(1, kSchemaVersion);
-    put_string(m, 2, s.agent_version);
-    put_string(m, 3, s.host);
-    put_u64(m, 4, s.pid);
-    for (const std::string& arg : s.command_line) put_text(m, 5, arg);
-    put_u64(m, 6, s.start_time_unix_ns);
+    m.add_uint32(H::kSchemaVersion, kSchemaVersion);
+    put_string(m, H::kAgentVersion, s.agent_version);
+    put_string(m, H::kHost, s.host);
+    put_u64(m, H::kPid, s.pid);
+    for (const std::string& arg : s.command_line) put_text(m, H::kCommandLine, arg);
+    put_u64(m, H::kStartTimeUnixNs, s.start_time_unix_ns);
     for (const GpuInfo& g : s.gpus) {
-      protozero::pbf_writer gpu(m, 7);
-      put_u32(gpu, 1, g.device);
-      put_string(gpu, 2, g.name);
-      put_string(gpu, 3, g.limits.chip);
-      put_string(gpu, 4, g.uuid);
-      put_u32(gpu, 5, static_cast<uint32_t>(g.limits.cc_major));
-      put_u32(gpu, 6, static_cast<uint32_t>(g.limits.cc_minor));
-      put_u32(gpu, 7, g.limits.sm_count);
-      put_double(gpu, 8, g.limits.sm_clock_hz);
-      put_double(gpu, 9, g.limits.memory_clock_hz);
-      put_u64(gpu, 10, g.limits.memory_bytes);
-      put_double(gpu, 11, g.limits.dram_peak_bytes_per_second);
-      put_limits(gpu, 12, g.limits);
+      protozero::pbf_writer gpu(m, H::kGpus);
+      put_u32(gpu, G::kDevice, g.device);
+      put_string(gpu, G::kName, g.name);
+      put_string(gpu, G::kChip, g.limits.chip);
+      put_string(gpu, G::kUuid, g.uuid);
+      put_u32(gpu, G::kCcMajor, static_cast<uint32_t>(g.limits.cc_major));
+      put_u32(gpu, G::kCcMinor, static_cast<uint32_t>(g.limits.cc_minor));
+      put_u32(gpu, G::kSmCount, g.limits.sm_count);
+      put_double(gpu, G::kSmClockHz, g.limits.sm_clock_hz);
+      put_double(gpu, G::kMemoryClockHz, g.limits.memory_clock_hz);
+      put_u64(gpu, G::kMemoryBytes, g.limits.memory_bytes);
+      put_double(gpu, G::kDramPeakBytesPerSecond, g.limits.dram_peak_bytes_per_second);
+      put_limits(gpu, G::kLimits, g.limits);
     }
-    put_string(m, 8, s.driver_version);
-    put_string(m, 9, s.cuda_version);
-    put_string(m, 10, s.cupti_version);
+    put_string(m, H::kDriverVersion, s.driver_version);
+    put_string(m, H::kCudaVersion, s.cuda_version);
+    put_string(m, H::kCuptiVersion, s.cupti_version);
     {
-      protozero::pbf_writer cs(m, 11);
-      put_enum(cs, 1, s.replay_mode);
-      put_enum(cs, 2, s.clock_control);
-      put_string(cs, 3, s.cache_control);
-      put_string(cs, 4, s.metric_set);
-      put_string(cs, 5, s.kernel_filter);
+      protozero::pbf_writer cs(m, H::kSettings);
+      put_enum(cs, CS::kReplayMode, s.replay_mode);
+      put_enum(cs, CS::kClockControl, s.clock_control);
+      put_string(cs, CS::kCacheControl, s.cache_control);
+      put_string(cs, CS::kMetricSet, s.metric_set);
+      put_string(cs, CS::kKernelFilter, s.kernel_filter);
     }
-    put_enum(m, 12, s.source);
-    put_string(m, 13, s.source_path);
-    put_u64(m, 14, s.trace_clock_at_start_ns);
-    put_u32(m, 15, s.segment_index);
-    put_string(m, 16, s.mode);
+    put_enum(m, H::kSource, s.source);
+    put_string(m, H::kSourcePath, s.source_path);
+    put_u64(m, H::kTraceClockAtStartNs, s.trace_clock_at_start_ns);
+    put_u32(m, H::kSegmentIndex, s.segment_index);
+    put_string(m, H::kMode, s.mode);
   }
-  return as_record(f::kRecordSession, payload);
+  return as_record(schema::Record::kSession, payload);
 }
 
 std::string RecordEncoder::kernel(const KernelRecord& k) {
@@ -356,91 +367,97 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
 
   std::string payload;
   {
+    using K = schema::KernelProfile;
+    using LC = schema::LaunchConfig;
+    using M = schema::Metric;
+    using A = schema::AssembledLaunch;
     protozero::pbf_writer m(payload);
-    put_u64(m, 1, mangled);
-    put_u64(m, 2, demangled);
-    put_u64(m, 3, function);
-    put_u32(m, 4, in.device);
-    put_u64(m, 5, k.context_id);
-    put_u64(m, 6, k.stream_id);
-    put_u64(m, 7, in.launch_index);
-    for (const std::string& range : k.nvtx_path) put_text(m, 8, range);
+    put_u64(m, K::kMangledNameIid, mangled);
+    put_u64(m, K::kDemangledNameIid, demangled);
+    put_u64(m, K::kFunctionNameIid, function);
+    put_u32(m, K::kDevice, in.device);
+    put_u64(m, K::kContextId, k.context_id);
+    put_u64(m, K::kStreamId, k.stream_id);
+    put_u64(m, K::kLaunchIndex, in.launch_index);
+    for (const std::string& range : k.nvtx_path) put_text(m, K::kNvtxPath, range);
     if (in.launch) {
       const triage::LaunchConfig& lc = *in.launch;
-      protozero::pbf_writer l(m, 9);
-      put_dim3(l, 1, lc.grid);
-      put_dim3(l, 2, lc.block);
-      put_dim3(l, 3, lc.cluster);
-      put_u32(l, 4, lc.registers_per_thread);
-      put_u32(l, 5, lc.static_shared_bytes);
-      put_u32(l, 6, lc.dynamic_shared_bytes);
-      put_u32(l, 7, lc.local_bytes_per_thread);
-      put_u32(l, 8, lc.shared_config_bytes_per_sm);
+      protozero::pbf_writer l(m, K::kLaunch);
+      put_dim3(l, LC::kGrid, lc.grid);
+      put_dim3(l, LC::kBlock, lc.block);
+      put_dim3(l, LC::kCluster, lc.cluster);
+      put_u32(l, LC::kRegistersPerThread, lc.registers_per_thread);
+      put_u32(l, LC::kStaticSharedBytes, lc.static_shared_bytes);
+      put_u32(l, LC::kDynamicSharedBytes, lc.dynamic_shared_bytes);
+      put_u32(l, LC::kLocalBytesPerThread, lc.local_bytes_per_thread);
+      put_u32(l, LC::kSharedConfigBytesPerSm, lc.shared_config_bytes_per_sm);
     }
     size_t i = 0;
     for (const auto& [name, value] : in.metrics.all()) {
-      protozero::pbf_writer mv(m, 10);
-      mv.add_uint64(1, ids[i].name);
-      mv.add_double(2, value.value);
-      put_u64(mv, 3, ids[i].unit);
-      put_bool(mv, 4, value.source == triage::MetricSource::kDerived);
+      protozero::pbf_writer mv(m, K::kMetrics);
+      mv.add_uint64(M::kNameIid, ids[i].name);
+      mv.add_double(M::kValue, value.value);
+      put_u64(mv, M::kUnitIid, ids[i].unit);
+      put_bool(mv, M::kDerived, value.source == triage::MetricSource::kDerived);
       if (auto from = k.metric_launch.find(name); from != k.metric_launch.end()) {
-        put_u64(mv, 5, from->second);
+        put_u64(mv, M::kFromLaunchIndex, from->second);
       }
       ++i;
     }
-    put_u32(m, 11, in.collection.passes);
-    put_enum(m, 12, in.collection.replay_mode);
-    put_enum(m, 13, in.collection.clock_control);
-    put_double(m, 14, k.duration_ns);
+    put_u32(m, K::kPasses, in.collection.passes);
+    put_enum(m, K::kReplayMode, in.collection.replay_mode);
+    put_enum(m, K::kClockControl, in.collection.clock_control);
+    put_double(m, K::kDurationNs, k.duration_ns);
     if (!in.unprofiled_durations_ns.empty()) {
       std::vector<double> sorted = in.unprofiled_durations_ns;
       std::sort(sorted.begin(), sorted.end());
       // The median Decision 0 compares with (the mean of the middle two for an even count).
       const size_t n = sorted.size();
-      put_double(m, 15, n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]));
-      put_u32(m, 16, static_cast<uint32_t>(sorted.size()));
+      put_double(m, K::kUnprofiledDurationNs,
+                 n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]));
+      put_u32(m, K::kUnprofiledSamples, static_cast<uint32_t>(sorted.size()));
     }
-    put_diagnosis(m, 17, k.diagnosis);
-    put_u64(m, 18, k.correlation_id);
-    put_double(m, 19, in.time_share.value_or(0));
-    put_enum(m, 20, k.status);
-    put_string(m, 21, k.status_detail);
-    put_enum(m, 22, k.launch_api);
-    put_u32(m, 23, k.profile_number);
-    for (uint64_t li : k.combined_launch_indices) m.add_uint64(24, li);
-    for (const std::string& name : k.rejected_metrics) put_text(m, 25, name);
-    put_u64(m, 26, k.family_id);
-    put_u32(m, 27, k.revision);
-    if (in.pc_samples) put_pc_sampling(m, 28, *in.pc_samples, pc_ids, k);
+    put_diagnosis(m, K::kDiagnosis, k.diagnosis);
+    put_u64(m, K::kCorrelationId, k.correlation_id);
+    put_double(m, K::kTimeShare, in.time_share.value_or(0));
+    put_enum(m, K::kStatus, k.status);
+    put_string(m, K::kStatusDetail, k.status_detail);
+    put_enum(m, K::kLaunchApi, k.launch_api);
+    put_u32(m, K::kProfileNumber, k.profile_number);
+    for (uint64_t li : k.combined_launch_indices) m.add_uint64(K::kCombinedLaunchIndices, li);
+    for (const std::string& name : k.rejected_metrics) put_text(m, K::kRejectedMetrics, name);
+    put_u64(m, K::kFamilyId, k.family_id);
+    put_u32(m, K::kRevision, k.revision);
+    if (in.pc_samples) put_pc_sampling(m, K::kPcSampling, *in.pc_samples, pc_ids, k);
     for (const triage::AssembledLaunch& a : in.assembled_launches) {
-      protozero::pbf_writer al(m, 29);
-      al.add_uint64(1, a.launch_index);  // even 0: keeps the AssembledLaunch (see as_record)
-      put_dim3(al, 2, a.grid);
-      put_dim3(al, 3, a.block);
-      put_u32(al, 4, a.dynamic_shared_bytes);
-      put_double(al, 5, a.duration_ns);
-      put_u32(al, 6, a.metric_group);
-      put_u32(al, 7, a.metrics);
-      put_u64(al, 8, a.earlier_pid);
-      put_u64(al, 9, a.earlier_start_unix_ns);
+      protozero::pbf_writer al(m, K::kAssembledLaunches);
+      al.add_uint64(A::kLaunchIndex, a.launch_index);  // even 0: keeps the AssembledLaunch (see as_record)
+      put_dim3(al, A::kGrid, a.grid);
+      put_dim3(al, A::kBlock, a.block);
+      put_u32(al, A::kDynamicSharedBytes, a.dynamic_shared_bytes);
+      put_double(al, A::kDurationNs, a.duration_ns);
+      put_u32(al, A::kMetricGroup, a.metric_group);
+      put_u32(al, A::kMetrics, a.metrics);
+      put_u64(al, A::kEarlierPid, a.earlier_pid);
+      put_u64(al, A::kEarlierStartUnixNs, a.earlier_start_unix_ns);
     }
   }
-  out += as_record(f::kRecordKernel, payload);
+  out += as_record(schema::Record::kKernel, payload);
   return out;
 }
 
 std::string RecordEncoder::notice(const Notice& n) {
   std::string payload;
   {
+    using N = schema::Notice;
     protozero::pbf_writer m(payload);
-    put_enum(m, 1, n.severity);
-    put_string(m, 2, n.code);
-    put_string(m, 3, n.message);
-    put_u64(m, 4, n.time_unix_ns);
-    put_u64(m, 5, n.family_id);
+    put_enum(m, N::kSeverity, n.severity);
+    put_string(m, N::kCode, n.code);
+    put_string(m, N::kMessage, n.message);
+    put_u64(m, N::kTimeUnixNs, n.time_unix_ns);
+    put_u64(m, N::kFamilyId, n.family_id);
   }
-  return as_record(f::kRecordNotice, payload);
+  return as_record(schema::Record::kNotice, payload);
 }
 
 std::string RecordEncoder::session_end(const SessionEnd& e) {
@@ -450,44 +467,47 @@ std::string RecordEncoder::session_end(const SessionEnd& e) {
   for (const KernelLaunchStats& k : e.kernels) names.push_back(intern(k.mangled_name, out));
   std::string payload;
   {
+    using SE = schema::SessionEnd;
+    using KS = schema::KernelLaunchStats;
+    using O = schema::OverheadStats;
     protozero::pbf_writer m(payload);
-    put_u64(m, 1, e.end_time_unix_ns);
-    put_enum(m, 2, e.state);
-    put_string(m, 3, e.state_detail);
-    put_u64(m, 4, e.kernel_launches);
-    put_u64(m, 5, e.graph_launches);
-    put_u64(m, 6, e.captured_launches);
-    put_u64(m, 7, e.profiled_launches);
-    put_u64(m, 8, e.failed_profiles);
-    put_u64(m, 9, e.not_replayable_launches);
+    put_u64(m, SE::kEndTimeUnixNs, e.end_time_unix_ns);
+    put_enum(m, SE::kState, e.state);
+    put_string(m, SE::kStateDetail, e.state_detail);
+    put_u64(m, SE::kKernelLaunches, e.kernel_launches);
+    put_u64(m, SE::kGraphLaunches, e.graph_launches);
+    put_u64(m, SE::kCapturedLaunches, e.captured_launches);
+    put_u64(m, SE::kProfiledLaunches, e.profiled_launches);
+    put_u64(m, SE::kFailedProfiles, e.failed_profiles);
+    put_u64(m, SE::kNotReplayableLaunches, e.not_replayable_launches);
     for (size_t i = 0; i < e.kernels.size(); ++i) {
       const KernelLaunchStats& k = e.kernels[i];
-      protozero::pbf_writer ks(m, 10);
-      put_u64(ks, 1, names[i]);
-      put_u64(ks, 2, k.launches);
-      put_u64(ks, 3, k.profiled);
-      put_u64(ks, 4, k.captured);
-      put_u64(ks, 5, k.not_replayable);
-      put_u64(ks, 6, k.failed);
-      put_u64(ks, 7, k.filtered);
+      protozero::pbf_writer ks(m, SE::kKernels);
+      put_u64(ks, KS::kMangledNameIid, names[i]);
+      put_u64(ks, KS::kLaunches, k.launches);
+      put_u64(ks, KS::kProfiled, k.profiled);
+      put_u64(ks, KS::kCaptured, k.captured);
+      put_u64(ks, KS::kNotReplayable, k.not_replayable);
+      put_u64(ks, KS::kFailed, k.failed);
+      put_u64(ks, KS::kFiltered, k.filtered);
     }
     if (e.overhead) {
       const OverheadStats& o = *e.overhead;
-      protozero::pbf_writer ov(m, 11);
+      protozero::pbf_writer ov(m, SE::kOverhead);
       // Written even when 0: an OverheadStats with every field unset would be dropped, and the
       // reader could not tell an always-on run that spent nothing from a run of another mode.
-      ov.add_double(1, o.budget_fraction);
-      put_double(ov, 2, o.max_profiles_per_second);
-      put_u64(ov, 3, o.wall_ns);
-      put_u64(ov, 4, o.spent_ns);
-      put_u64(ov, 5, o.max_window_spent_ns);
-      put_u64(ov, 6, o.window_ns);
-      put_u64(ov, 7, o.admitted);
-      put_u64(ov, 8, o.deferred);
-      put_u64(ov, 9, o.group_switches);
+      ov.add_double(O::kBudgetFraction, o.budget_fraction);
+      put_double(ov, O::kMaxProfilesPerSecond, o.max_profiles_per_second);
+      put_u64(ov, O::kWallNs, o.wall_ns);
+      put_u64(ov, O::kSpentNs, o.spent_ns);
+      put_u64(ov, O::kMaxWindowSpentNs, o.max_window_spent_ns);
+      put_u64(ov, O::kWindowNs, o.window_ns);
+      put_u64(ov, O::kAdmitted, o.admitted);
+      put_u64(ov, O::kDeferred, o.deferred);
+      put_u64(ov, O::kGroupSwitches, o.group_switches);
     }
   }
-  out += as_record(f::kRecordSessionEnd, payload);
+  out += as_record(schema::Record::kSessionEnd, payload);
   return out;
 }
 
@@ -497,14 +517,15 @@ std::string RecordEncoder::family(const FamilyDef& fam) {
   uint64_t display = intern(fam.display_name, out);
   std::string payload;
   {
+    using KF = schema::KernelFamily;
     protozero::pbf_writer m(payload);
-    put_u64(m, 1, fam.id);
-    put_u64(m, 2, mangled);
-    put_u64(m, 3, display);
-    put_u32(m, 4, fam.device);
-    put_dim3(m, 5, fam.block);
+    put_u64(m, KF::kId, fam.id);
+    put_u64(m, KF::kMangledNameIid, mangled);
+    put_u64(m, KF::kDisplayNameIid, display);
+    put_u32(m, KF::kDevice, fam.device);
+    put_dim3(m, KF::kBlock, fam.block);
   }
-  out += as_record(f::kRecordFamily, payload);
+  out += as_record(schema::Record::kFamily, payload);
   return out;
 }
 
@@ -529,54 +550,59 @@ std::string RecordEncoder::trace_chunk(const TraceChunk& chunk) {
 
   std::string payload;
   {
+    using TC = schema::TraceChunk;
+    using KE = schema::KernelExecution;
+    using CE = schema::CopyExecution;
+    using NR = schema::NvtxRange;
+    using I = schema::Interval;
     protozero::pbf_writer m(payload);
     for (size_t i = 0; i < chunk.kernels.size(); ++i) {
       const KernelExecution& k = chunk.kernels[i];
-      protozero::pbf_writer e(m, 1);
-      put_u64(e, 1, k.family_id);
-      put_u64(e, 2, k.start_ns);
-      put_u64(e, 3, k.end_ns);
-      put_u32(e, 4, k.stream_id);
-      put_u32(e, 5, k.context_id);
-      put_u64(e, 6, k.correlation_id);
-      put_dim3(e, 7, k.grid);
-      put_u32(e, 8, k.graph_id);
-      put_u64(e, 9, k.graph_node_id);
-      put_bool(e, 10, k.replayed);
-      put_u64(e, 11, kernel_paths[i]);
-      put_bool(e, 12, k.cut_by_pause);
+      protozero::pbf_writer e(m, TC::kKernels);
+      put_u64(e, KE::kFamilyId, k.family_id);
+      put_u64(e, KE::kStartNs, k.start_ns);
+      put_u64(e, KE::kEndNs, k.end_ns);
+      put_u32(e, KE::kStreamId, k.stream_id);
+      put_u32(e, KE::kContextId, k.context_id);
+      put_u64(e, KE::kCorrelationId, k.correlation_id);
+      put_dim3(e, KE::kGrid, k.grid);
+      put_u32(e, KE::kGraphId, k.graph_id);
+      put_u64(e, KE::kGraphNodeId, k.graph_node_id);
+      put_bool(e, KE::kReplayed, k.replayed);
+      put_u64(e, KE::kNvtxPathIid, kernel_paths[i]);
+      put_bool(e, KE::kCutByPause, k.cut_by_pause);
     }
     for (const CopyExecution& c : chunk.copies) {
-      protozero::pbf_writer e(m, 2);
-      put_enum(e, 1, c.kind);
-      put_u64(e, 2, c.start_ns);
-      put_u64(e, 3, c.end_ns);
-      put_u64(e, 4, c.bytes);
-      put_u32(e, 5, c.device);
-      put_u32(e, 6, c.stream_id);
-      put_u32(e, 7, c.context_id);
-      put_u64(e, 8, c.correlation_id);
-      put_bool(e, 9, c.pageable);
-      put_u32(e, 10, c.graph_id);
+      protozero::pbf_writer e(m, TC::kCopies);
+      put_enum(e, CE::kKind, c.kind);
+      put_u64(e, CE::kStartNs, c.start_ns);
+      put_u64(e, CE::kEndNs, c.end_ns);
+      put_u64(e, CE::kBytes, c.bytes);
+      put_u32(e, CE::kDevice, c.device);
+      put_u32(e, CE::kStreamId, c.stream_id);
+      put_u32(e, CE::kContextId, c.context_id);
+      put_u64(e, CE::kCorrelationId, c.correlation_id);
+      put_bool(e, CE::kPageable, c.pageable);
+      put_u32(e, CE::kGraphId, c.graph_id);
     }
     for (size_t i = 0; i < chunk.nvtx_ranges.size(); ++i) {
       const NvtxRange& n = chunk.nvtx_ranges[i];
-      protozero::pbf_writer e(m, 3);
-      put_u64(e, 1, ranges[i].name);
-      put_u64(e, 2, n.start_ns);
-      put_u64(e, 3, n.end_ns);
-      put_u32(e, 4, n.thread_id);
-      put_u32(e, 5, n.depth);
-      put_u64(e, 6, ranges[i].domain);
+      protozero::pbf_writer e(m, TC::kNvtxRanges);
+      put_u64(e, NR::kNameIid, ranges[i].name);
+      put_u64(e, NR::kStartNs, n.start_ns);
+      put_u64(e, NR::kEndNs, n.end_ns);
+      put_u32(e, NR::kThreadId, n.thread_id);
+      put_u32(e, NR::kDepth, n.depth);
+      put_u64(e, NR::kDomainIid, ranges[i].domain);
     }
-    put_u64(m, 4, chunk.dropped_records);
+    put_u64(m, TC::kDroppedRecords, chunk.dropped_records);
     for (const auto& [start, end] : chunk.untraced) {
-      protozero::pbf_writer iv(m, 5);
-      put_u64(iv, 1, start);
-      put_u64(iv, 2, end);
+      protozero::pbf_writer iv(m, TC::kUntraced);
+      put_u64(iv, I::kStartNs, start);
+      put_u64(iv, I::kEndNs, end);
     }
   }
-  out += as_record(f::kRecordTrace, payload);
+  out += as_record(schema::Record::kTrace, payload);
   return out;
 }
 
@@ -597,97 +623,104 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
 
   std::string payload;
   {
+    using TS = schema::TraceSummary;
+    using FS = schema::FamilyStats;
+    using DT = schema::DeviceTimeline;
+    using I = schema::Interval;
+    using LB = schema::LaunchBoundStretch;
+    using SP = schema::SelectionPolicy;
     protozero::pbf_writer m(payload);
     for (size_t i = 0; i < t.families.size(); ++i) {
       const triage::FamilyTimeStats& fam = t.families[i];
-      protozero::pbf_writer fs(m, 1);
-      fs.add_uint64(1, fam.family);  // even 0: an empty FamilyStats would be dropped (see as_record)
-      put_u64(fs, 2, fam.launches);
-      put_u64(fs, 3, fam.replayed_launches);
-      put_u64(fs, 4, fam.graph_launches);
-      put_u64(fs, 5, fam.concurrent_launches);
-      put_stat(fs, 6, fam.total_ns);
-      put_stat(fs, 7, fam.mean_ns());
-      put_stat(fs, 8, fam.durations.quantile(0.5));
-      put_stat(fs, 9, fam.durations.quantile(0.95));
-      put_stat(fs, 10, fam.durations.min());
-      put_stat(fs, 11, fam.durations.max());
-      put_stat(fs, 12, t.time_share(fam));
-      put_stat(fs, 13, t.amdahl_ceiling(fam));
-      if (!paths[i].empty()) fs.add_packed_uint64(14, paths[i].begin(), paths[i].end());
+      protozero::pbf_writer fs(m, TS::kFamilies);
+      fs.add_uint64(FS::kFamilyId, fam.family);  // even 0: an empty FamilyStats would be dropped (see as_record)
+      put_u64(fs, FS::kLaunches, fam.launches);
+      put_u64(fs, FS::kReplayedLaunches, fam.replayed_launches);
+      put_u64(fs, FS::kGraphLaunches, fam.graph_launches);
+      put_u64(fs, FS::kConcurrentLaunches, fam.concurrent_launches);
+      put_stat(fs, FS::kTotalNs, fam.total_ns);
+      put_stat(fs, FS::kMeanNs, fam.mean_ns());
+      put_stat(fs, FS::kP50Ns, fam.durations.quantile(0.5));
+      put_stat(fs, FS::kP95Ns, fam.durations.quantile(0.95));
+      put_stat(fs, FS::kMinNs, fam.durations.min());
+      put_stat(fs, FS::kMaxNs, fam.durations.max());
+      put_stat(fs, FS::kTimeShare, t.time_share(fam));
+      put_stat(fs, FS::kAmdahlCeiling, t.amdahl_ceiling(fam));
+      if (!paths[i].empty()) fs.add_packed_uint64(FS::kNvtxPathIids, paths[i].begin(), paths[i].end());
       if (auto o = summary.outcomes.find(fam.family); o != summary.outcomes.end()) {
-        put_enum(fs, 15, o->second.selection);
-        put_string(fs, 16, o->second.selection_detail);
-        put_u64(fs, 17, o->second.profiled_launch_index);
+        put_enum(fs, FS::kSelection, o->second.selection);
+        put_string(fs, FS::kSelectionDetail, o->second.selection_detail);
+        put_u64(fs, FS::kProfiledLaunchIndex, o->second.profiled_launch_index);
       }
     }
     for (const triage::DeviceTimeStats& d : t.devices) {
-      protozero::pbf_writer dt(m, 2);
-      dt.add_uint32(1, d.device);  // even 0: device 0 with nothing else set must stay in the list
-      put_u64(dt, 2, d.first_start_ns);
-      put_u64(dt, 3, d.last_end_ns);
-      put_stat(dt, 4, d.busy_ns);
-      put_stat(dt, 5, d.kernel_busy_ns);
-      put_stat(dt, 6, d.copy_busy_ns);
-      put_stat(dt, 7, d.copy_only_ns);
-      put_stat(dt, 8, d.copy_overlapped_ns);
-      put_stat(dt, 9, d.pageable_copy_ns);
-      put_u64(dt, 10, d.kernels);
-      put_u64(dt, 11, d.copies);
-      put_u64(dt, 12, d.gaps);
-      put_stat(dt, 13, d.gap_ns);
-      put_stat(dt, 16, d.untraced_ns);
+      protozero::pbf_writer dt(m, TS::kDevices);
+      dt.add_uint32(DT::kDevice, d.device);  // even 0: device 0 with nothing else set must stay in the list
+      put_u64(dt, DT::kFirstStartNs, d.first_start_ns);
+      put_u64(dt, DT::kLastEndNs, d.last_end_ns);
+      put_stat(dt, DT::kBusyNs, d.busy_ns);
+      put_stat(dt, DT::kKernelBusyNs, d.kernel_busy_ns);
+      put_stat(dt, DT::kCopyBusyNs, d.copy_busy_ns);
+      put_stat(dt, DT::kCopyOnlyNs, d.copy_only_ns);
+      put_stat(dt, DT::kCopyOverlappedNs, d.copy_overlapped_ns);
+      put_stat(dt, DT::kPageableCopyNs, d.pageable_copy_ns);
+      put_u64(dt, DT::kKernels, d.kernels);
+      put_u64(dt, DT::kCopies, d.copies);
+      put_u64(dt, DT::kGaps, d.gaps);
+      put_stat(dt, DT::kGapNs, d.gap_ns);
+      put_stat(dt, DT::kUntracedNs, d.untraced_ns);
       for (const triage::IdleGap& g : d.largest_gaps) {
-        protozero::pbf_writer iv(dt, 14);
-        put_u64(iv, 1, g.start_ns);
-        put_u64(iv, 2, g.end_ns);
+        protozero::pbf_writer iv(dt, DT::kLargestGaps);
+        put_u64(iv, I::kStartNs, g.start_ns);
+        put_u64(iv, I::kEndNs, g.end_ns);
       }
       for (const triage::LaunchBoundStretch& s : d.launch_bound) {
-        protozero::pbf_writer lb(dt, 15);
-        put_u64(lb, 1, s.start_ns);
-        put_u64(lb, 2, s.end_ns);
-        put_u64(lb, 3, s.kernels);
-        put_stat(lb, 4, s.busy_ns);
-        put_stat(lb, 5, s.mean_kernel_ns);
+        protozero::pbf_writer lb(dt, DT::kLaunchBound);
+        put_u64(lb, LB::kStartNs, s.start_ns);
+        put_u64(lb, LB::kEndNs, s.end_ns);
+        put_u64(lb, LB::kKernels, s.kernels);
+        put_stat(lb, LB::kBusyNs, s.busy_ns);
+        put_stat(lb, LB::kMeanKernelNs, s.mean_kernel_ns);
       }
     }
-    for (const triage::CheckResult& c : summary.findings) put_check(m, 3, c);
-    put_stat(m, 4, t.total_kernel_ns);
-    put_u64(m, 5, t.kernel_executions);
-    put_u64(m, 6, t.copy_executions);
-    put_u64(m, 7, summary.dropped_records);
-    put_u64(m, 8, t.late_records);
+    for (const triage::CheckResult& c : summary.findings) put_check(m, TS::kFindings, c);
+    put_stat(m, TS::kTotalKernelNs, t.total_kernel_ns);
+    put_u64(m, TS::kKernelExecutions, t.kernel_executions);
+    put_u64(m, TS::kCopyExecutions, t.copy_executions);
+    put_u64(m, TS::kDroppedRecords, summary.dropped_records);
+    put_u64(m, TS::kLateRecords, t.late_records);
     {
       const SelectionPolicy& p = summary.selection;
-      protozero::pbf_writer sp(m, 9);
-      put_enum(sp, 1, p.mode);
-      put_u32(sp, 2, p.top_k);
-      put_stat(sp, 3, p.min_share);
-      put_string(sp, 4, p.nvtx_include);
-      put_string(sp, 5, p.nvtx_exclude);
+      protozero::pbf_writer sp(m, TS::kSelection);
+      put_enum(sp, SP::kMode, p.mode);
+      put_u32(sp, SP::kTopK, p.top_k);
+      put_stat(sp, SP::kMinShare, p.min_share);
+      put_string(sp, SP::kNvtxInclude, p.nvtx_include);
+      put_string(sp, SP::kNvtxExclude, p.nvtx_exclude);
     }
-    put_u64(m, 10, summary.timeline_kernel_events);
+    put_u64(m, TS::kTimelineKernelEvents, summary.timeline_kernel_events);
   }
-  out += as_record(f::kRecordTraceSummary, payload);
+  out += as_record(schema::Record::kTraceSummary, payload);
   return out;
 }
 
 std::string RecordEncoder::control(const ControlRequest& c) {
   std::string payload;
   {
+    using CR = schema::ControlRequest;
     protozero::pbf_writer m(payload);
-    put_u64(m, 1, c.id);
-    put_enum(m, 2, c.source);
-    put_string(m, 3, c.target);
-    put_double(m, 4, c.window_seconds);
-    put_u64(m, 5, c.requested_unix_ns);
-    put_u64(m, 6, c.ended_unix_ns);
-    put_enum(m, 7, c.state);
-    if (!c.family_ids.empty()) m.add_packed_uint64(8, c.family_ids.begin(), c.family_ids.end());
-    put_u32(m, 9, c.profiled_launches);
-    put_string(m, 10, c.detail);
+    put_u64(m, CR::kId, c.id);
+    put_enum(m, CR::kSource, c.source);
+    put_string(m, CR::kTarget, c.target);
+    put_double(m, CR::kWindowSeconds, c.window_seconds);
+    put_u64(m, CR::kRequestedUnixNs, c.requested_unix_ns);
+    put_u64(m, CR::kEndedUnixNs, c.ended_unix_ns);
+    put_enum(m, CR::kState, c.state);
+    if (!c.family_ids.empty()) m.add_packed_uint64(CR::kFamilyIds, c.family_ids.begin(), c.family_ids.end());
+    put_u32(m, CR::kProfiledLaunches, c.profiled_launches);
+    put_string(m, CR::kDetail, c.detail);
   }
-  return as_record(f::kRecordControl, payload);
+  return as_record(schema::Record::kControl, payload);
 }
 
 }  // namespace cutriage::wire

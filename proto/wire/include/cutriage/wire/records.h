@@ -13,12 +13,25 @@
 #include "cutriage/triage/diagnosis.h"
 #include "cutriage/triage/inputs.h"
 #include "cutriage/triage/timeline.h"
+#include "cutriage/wire/schema.h"
 
 namespace cutriage::wire {
 
 inline constexpr uint32_t kSchemaVersion = 1;
 
-enum class SessionSource : uint8_t { kUnspecified = 0, kAgent = 1, kNcuCsv = 2 };
+// The enums of these records are cutriage.v1's, generated from the schema (schema.h: each value's
+// proto name without its enum's prefix, CamelCased; what each value means is in cutriage.proto).
+// Those the triage engine also uses (ReplayMode, ClockControl, CopyKind and the diagnosis's) are
+// triage's own, checked against the schema where the writer uses them (src/schema_checks.h).
+using SessionSource = schema::SessionHeader::Source;
+using ProfileStatus = schema::ProfileStatus;
+using LaunchApi = schema::LaunchApi;
+using AgentState = schema::AgentState;
+using Severity = schema::Notice::Severity;
+using ControlSource = schema::ControlSource;
+using ControlState = schema::ControlState;
+using SelectionMode = schema::SelectionPolicy::Mode;
+using FamilySelection = schema::FamilyStats::Selection;
 
 struct GpuInfo {
   uint32_t device = 0;
@@ -50,29 +63,6 @@ struct SessionInfo {
   uint32_t segment_index = 0;
   std::string mode;  // "deep" or "always-on" (CUTRIAGE_MODE); empty in older files
 };
-
-// Values match cutriage.v1's enums of the same names.
-enum class ProfileStatus : uint8_t {
-  kUnspecified = 0,
-  kProfiled = 1,
-  kNotProfiledGraph = 2,
-  kNotProfiledCapture = 3,
-  kNotProfiledNoReplay = 4,
-  kFailed = 5,
-  kNotProfiledPermission = 6,
-};
-enum class LaunchApi : uint8_t {
-  kUnspecified = 0, kKernel = 1, kKernelEx = 2, kCooperative = 3, kLegacy = 4, kGraph = 5,
-};
-enum class AgentState : uint8_t {
-  kUnspecified = 0,
-  kActive = 1,
-  kNoGpu = 2,
-  kPermissionDenied = 3,
-  kOtherSubscriber = 4,
-  kProfilerFailed = 5,
-};
-enum class Severity : uint8_t { kUnspecified = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
 struct Notice {
   Severity severity = Severity::kUnspecified;
@@ -109,14 +99,6 @@ struct OverheadStats {
 
 // A deep-capture request (replay allowed for a short window) and what came of it. Written when
 // the request is taken and again, same id, when its window closes.
-enum class ControlSource : uint8_t { kUnspecified = 0, kApi = 1, kSignal = 2, kFile = 3 };
-enum class ControlState : uint8_t {
-  kUnspecified = 0,
-  kStarted = 1,    // window open
-  kCompleted = 2,  // every targeted family got its deep profile
-  kExpired = 3,    // the window closed first; `families` lists what was captured
-  kRejected = 4,   // not taken (agent off, bad request): `detail` says why
-};
 struct ControlRequest {
   uint64_t id = 0;  // 1, 2, ... per process
   ControlSource source = ControlSource::kUnspecified;
@@ -227,21 +209,6 @@ struct TraceChunk {
   std::vector<NvtxRange> nvtx_ranges;
   uint64_t dropped_records = 0;
   std::vector<std::pair<uint64_t, uint64_t>> untraced;  // pauses of the trace: [start, end) ns
-};
-
-// Values match cutriage.v1's SelectionPolicy.Mode and FamilyStats.Selection.
-enum class SelectionMode : uint8_t { kUnspecified = 0, kTop = 1, kAll = 2, kShare = 3, kNone = 4 };
-enum class FamilySelection : uint8_t {
-  kUnspecified = 0,
-  kProfiled = 1,
-  kNotRanked = 2,
-  kFiltered = 3,
-  kTooFewLaunches = 4,
-  kGraphOnly = 5,
-  kNotReplayable = 6,
-  kFailed = 7,
-  kNotPermitted = 8,
-  kTraceOnly = 9,
 };
 
 struct SelectionPolicy {
