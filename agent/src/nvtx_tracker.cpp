@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iterator>
 
 namespace cutriage::agent {
 namespace {
@@ -156,8 +155,8 @@ std::vector<wire::NvtxRange> NvtxTracker::take_closed(size_t max) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<wire::NvtxRange> out;
   const size_t n = std::min(max, closed_.size());
-  out.assign(std::make_move_iterator(closed_.begin()),
-             std::make_move_iterator(closed_.begin() + static_cast<std::ptrdiff_t>(n)));
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(std::move(closed_[i]));
   closed_.clear();
   return out;
 }
