@@ -366,7 +366,11 @@ void AlwaysOnPolicy::load_resume() {
     std::string error;
     std::optional<wire::PriorRun> run = wire::parse_prior_run(bytes, &error);
     if (!run) {
-      log_.warn("CUTRIAGE_RESUME: " + file + ": " + error + "; skipped");
+      std::string message = "CUTRIAGE_RESUME: " + file;
+      message += ": ";
+      message += error;
+      message += "; skipped";
+      log_.warn(message);
       continue;
     }
     if (run->mode != "always-on") {
