@@ -16,7 +16,7 @@
 
 #include "cutriage/collectors/cubin.h"
 #include "cutriage/triage/plan.h"
-#include "demangle.h"
+#include "cutriage/base/demangle.h"
 #include "pc_summary.h"
 #include "prometheus.h"
 #include "stages.h"

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "demangle.h"
+#include "cutriage/base/demangle.h"
 
 namespace cutriage::agent {
 namespace {
