@@ -29,7 +29,7 @@ if (($# > 0)); then
 else
   # Every .cpp of the compilation database that lives in the project's source directories.
   mapfile -t files < <(sed -n 's/^ *"file": "\(.*\)",\{0,1\}$/\1/p' "$build/compile_commands.json" |
-    grep -E "^$PWD/(triage|tools|agent|collectors|proto/wire|tests)/.*\.cpp$" | sort -u)
+    grep -E "^$PWD/(base|triage|tools|agent|collectors|proto/wire|tests)/.*\.cpp$" | sort -u)
 fi
 echo "tidy: ${#files[@]} translation units, $jobs at a time"
 start=$SECONDS

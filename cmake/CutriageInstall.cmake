@@ -1,9 +1,10 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-install(TARGETS cutriage_triage EXPORT cutriageTargets
+# The triage engine as a static library (cutriage::triage), with the base library it builds on.
+install(TARGETS cutriage_base cutriage_triage EXPORT cutriageTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY triage/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY base/include/ triage/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The agent as a library a service links (find_package(cutriage) -> cutriage::agent): the shared
 # library with its C API header. It reaches libcupti through its RUNPATH and the driver at run
 # time, so a consumer needs nothing else from the toolkit.

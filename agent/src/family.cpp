@@ -4,7 +4,7 @@
 #include <array>
 
 #include "cutriage/triage/plan.h"
-#include "demangle.h"
+#include "cutriage/base/demangle.h"
 
 namespace cutriage::agent {
 

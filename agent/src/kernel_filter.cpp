@@ -7,7 +7,7 @@
 
 #include "config.h"
 #include "config_text.h"
-#include "demangle.h"
+#include "cutriage/base/demangle.h"
 
 namespace cutriage::agent {
 namespace {

@@ -37,20 +37,20 @@ constexpr KindName kPeerCopyKind{CUPTI_ACTIVITY_KIND_MEMCPY2,
 
 uint32_t non_negative(int32_t v) { return v > 0 ? static_cast<uint32_t>(v) : 0U; }
 
-triage::CopyKind copy_kind(uint8_t kind) {
+base::CopyKind copy_kind(uint8_t kind) {
   switch (kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN: return triage::CopyKind::kUnspecified;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN: return base::CopyKind::kUnspecified;
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return triage::CopyKind::kHostToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return base::CopyKind::kHostToDevice;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return triage::CopyKind::kDeviceToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return base::CopyKind::kDeviceToHost;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
-    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return triage::CopyKind::kDeviceToDevice;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return triage::CopyKind::kHostToHost;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return triage::CopyKind::kPeer;
-    default: return triage::CopyKind::kOther;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return base::CopyKind::kDeviceToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return base::CopyKind::kHostToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return base::CopyKind::kPeer;
+    default: return base::CopyKind::kOther;
   }
 }
 
@@ -75,10 +75,10 @@ void add_kernel(const CUpti_ActivityKernel10& k, ActivityBatch& batch) {
   a.context_id = k.contextId;
   a.stream_id = k.streamId;
   a.correlation_id = k.correlationId;
-  a.grid = triage::Dim3{non_negative(k.gridX), non_negative(k.gridY), non_negative(k.gridZ)};
-  a.block = triage::Dim3{non_negative(k.blockX), non_negative(k.blockY), non_negative(k.blockZ)};
+  a.grid = base::Dim3{non_negative(k.gridX), non_negative(k.gridY), non_negative(k.gridZ)};
+  a.block = base::Dim3{non_negative(k.blockX), non_negative(k.blockY), non_negative(k.blockZ)};
   // As CUPTI reports it: 0s before compute capability 9.0 (no clusters).
-  a.cluster = triage::Dim3{k.clusterX, k.clusterY, k.clusterZ};
+  a.cluster = base::Dim3{k.clusterX, k.clusterY, k.clusterZ};
   a.registers_per_thread = k.registersPerThread;
   a.static_shared_bytes = non_negative(k.staticSharedMemory);
   a.dynamic_shared_bytes = non_negative(k.dynamicSharedMemory);
@@ -120,14 +120,14 @@ void add_memcpy(const CUpti_ActivityMemcpy6& m, ActivityBatch& batch) {
 
 void add_peer_copy(const CUpti_ActivityMemcpyPtoP4& m, ActivityBatch& batch) {
   if (CopyActivity* c = add_copy_common(m, batch)) {
-    c->kind = triage::CopyKind::kPeer;
+    c->kind = base::CopyKind::kPeer;
     c->pageable = pageable(m.srcKind) || pageable(m.dstKind);
   }
 }
 
 void add_memset(const CUpti_ActivityMemset4& m, ActivityBatch& batch) {
   if (CopyActivity* c = add_copy_common(m, batch)) {
-    c->kind = triage::CopyKind::kMemset;
+    c->kind = base::CopyKind::kMemset;
     c->pageable = pageable(m.memoryKind);
   }
 }

@@ -99,7 +99,7 @@ Status driver_status(CUresult r, const char* call) {
   return Status(StatusCode::kInternal, std::string(call) + ": CUresult " + std::to_string(static_cast<int>(r)));
 }
 
-triage::Dim3 dim(unsigned x, unsigned y, unsigned z) { return triage::Dim3{x, y, z}; }
+base::Dim3 dim(unsigned x, unsigned y, unsigned z) { return base::Dim3{x, y, z}; }
 
 // Per-thread state of the launch callback, in one thread_local (one TLS lookup per callback).
 struct LaunchThreadState {
@@ -132,7 +132,7 @@ bool cupti_context_ids(CUcontext ctx, uint32_t* context_id, uint32_t* device) {
 // cuLaunchKernel, cuLaunchCooperativeKernel and their _ptsz forms: four parameter structs with
 // the same grid, block, shared memory and stream fields.
 template <typename Params>
-void decode_grid_launch(const void* raw, LaunchEvent& ev, triage::LaunchConfig& lc) {
+void decode_grid_launch(const void* raw, LaunchEvent& ev, base::LaunchConfig& lc) {
   const auto* p = static_cast<const Params*>(raw);
   ev.function = p->f;
   ev.stream = p->hStream;
@@ -144,7 +144,7 @@ void decode_grid_launch(const void* raw, LaunchEvent& ev, triage::LaunchConfig& 
 // cuLaunchKernelEx(_ptsz): the shape is in the CUlaunchConfig, cooperation and clusters in its
 // attributes. False when the call passed no config.
 template <typename Params>
-bool decode_launch_ex(const void* raw, LaunchEvent& ev, triage::LaunchConfig& lc) {
+bool decode_launch_ex(const void* raw, LaunchEvent& ev, base::LaunchConfig& lc) {
   const auto* p = static_cast<const Params*>(raw);
   ev.function = p->f;
   if (p->config == nullptr) return false;
@@ -166,7 +166,7 @@ bool decode_launch_ex(const void* raw, LaunchEvent& ev, triage::LaunchConfig& lc
 // Fills api, per_thread_stream, cooperative, function, stream and launch from the call's
 // parameters (no driver call). False for callback ids that are not launches.
 bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchEvent& ev) {
-  triage::LaunchConfig lc;
+  base::LaunchConfig lc;
   bool have_config = true;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
@@ -304,7 +304,7 @@ class CuptiPlatform final : public Platform {
 
     Result<std::string> chip = cupti_chip_name(static_cast<int>(device));
     if (!chip.is_ok()) return chip.status();
-    triage::DeviceLimits limits = triage::known_device_limits(chip.value()).value_or(triage::DeviceLimits{});
+    base::DeviceLimits limits = base::known_device_limits(chip.value()).value_or(base::DeviceLimits{});
     limits.chip = chip.value();
     auto attr = [&](CUdevice_attribute a) -> int {
       int v = 0;
@@ -347,7 +347,7 @@ class CuptiPlatform final : public Platform {
     return v;
   }
 
-  Status complete_launch_config(const LaunchEvent& event, triage::LaunchConfig* config) override {
+  Status complete_launch_config(const LaunchEvent& event, base::LaunchConfig* config) override {
     const Driver& d = driver();
     if (!d.ok() || event.function == nullptr) return Status(StatusCode::kUnavailable, "no function handle");
     auto f = static_cast<CUfunction>(event.function);

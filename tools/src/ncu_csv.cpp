@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "cutriage/base/demangle.h"
 #include "cutriage/triage/inputs.h"
 #include "cutriage/wire/utf8.h"
-#include "demangle.h"
 
 namespace cutriage::tools {
 namespace {

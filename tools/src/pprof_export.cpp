@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "demangle.h"
+#include "cutriage/base/demangle.h"
 #include "pc_samples.h"
 
 namespace cutriage::tools {

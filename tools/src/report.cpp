@@ -11,10 +11,10 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "cutriage/base/demangle.h"
 #include "cutriage/triage/rule.h"
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/writer.h"
-#include "demangle.h"
 #include "pc_samples.h"
 
 namespace cutriage::tools {

@@ -10,10 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include "cutriage/base/copy_kind.h"
+#include "cutriage/base/device_limits.h"
+#include "cutriage/base/launch_config.h"
 #include "cutriage/collectors/range_profiler.h"
 #include "cutriage/collectors/status.h"
-#include "cutriage/triage/inputs.h"
-#include "cutriage/triage/timeline.h"
 
 namespace cutriage::collectors {
 
@@ -65,7 +66,7 @@ struct LaunchEvent {
   // Grid, block, cluster and dynamic shared memory from the call's parameters; registers, static
   // shared and local memory are filled by Platform::complete_launch_config for selected launches
   // only (they cost driver calls).
-  std::optional<triage::LaunchConfig> launch;
+  std::optional<base::LaunchConfig> launch;
   void* function = nullptr;  // CUfunction, opaque; null for graph launches
 };
 
@@ -107,9 +108,9 @@ struct KernelActivity {
   uint32_t context_id = 0;
   uint32_t stream_id = 0;
   uint32_t correlation_id = 0;  // matches LaunchEvent::correlation_id of the launch
-  triage::Dim3 grid;
-  triage::Dim3 block;
-  triage::Dim3 cluster;
+  base::Dim3 grid;
+  base::Dim3 block;
+  base::Dim3 cluster;
   uint32_t registers_per_thread = 0;
   uint32_t static_shared_bytes = 0;
   uint32_t dynamic_shared_bytes = 0;
@@ -128,7 +129,7 @@ struct CopyActivity {
   uint32_t stream_id = 0;
   uint32_t correlation_id = 0;
   uint64_t bytes = 0;
-  triage::CopyKind kind = triage::CopyKind::kUnspecified;
+  base::CopyKind kind = base::CopyKind::kUnspecified;
   bool pageable = false;  // one side is pageable host memory
   uint32_t graph_id = 0;
 };
@@ -222,7 +223,7 @@ struct DeviceInfo {
   uint32_t device = 0;
   std::string name;   // "NVIDIA H200"
   std::string uuid;   // "GPU-..."
-  triage::DeviceLimits limits;  // chip, SM count, clocks, memory and occupancy limits
+  base::DeviceLimits limits;  // chip, SM count, clocks, memory and occupancy limits
 };
 
 struct VersionInfo {
@@ -243,7 +244,7 @@ class Platform {
   virtual Result<DeviceInfo> device_info(uint32_t device) = 0;
   virtual VersionInfo versions() = 0;
   // Fills registers per thread, static shared and local bytes of `event.function` into `config`.
-  virtual Status complete_launch_config(const LaunchEvent& event, triage::LaunchConfig* config) = 0;
+  virtual Status complete_launch_config(const LaunchEvent& event, base::LaunchConfig* config) = 0;
   // Fills stream_id and stream_capturing (driver calls); call from the launch callback only. A
   // capture query that fails reports "capturing": never risk replaying a captured launch.
   virtual void fill_launch_details(LaunchEvent& event) = 0;

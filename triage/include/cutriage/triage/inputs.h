@@ -11,58 +11,17 @@
 #include <string_view>
 #include <vector>
 
+#include "cutriage/base/device_limits.h"
+#include "cutriage/base/launch_config.h"
+
 namespace cutriage::triage {
 
-struct Dim3 {
-  uint32_t x = 1;
-  uint32_t y = 1;
-  uint32_t z = 1;
-  [[nodiscard]] uint64_t count() const { return uint64_t{x} * y * z; }
-  friend bool operator==(const Dim3& a, const Dim3& b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
-  friend bool operator!=(const Dim3& a, const Dim3& b) { return !(a == b); }
-};
-
-struct LaunchConfig {
-  Dim3 grid;
-  Dim3 block;
-  Dim3 cluster{0, 0, 0};  // all zero: not a cluster launch
-  uint32_t registers_per_thread = 0;
-  uint32_t static_shared_bytes = 0;
-  uint32_t dynamic_shared_bytes = 0;
-  uint32_t local_bytes_per_thread = 0;  // spill + stack, from the function attributes
-  // Shared-memory carve-out the driver picked for this launch (bytes per SM); 0 = unknown, then
-  // the device maximum is assumed.
-  uint32_t shared_config_bytes_per_sm = 0;
-};
-
-// Per-device limits needed for the occupancy and wave arithmetic. Zero means "unknown"; the launch
-// calculator refuses to guess and reports which limit was missing.
-struct DeviceLimits {
-  std::string chip;  // "GH100"
-  int cc_major = 0;
-  int cc_minor = 0;
-  uint32_t sm_count = 0;
-  uint32_t warp_size = 32;
-  uint32_t max_threads_per_sm = 0;
-  uint32_t max_warps_per_sm = 0;
-  uint32_t max_blocks_per_sm = 0;
-  uint32_t max_threads_per_block = 0;
-  uint32_t registers_per_sm = 0;
-  uint32_t max_registers_per_thread = 255;
-  uint32_t register_alloc_unit = 256;     // registers, allocated per warp
-  uint32_t shared_bytes_per_sm = 0;       // maximum carve-out
-  uint32_t shared_bytes_per_block_optin = 0;
-  uint32_t shared_alloc_unit = 128;       // bytes
-  uint32_t reserved_shared_bytes_per_block = 0;  // 1 KiB on sm_80 and later
-  double sm_clock_hz = 0;
-  double memory_clock_hz = 0;
-  uint64_t memory_bytes = 0;
-  double dram_peak_bytes_per_second = 0;
-};
-
-// Known Hopper limits, for inputs that name the chip but not every limit (an ncu CSV without the
-// device__attribute_* columns). Returns nullopt for chips the table does not know.
-std::optional<DeviceLimits> known_device_limits(std::string_view chip);
+// The launch shape and the device limits are shared with the collectors and the tool
+// (cutriage/base); the engine calls them by their triage:: names.
+using base::Dim3;
+using base::LaunchConfig;
+using base::DeviceLimits;
+using base::known_device_limits;
 
 enum class MetricSource : uint8_t {
   kMeasured,  // read from the hardware (ncu, the range profiler)

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "cutriage/base/copy_kind.h"
 #include "cutriage/triage/diagnosis.h"
 #include "cutriage/triage/inputs.h"
 
@@ -55,17 +56,10 @@ struct KernelSpan {
 // span is left as it is.
 bool cut_at_pause(KernelSpan& span, std::span<const uint64_t> pause_starts);
 
-enum class CopyKind : uint8_t {
-  kUnspecified = 0,
-  kHostToDevice = 1,
-  kDeviceToHost = 2,
-  kDeviceToDevice = 3,
-  kHostToHost = 4,
-  kPeer = 5,
-  kMemset = 6,
-  kOther = 7,
-};
-std::string_view to_string(CopyKind kind);
+// Copy directions come from the base library (cutriage/base/copy_kind.h), shared with the
+// collectors.
+using base::CopyKind;
+using base::to_string;
 
 struct CopySpan {
   uint32_t device = 0;

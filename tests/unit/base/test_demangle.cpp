@@ -1,10 +1,10 @@
 #include <string>
 
 #include "catch.h"
-#include "demangle.h"
+#include "cutriage/base/demangle.h"
 
-using cutriage::tools::demangle;
-using cutriage::tools::function_base_name;
+using cutriage::base::demangle;
+using cutriage::base::function_base_name;
 
 TEST_CASE("demangle turns Itanium symbols into C++ names", "[demangle]") {
   CHECK(demangle("_Z14zoo_vector_addPKfS0_Pfm") ==

@@ -1,6 +1,6 @@
-#include "cutriage/collectors/status.h"
+#include "cutriage/base/status.h"
 
-namespace cutriage::collectors {
+namespace cutriage::base {
 
 const char* to_string(StatusCode code) {
   switch (code) {
@@ -15,4 +15,4 @@ const char* to_string(StatusCode code) {
   return "unknown";
 }
 
-}  // namespace cutriage::collectors
+}  // namespace cutriage::base

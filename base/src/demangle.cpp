@@ -1,11 +1,11 @@
-#include "demangle.h"
+#include "cutriage/base/demangle.h"
 
 #include <cxxabi.h>
 
 #include <cstdlib>
 #include <memory>
 
-namespace cutriage::tools {
+namespace cutriage::base {
 namespace {
 
 bool is_ident_char(char c) {
@@ -161,4 +161,4 @@ std::string function_base_name(std::string_view demangled) {
   }
 }
 
-}  // namespace cutriage::tools
+}  // namespace cutriage::base
