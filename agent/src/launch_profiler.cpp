@@ -71,6 +71,20 @@ bool LaunchProfiler::owns_slot(uint64_t correlation_id) const {
   return slot && slot->owner == instance_id_ && slot->correlation_id == correlation_id;
 }
 
+std::unique_ptr<LaunchProfiler::Active> LaunchProfiler::new_active(const std::shared_ptr<ContextState>& ctx,
+                                                                   Family& family, const LaunchEvent& event,
+                                                                   uint64_t launch_index) const {
+  auto active = std::make_unique<Active>();
+  active->owner = instance_id_;
+  active->context = ctx;
+  active->family = &family;
+  active->launch_index = launch_index;
+  active->correlation_id = event.correlation_id;
+  active->event = event;
+  active->event.mangled_name = family.mangled;  // the callback's string is gone by the exit
+  return active;
+}
+
 bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64_t launch_index) {
   try {
     // The slow path: a launch the selection may want. Only now the driver is asked about the stream.
@@ -163,14 +177,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     p_.selector.update_candidate_locked(family);
     return;
   }
-  auto active = std::make_unique<Active>();
-  active->owner = instance_id_;
-  active->context = ctx;
-  active->family = &family;
-  active->launch_index = launch_index;
-  active->correlation_id = event.correlation_id;
-  active->event = event;
-  active->event.mangled_name = family.mangled;  // the callback's string is gone by the exit
+  std::unique_ptr<Active> active = new_active(ctx, family, event, launch_index);
   active->group = selection.group;
   active->deep = selection.deep;
 
@@ -286,14 +293,7 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
     options.period_log2 = auto_sampling_period_log2(duration_ns, limits.sm_clock_hz, limits.sm_count);
   }
 
-  auto active = std::make_unique<Active>();
-  active->owner = instance_id_;
-  active->context = ctx;
-  active->family = &family;
-  active->launch_index = launch_index;
-  active->correlation_id = event.correlation_id;
-  active->event = event;
-  active->event.mangled_name = family.mangled;
+  std::unique_ptr<Active> active = new_active(ctx, family, event, launch_index);
   active->pc_sampling = true;
   active->deep = deep;
   active->gate = std::shared_lock<std::shared_mutex>(p_.gate);

@@ -86,6 +86,9 @@ class LaunchProfiler {
   struct Active;
   static std::unique_ptr<Active>& active_slot();
   [[nodiscard]] bool owns_slot(uint64_t correlation_id) const;
+  // A profile in flight for this launch on `ctx` (claimed by the caller).
+  [[nodiscard]] std::unique_ptr<Active> new_active(const std::shared_ptr<ContextState>& ctx, Family& family,
+                                                   const collectors::LaunchEvent& event, uint64_t launch_index) const;
   void begin_counters(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
                       const Selection& selection, const std::shared_ptr<const MetricGroups>& groups,
                       uint64_t started_mono);
