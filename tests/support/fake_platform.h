@@ -53,6 +53,9 @@ struct FakeStats {
   // Range profiler begin() calls: the plan's replay mode, passes and metrics (under `mutex`).
   std::vector<collectors::PlanReplay> begin_replays;
   std::vector<std::vector<std::string>> begin_metrics;
+  // What the agent asked of the platform once per device or chip (DeviceCatalog caches both).
+  std::atomic<int> device_info_calls{0};
+  std::atomic<int> host_calls{0};
 };
 
 struct FakeConfig {
@@ -70,6 +73,8 @@ struct FakeConfig {
   std::set<std::string> chip_rejects{"launch__grid_size"};  // names the chip "does not have"
   std::string chip = "GH100";
   uint32_t devices = 1;
+  std::set<uint32_t> failing_devices;  // device_info fails for these ordinals
+  Status host_status;                  // returned by make_profiler_host
   // PC sampling: what end() returns for a kernel (by mangled name; an empty batch otherwise), and
   // the line table sass_to_source answers from, by (function, pc offset).
   Status pc_sampler_status;          // returned by make_pc_sampler
@@ -270,6 +275,10 @@ class FakePlatform final : public collectors::Platform {
   void unsubscribe() override { observer_ = nullptr; }
   Result<uint32_t> device_count() override { return config.devices; }
   Result<collectors::DeviceInfo> device_info(uint32_t device) override {
+    ++stats.device_info_calls;
+    if (config.failing_devices.count(device)) {
+      return Status(StatusCode::kUnavailable, "cuDeviceGetAttribute: CUDA_ERROR_INVALID_DEVICE (fake)");
+    }
     collectors::DeviceInfo d;
     d.device = device;
     d.name = "NVIDIA H200";
@@ -379,6 +388,8 @@ class FakePlatform final : public collectors::Platform {
   std::atomic<int> flushes{0};         // default flushes (completed records only)
   std::atomic<int> forced_flushes{0};  // forced flushes (every record)
   Result<std::unique_ptr<collectors::ProfilerHost>> make_profiler_host(const std::string&) override {
+    ++stats.host_calls;
+    if (!config.host_status.is_ok()) return config.host_status;
     auto h = std::make_unique<FakeHost>(config, stats);
     h->counters_ = counters_;
     return std::unique_ptr<collectors::ProfilerHost>(std::move(h));
