@@ -49,7 +49,6 @@ class AlwaysOnPolicy final : public SelectionPolicy {
   [[nodiscard]] bool resumable_locked(const Family& family) const;
 
   bool admits_fast(Family& family) override;
-  [[nodiscard]] bool weighs_shares() const override { return true; }
   [[nodiscard]] bool resamples() const override { return config_.pc_sampling_interval_s > 0; }
   [[nodiscard]] uint32_t max_counter_launches() const override;
   [[nodiscard]] bool samples_again_locked(const Family& family) const override;

@@ -169,10 +169,9 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     std::lock_guard<std::mutex> lock(p_.families.mutex());
     --family.profiles_started;
     --p_.families.totals_locked().profiles_started;
-    if (selection.group >= 0) {
-      // The group was not collected after all: the next launch may ask for it again.
-      for (const std::string& m : selection.metrics) family.attempted.erase(m);
-    }
+    // Nothing was collected after all: the next launch may ask for the same counters again (in
+    // deep mode too, where they were the route's next ones: kept as attempted, they were lost).
+    for (const std::string& m : selection.metrics) family.attempted.erase(m);
     if (selection.deep != 0 && p_.selector.deep_locked()) p_.selector.deep_locked()->captured.erase(family.family_id);
     p_.selector.update_candidate_locked(family);
     return;

@@ -61,14 +61,17 @@ void RecordOutput::rotate_if_due_locked() {
   encoder_ = wire::RecordEncoder();
   header_written_ = false;
   ensure_header_locked();
-  for (const wire::FamilyDef& f : defined_) sink_->append(encoder_.family(f));
 }
 
 void RecordOutput::ensure_header_locked() {
   if (header_written_) return;
   header_written_ = true;
   const wire::SessionInfo s = header_(segment_index_);
-  if (sink_) sink_->append(encoder_.session(s));
+  if (!sink_) return;
+  sink_->append(encoder_.session(s));
+  // A new segment (rotation, or records after close()) reads on its own: the families its
+  // records may name are defined again, with its own interning.
+  for (const wire::FamilyDef& f : defined_) sink_->append(encoder_.family(f));
 }
 
 }  // namespace cutriage::agent

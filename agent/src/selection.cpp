@@ -185,8 +185,9 @@ bool Selector::deep_targets_locked(const Family& f) const {
 }
 
 void Selector::apply_ranking(const triage::TimelineAccumulator& timeline) {
+  // Ranks are kept in every mode: a deep capture of top:N targets by them whatever CUTRIAGE_SELECT
+  // says, and the report names them.
   const bool ranks = config_.select == SelectMode::kTop || config_.select == SelectMode::kShare;
-  if (!ranks && !policy_.weighs_shares()) return;
   const std::vector<uint64_t> ranking = timeline.ranking();
   const double total = timeline.total_kernel_ns();
   std::lock_guard<std::mutex> lock(families_.mutex());
@@ -195,10 +196,11 @@ void Selector::apply_ranking(const triage::TimelineAccumulator& timeline) {
     if (f == nullptr) continue;
     const triage::FamilyTimeStats* stats = timeline.family(ranking[i]);
     f->share = stats != nullptr && total > 0 ? stats->total_ns / total : 0.0;
-    if (!ranks) continue;
     f->rank = static_cast<uint32_t>(i + 1);
-    f->ranked = config_.select == SelectMode::kTop ? i < config_.select_top : f->share >= config_.select_min_share;
-    update_candidate_locked(*f);
+    if (ranks) {
+      f->ranked = config_.select == SelectMode::kTop ? i < config_.select_top : f->share >= config_.select_min_share;
+    }
+    if (ranks || deep_) update_candidate_locked(*f);
   }
 }
 

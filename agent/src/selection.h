@@ -73,9 +73,6 @@ class SelectionPolicy {
   // The launch fast path, without the lock: whether a candidate's launch may come to the
   // selection now (always-on: the budget and the family's own wait).
   virtual bool admits_fast(Family& family) = 0;
-  // Whether the selection keeps every family's share of the GPU time (always-on's group choice
-  // weighs them) even when it does not rank.
-  [[nodiscard]] virtual bool weighs_shares() const = 0;
   // Whether families are PC-sampled again after an interval (refresh_candidates has work).
   [[nodiscard]] virtual bool resamples() const = 0;
   // The most counter launches one family gets.
@@ -143,7 +140,6 @@ class DeepPolicy final : public SelectionPolicy {
  public:
   explicit DeepPolicy(const AgentConfig& config) : config_(config) {}
   bool admits_fast(Family&) override { return true; }
-  [[nodiscard]] bool weighs_shares() const override { return false; }
   [[nodiscard]] bool resamples() const override { return false; }
   [[nodiscard]] uint32_t max_counter_launches() const override { return config_.max_profiles_per_kernel; }
   [[nodiscard]] bool samples_again_locked(const Family&) const override { return false; }

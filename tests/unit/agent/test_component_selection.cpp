@@ -280,7 +280,9 @@ TEST_CASE("selection: select=share profiles the families above the share", "[com
   CHECK_FALSE(d->candidate.load());
 }
 
-TEST_CASE("selection: select=none profiles nothing; deep mode keeps no shares without ranking", "[component][selection]") {
+TEST_CASE("selection: select=none profiles nothing; the ranking still names ranks and shares", "[component][selection]") {
+  // Ranks and shares are kept in every mode (a top:N deep capture targets by rank), but only
+  // select=top and share turn them into candidates.
   Selecting s(with_select(agent::SelectMode::kNone));
   s.trace_started.store(true);
   Family* f = s.family_of(make_launch("trace_only", 1));
@@ -288,8 +290,10 @@ TEST_CASE("selection: select=none profiles nothing; deep mode keeps no shares wi
   CHECK(s.select(make_launch("trace_only", 1)).kind == Selection::Kind::kSkip);
   s.rank({{f, 1000}});
   std::lock_guard<std::mutex> lock(s.families.mutex());
-  CHECK(f->share == 0.0);
+  CHECK(f->share == 1.0);
+  CHECK(f->rank == 1);
   CHECK_FALSE(f->ranked);
+  CHECK_FALSE(f->candidate.load());
 }
 
 TEST_CASE("selection: a deep-capture window targets its families, every counter, then one sampled launch", "[component][selection]") {
@@ -352,10 +356,10 @@ TEST_CASE("selection: a deep-capture window by name overrides select=none", "[co
 }
 
 TEST_CASE("selection: a top:N deep-capture window ranks families when the select mode does not",
-          "[component][selection][!shouldfail]") {
+          "[component][selection]") {
   // CUTRIAGE_DEEP_TARGET's default is top:3, and a trace-only run (select=none) is where a deep
-  // capture on request is most natural; but apply_ranking sets Family::rank only for select=top
-  // and share, so a top:N window finds no family ranked and expires without capturing any.
+  // capture on request is most natural: the ranking keeps every family's rank whatever the select
+  // mode, so a top:N window finds the largest families.
   Selecting s(with_select(agent::SelectMode::kNone));
   s.trace_started.store(true);
   Family* big = s.family_of(make_launch("untargeted_big", 1));
