@@ -34,8 +34,8 @@ namespace cutriage::agent {
 
 class TraceFolder {
  public:
-  // After each delivered batch, with lock() held: the families ranked by GPU time (ids) and the
-  // total kernel time the shares are of.
+  // After each delivered batch, with lock() held: the timeline, for the selection to rank the
+  // families by GPU time.
   using OnRanked = std::function<void(const triage::TimelineAccumulator& timeline)>;
   // A notice for the file and the log (the duty cycle's, once).
   using Notify = std::function<void(wire::Severity, const std::string& code, const std::string& message)>;

@@ -159,6 +159,7 @@ TEST_CASE("family: the cache keeps working beyond its few entries", "[component]
   KernelFilter filter;
   FamilyTable t(testing::fresh_instance_id(), filter);
   std::vector<Family*> first_round;
+  first_round.reserve(20);
   for (int i = 0; i < 20; ++i) first_round.push_back(t.for_launch(make_launch("many_" + std::to_string(i), 1)));
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 20; ++i) CHECK(t.for_launch(make_launch("many_" + std::to_string(i), 2)) == first_round[i]);
@@ -175,6 +176,7 @@ TEST_CASE("family: launches from many threads make one family per key", "[compon
   constexpr int kThreads = 8;
   std::vector<std::vector<Family*>> seen(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int th = 0; th < kThreads; ++th) {
     threads.emplace_back([&, th] {
       for (int i = 0; i < 200; ++i) {

@@ -194,7 +194,7 @@ TEST_CASE("nvtx: a thread's stack stays bounded when ranges are pushed without p
   for (int i = 0; i < kPushes; ++i) t.on_event(push("leak", static_cast<uint64_t>(i)));
   int closed = 0;
   for (int i = 0; i < kPushes; ++i) {
-    t.on_event(pop(static_cast<uint64_t>(kPushes + i)));
+    t.on_event(pop(static_cast<uint64_t>(kPushes) + static_cast<uint64_t>(i)));
     closed += static_cast<int>(t.take_closed(kPushes).size());
   }
   // Only what the stack kept could be closed, and the pops emptied it.

@@ -280,12 +280,14 @@ TEST_CASE("output: records written from several threads interleave whole", "[com
   constexpr int kThreads = 4;
   constexpr int kEach = 60;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
+      const auto id = static_cast<uint64_t>(t) + 1;
       for (int i = 0; i < kEach; ++i) {
         o.out->write_kernel(kernel("threaded_" + std::to_string(t) + "_" + std::to_string(i % 5), 1 + i));
         if (i % 20 == 0) {
-          o.out->write_chunk(chunk_of({static_cast<uint64_t>(t + 1)}), {family(static_cast<uint64_t>(t + 1))});
+          o.out->write_chunk(chunk_of({id}), {family(id)});
         }
       }
     });
@@ -296,5 +298,5 @@ TEST_CASE("output: records written from several threads interleave whole", "[com
     tools::ReadResult r = read_alone(s);
     kernels += count(r, &v1::Record::has_kernel);
   }
-  CHECK(kernels == kThreads * kEach);
+  CHECK(kernels == static_cast<size_t>(kThreads) * static_cast<size_t>(kEach));
 }
