@@ -6,12 +6,14 @@
 #   agent   the agent alone (CUTRIAGE_BUILD_TOOLS=OFF, TESTS=OFF, EXAMPLES=OFF); then installed, and
 #           with libcutriage.so found and linked from a separate project (tests/agent_lib/test_package.sh)
 #   tools   the tool alone (CUTRIAGE_BUILD_AGENT=OFF, TESTS=OFF, EXAMPLES=OFF); then installed and run
-#   nocuda  CUTRIAGE_CUDA=OFF with the tests (the agent core and the tool without the toolkit)
+#   nocuda  CUTRIAGE_CUDA=OFF with the tests (the agent core and the tool without the toolkit);
+#           not in the default set: the sanitizer gate (.ci/sanitize.sh) configures exactly this
+#           combination, builds it and runs its tests, so CI would only compile it twice
 #
 # Runnable locally:
 #
-#   bash .ci/build-matrix.sh               # all three
-#   bash .ci/build-matrix.sh tools agent   # some
+#   bash .ci/build-matrix.sh                # agent and tools (what CI runs)
+#   bash .ci/build-matrix.sh nocuda agent   # some, nocuda included
 #
 # What this gate checks is that each combination configures, compiles and links, so it builds
 # without optimization or debug information (cheaper on CI's two cores); warnings are errors.
@@ -21,7 +23,8 @@ cd "$(dirname "$0")/.."
 root=${CUTRIAGE_MATRIX_DIR:-build-matrix}
 jobs=$(nproc 2>/dev/null || echo 2)
 all=(agent tools nocuda)
-if (($# > 0)); then names=("$@"); else names=("${all[@]}"); fi
+defaults=(agent tools)
+if (($# > 0)); then names=("$@"); else names=("${defaults[@]}"); fi
 
 options() {  # NAME -> the CMake options of that combination
   case $1 in

@@ -61,12 +61,16 @@ run_asan() {
 run_tsan() {
   local build=build-tsan
   configure "$build" "thread"
-  # Only what the agent tests need. The label may match nothing yet (the agent core is young):
-  # that is not a failure.
-  if cmake --build "$build" --target help | grep -q '^cutriage_agent_tests:'; then
+  # Only what the agent tests need (cutriage_agent_tests depends on every helper binary they run).
+  # The target list is read whole before grep looks at it: `ninja help | grep -q` under pipefail
+  # fails when grep exits at the first match and ninja takes SIGPIPE, which skipped the build.
+  local targets
+  targets=$(cmake --build "$build" --target help)
+  if grep -q '^cutriage_agent_tests:' <<<"$targets"; then
     cmake --build "$build" -j "$jobs" --target cutriage_agent_tests
   else
-    echo "sanitize: no cutriage_agent_tests target yet; nothing to run under TSan"
+    echo "sanitize: the TSan build has no cutriage_agent_tests target" >&2
+    return 1
   fi
   local reports="$PWD/$build/sanitizer-reports"
   rm -rf "$reports" && mkdir -p "$reports"
