@@ -6,7 +6,8 @@
 //   begin(options)   cuptiPCSamplingEnable(ctx)
 //                    cuptiPCSamplingGetNumStallReasons + GetStallReasons (first session only: the
 //                      table belongs to the device, and differs between architectures)
-//                    cuptiPCSamplingSetConfigurationAttribute: KERNEL_SERIALIZED, period, start/stop
+//                    cuptiPCSamplingSetConfigurationAttribute: KERNEL_SERIALIZED (or CONTINUOUS,
+//                      PcSamplingOptions::continuous), period, start/stop
 //                      control, scratch and hardware buffer sizes, PARSED output, the config buffer
 //                    cuptiPCSamplingStart
 //   end()            synchronize the context (the sampled launch must have finished)
@@ -483,7 +484,9 @@ class CuptiPcSampler final : public PcSampler {
       return attributes.size() - 1;
     };
     size_t i = add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE);
-    attributes[i].attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
+    attributes[i].attributeData.collectionModeData.collectionMode =
+        options.continuous ? CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS
+                           : CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED;
     i = add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
     attributes[i].attributeData.samplingPeriodData.samplingPeriod = period_log2_;
     i = add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL);

@@ -15,7 +15,8 @@
 
 namespace cutriage::collectors {
 
-// A PcSampler on the CUcontext `cu_context` (opaque here), kernel-serialized with start/stop
+// A PcSampler on the CUcontext `cu_context` (opaque here), kernel-serialized (or continuous, see
+// PcSamplingOptions::continuous) with start/stop
 // control: begin() enables PC sampling on the context, configures it and starts it; end()
 // synchronizes the context, stops, drains the samples and disables PC sampling again, so that
 // between two sessions the context is free for the range profiler. Makes no CUPTI call itself

@@ -171,6 +171,11 @@ struct PcSamplingOptions {
   // writes into; when either fills, samples are dropped and end() reports it.
   size_t scratch_buffer_bytes = size_t{4} << 20;
   size_t hardware_buffer_bytes = size_t{256} << 20;
+  // false: kernel-serialized, every sample belongs to one launch (records carry its correlation
+  // id); it gives nothing for a graph launch. true: continuous, every kernel that runs on the
+  // context between begin() and end() is sampled, concurrently, and a sample is attributed by its
+  // function only: the way to sample the kernels of a graph launch.
+  bool continuous = false;
 };
 
 struct PcStallCount {
