@@ -49,6 +49,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
       output_(std::move(sink), config_.segment_mb > 0 || config_.segment_seconds > 0,
               [this](uint32_t segment) { return session_header(segment); }),
       nvtx_(g_next_instance.fetch_add(1)),
+      graphs_(nvtx_),
       families_(g_next_instance.fetch_add(1), config_.kernel_filter),
       always_on_(config_.mode == AgentMode::kAlwaysOn
                      ? std::make_unique<AlwaysOnPolicy>(
@@ -60,7 +61,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
       deep_policy_(config_),
       selector_(config_, families_, always_on_ ? static_cast<SelectionPolicy&>(*always_on_) : deep_policy_, state_,
                 trace_started_, [this] { return monotonic_now(); }),
-      trace_(config_, platform, log, families_, nvtx_, output_, cupti_gate_,
+      trace_(config_, platform, log, families_, nvtx_, graphs_, output_, cupti_gate_,
              [this](const triage::TimelineAccumulator& timeline) { selector_.apply_ranking(timeline); },
              [this](wire::Severity s, const std::string& code, const std::string& message) {
                write_notice(s, code, message);
@@ -257,6 +258,15 @@ void Agent::on_nvtx(const collectors::NvtxEvent& event) {
     nvtx_.on_event(event);
   } catch (...) {
     log_.log_once(LogLevel::kError, "nvtx", "internal error in the NVTX callback");
+  }
+}
+
+void Agent::on_graph(const collectors::GraphEvent& event) {
+  try {
+    if (finished_.load(std::memory_order_relaxed)) return;
+    graphs_.on_event(event);
+  } catch (...) {
+    log_.log_once(LogLevel::kError, "graph", "internal error in the graph callback");
   }
 }
 

@@ -41,6 +41,7 @@
 #include "deep_capture.h"
 #include "devices.h"
 #include "family.h"
+#include "graph_table.h"
 #include "flush_thread.h"
 #include "launch_profiler.h"
 #include "log.h"
@@ -91,6 +92,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   bool on_launch_enter(const collectors::LaunchEvent& event) override;
   void on_launch_exit(const collectors::LaunchEvent& event) override;
   void on_nvtx(const collectors::NvtxEvent& event) override;
+  void on_graph(const collectors::GraphEvent& event) override;
   void on_activity(const collectors::ActivityBatch& batch) override;
 
   [[nodiscard]] wire::AgentState state() const { return state_.load(); }
@@ -159,6 +161,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   ContextTable contexts_;
   RecordOutput output_;
   NvtxTracker nvtx_;
+  GraphTable graphs_;
   FamilyTable families_;
   std::unique_ptr<AlwaysOnPolicy> always_on_;  // null in deep mode; never reassigned
   DeepPolicy deep_policy_;

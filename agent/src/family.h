@@ -65,6 +65,7 @@ struct Family {
   // Ranking (from the trace's ranking, under the table's lock).
   bool ranked = false;
   uint32_t rank = 0;   // 1-based rank by traced GPU time; 0 = not ranked yet
+  uint64_t launches_when_ranked = 0;  // launch callbacks seen when it was first ranked (the report's reasons)
   double share = 0.0;  // its share of the traced GPU time (always-on's switches)
 
   // Profiling state (the table's lock).

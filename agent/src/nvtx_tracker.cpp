@@ -114,6 +114,8 @@ void NvtxTracker::note_launch(uint64_t correlation_id) {
   t.launches->items.emplace_back(correlation_id, t.path());
 }
 
+uint32_t NvtxTracker::current_path() { return thread_state().path(); }
+
 bool NvtxTracker::allows(const KernelFilter& include, const KernelFilter& exclude) {
   if (include.empty() && exclude.empty()) return true;
   const ThreadState& t = thread_state();

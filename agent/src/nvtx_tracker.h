@@ -29,6 +29,8 @@ class NvtxTracker {
   void on_event(const collectors::NvtxEvent& event);
   // The calling thread launched `correlation_id`: remembered with its open NVTX path, if any.
   void note_launch(uint64_t correlation_id);
+  // The path id of the ranges open on the calling thread; 0 = none.
+  uint32_t current_path();
   // Whether the ranges open on the calling thread pass the include and exclude filters.
   bool allows(const KernelFilter& include, const KernelFilter& exclude);
   // Moves the launches noted so far into `into` (correlation id -> path id).

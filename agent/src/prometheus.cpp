@@ -169,6 +169,27 @@ std::string render_prometheus(const PromSnapshot& s) {
     l.add("family", std::to_string(f.family_id)).add("kernel", cut(f.kernel)).add("verdict", f.verdict).add("limiter", f.limiter);
     out += "cutriage_kernel_family_verdict" + l.str() + " 1\n";
   }
+  const size_t graphs = s.graphs.size() < kMaxPromGraphs ? s.graphs.size() : kMaxPromGraphs;
+  auto graph_series = [&](const char* name, const char* help, auto value) {
+    header(out, name, "counter", help);
+    for (size_t i = 0; i < graphs; ++i) {
+      const PromGraph& g = s.graphs[i];
+      out += std::string(name) + Labels().add("Hostname", s.host).add("graph", std::to_string(g.graph_id)).str() + " " +
+             number(value(g)) + "\n";
+    }
+  };
+  if (graphs > 0) {
+    graph_series("cutriage_graph_replays_total", "Launches of a CUDA graph with kernels traced.",
+                 [](const PromGraph& g) { return static_cast<double>(g.replays); });
+    graph_series("cutriage_graph_kernel_seconds_total", "Time a kernel of the graph ran, summed over its replays.",
+                 [](const PromGraph& g) { return g.kernel_seconds; });
+    graph_series("cutriage_graph_span_seconds_total",
+                 "First node start to last node end of each replay of the graph, summed.",
+                 [](const PromGraph& g) { return g.span_seconds; });
+    graph_series("cutriage_graph_idle_between_nodes_seconds_total",
+                 "Time inside the graph's replays when none of its kernels ran, summed.",
+                 [](const PromGraph& g) { return g.idle_between_nodes_seconds; });
+  }
   if (s.has_budget) {
     // Always-on: the progress of each diagnosis being assembled, so a dashboard can show which
     // verdicts are final and how far the others have come.

@@ -21,6 +21,15 @@ struct PromGpu {
   double span_seconds = 0;  // traced span
 };
 
+// One CUDA graph as one workload (GraphStats), labelled by CUPTI's graph id.
+struct PromGraph {
+  uint32_t graph_id = 0;
+  uint64_t replays = 0;
+  double kernel_seconds = 0;      // union of its kernels' time, summed over replays
+  double span_seconds = 0;        // first node start to last node end, summed over replays
+  double idle_between_nodes_seconds = 0;
+};
+
 struct PromFamily {
   uint64_t family_id = 0;
   uint32_t device = 0;
@@ -46,6 +55,7 @@ struct PromSnapshot {
   uint64_t dropped_trace_records = 0;
   std::vector<PromGpu> gpus;
   std::vector<PromFamily> families;  // largest GPU time first; the renderer keeps the first max
+  std::vector<PromGraph> graphs;     // most kernel time first; the renderer keeps the first kMaxPromGraphs
   // Always-on mode's budget (absent in deep mode): the share allowed, what was spent, over what.
   bool has_budget = false;
   double budget_ratio = 0;
@@ -61,6 +71,7 @@ struct PromSnapshot {
 
 // Families exported: the rest are summed into no series (their time is in the GPU's busy time).
 inline constexpr size_t kMaxPromFamilies = 50;
+inline constexpr size_t kMaxPromGraphs = 50;
 inline constexpr size_t kMaxKernelLabel = 160;
 
 // The exposition text: HELP and TYPE lines, then one sample per series. Label values are escaped

@@ -198,7 +198,11 @@ void Selector::apply_ranking(const triage::TimelineAccumulator& timeline) {
     f->share = stats != nullptr && total > 0 ? stats->total_ns / total : 0.0;
     f->rank = static_cast<uint32_t>(i + 1);
     if (ranks) {
+      const bool was_ranked = f->ranked;
       f->ranked = config_.select == SelectMode::kTop ? i < config_.select_top : f->share >= config_.select_min_share;
+      if (f->ranked && !was_ranked && f->launches_when_ranked == 0) {
+        f->launches_when_ranked = f->launches.load(std::memory_order_relaxed);
+      }
     }
     if (ranks || deep_) update_candidate_locked(*f);
   }

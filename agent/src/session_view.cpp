@@ -41,9 +41,46 @@ wire::TraceSummary SessionView::trace_summary_locked(const triage::TimelineSumma
   out.selection.nvtx_include = p_.config.nvtx_include.spec();
   out.selection.nvtx_exclude = p_.config.nvtx_exclude.spec();
   const std::vector<std::string> paths = p_.nvtx.paths();
+  out.graphs = p_.trace.graphs_locked();
+  const std::map<uint64_t, std::vector<wire::GraphNodeRef>> graph_nodes = graph_nodes_of(out.graphs, paths);
   std::lock_guard<std::mutex> lock(p_.families.mutex());
   for (const triage::FamilyTimeStats& f : timeline.families) {
-    if (const Family* k = p_.families.by_id_locked(f.family)) out.outcomes[f.family] = outcome_locked(*k, f, paths);
+    const Family* k = p_.families.by_id_locked(f.family);
+    if (k == nullptr) continue;
+    wire::FamilyOutcome& o = out.outcomes[f.family] = outcome_locked(*k, f, paths);
+    if (auto it = graph_nodes.find(f.family); it != graph_nodes.end()) o.graph_nodes = it->second;
+  }
+  return out;
+}
+
+std::map<uint64_t, std::vector<wire::GraphNodeRef>> SessionView::graph_nodes_of(
+    const std::vector<triage::GraphStats>& graphs, const std::vector<std::string>& paths) const {
+  constexpr size_t kMaxNodes = 8;  // per family, as FamilyStats.graph_nodes says
+  std::map<uint64_t, std::vector<std::pair<double, wire::GraphNodeRef>>> by_family;
+  for (const triage::GraphStats& g : graphs) {
+    for (const triage::GraphFamilyTime& f : g.families) {
+      // The accumulator keeps time per family, not per node: a family's nodes in one graph share
+      // its time there, for ordering only.
+      const double per_node = f.node_ids.empty() ? 0 : f.total_ns / static_cast<double>(f.node_ids.size());
+      for (uint64_t node : f.node_ids) {
+        wire::GraphNodeRef ref;
+        ref.graph_id = g.graph_id;
+        ref.node_id = node;
+        const GraphTable::Origin origin = p_.trace.graph_table().origin(node);
+        if (origin.known) {
+          ref.created_node_id = origin.created_node_id;
+          ref.captured = origin.captured;
+          if (origin.nvtx_path < paths.size()) ref.capture_nvtx_path = paths[origin.nvtx_path];
+        }
+        by_family[f.family].emplace_back(per_node, std::move(ref));
+      }
+    }
+  }
+  std::map<uint64_t, std::vector<wire::GraphNodeRef>> out;
+  for (auto& [family, refs] : by_family) {
+    std::stable_sort(refs.begin(), refs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<wire::GraphNodeRef>& list = out[family];
+    for (size_t i = 0; i < refs.size() && i < kMaxNodes; ++i) list.push_back(std::move(refs[i].second));
   }
   return out;
 }
@@ -69,12 +106,9 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   } else if (!k.names->matches_filter) {
     o.selection = S::kFiltered;
     o.selection_detail = "the kernel-name filter " + p_.config.kernel_filter.spec() + " excludes it";
-  } else if (f.graph_launches == f.launches && k.launches.load() == 0) {
-    o.selection = S::kGraphOnly;
-    o.selection_detail =
-        "launched only from CUDA graphs: the range profiler cannot replay a kernel inside a graph "
-        "launch (on CUDA 13.0 auto-range replay of cuGraphLaunch gave no ranges and lost the "
-        "graph's results), so graph kernels are traced and ranked but not profiled";
+  } else if (f.graph_launches > 0 && 2 * f.graph_launches >= f.launches) {
+    o.selection = f.graph_launches == f.launches ? S::kGraphOnly : S::kMostlyInGraphs;
+    o.selection_detail = graph_detail_locked(k, f);
   } else if (p_.always_on != nullptr && (k.ranked || p_.config.select == SelectMode::kAll)) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.rank) +
@@ -105,6 +139,31 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
     if (path < paths.size() && o.nvtx_paths.size() < 8) o.nvtx_paths.push_back(paths[path]);
   }
   return o;
+}
+
+std::string SessionView::graph_detail_locked(const Family& k, const triage::FamilyTimeStats& f) const {
+  const uint64_t direct = f.launches - f.graph_launches;
+  std::string d = "ran " + std::to_string(f.launches) + " times, " + std::to_string(f.graph_launches) +
+                  " of them inside CUDA graph launches";
+  if (direct > 0) d += " and " + std::to_string(direct) + " directly";
+  d += ". Kernels in graphs are traced and ranked, not profiled: CUPTI 13.0 cannot count one node of a "
+       "graph launch, and replaying a graph launch changes its results (docs/graphs.md)";
+  if (direct > 0) {
+    // Launch callbacks seen when it was first ranked: those came before its rank was known.
+    const uint64_t callbacks = k.launches.load(std::memory_order_relaxed);
+    if (!k.ranked && p_.config.select != SelectMode::kAll) {
+      d += "; its direct launches were not selected (not ranked)";
+    } else if (k.launches_when_ranked >= callbacks) {
+      d += "; its direct launches all came before its rank was known";
+    } else {
+      d += "; its direct launches after its rank was known were captured, skipped or limited";
+    }
+  }
+  if (k.stats.captured > 0) {
+    d += "; " + std::to_string(k.stats.captured) + " of its launches were made into a capturing stream (they run "
+         "only when the graph is launched)";
+  }
+  return d;
 }
 
 std::optional<wire::OverheadStats> SessionView::overhead() const {
@@ -189,6 +248,11 @@ PromSnapshot SessionView::prometheus_snapshot(uint64_t sampled_launches) const {
     std::unique_lock<std::mutex> lock = p_.trace.lock();
     timeline = p_.trace.timeline_locked().summary();
     s.dropped_trace_records = p_.trace.dropped_records_locked();
+    for (const triage::GraphStats& g : p_.trace.graphs_locked()) {
+      if (s.graphs.size() >= kMaxPromGraphs) break;
+      s.graphs.push_back(PromGraph{g.graph_id, g.replays, g.kernel_busy_ns * 1e-9, g.span_ns * 1e-9,
+                                   g.idle_between_nodes_ns() * 1e-9});
+    }
   }
   const std::map<uint32_t, collectors::DeviceInfo> devices = p_.devices.all();
   std::lock_guard<std::mutex> lock(p_.families.mutex());

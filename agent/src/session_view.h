@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,12 @@ class SessionView {
   void print_summary(Logger& log, const wire::SessionEnd& end, const std::string& file) const;
 
  private:
+  // Why a family whose executions ran mostly inside graph launches was not profiled, with the
+  // numbers (the table's lock).
+  [[nodiscard]] std::string graph_detail_locked(const Family& k, const triage::FamilyTimeStats& f) const;
+  // The graph nodes each family ran as, most time first, at most 8 (the trace's lock).
+  [[nodiscard]] std::map<uint64_t, std::vector<wire::GraphNodeRef>> graph_nodes_of(
+      const std::vector<triage::GraphStats>& graphs, const std::vector<std::string>& paths) const;
   [[nodiscard]] wire::FamilyOutcome outcome_locked(const Family& k, const triage::FamilyTimeStats& f,
                                                    const std::vector<std::string>& paths) const;
   [[nodiscard]] std::vector<std::string> summary_lines(const wire::TraceSummary& trace) const;

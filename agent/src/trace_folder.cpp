@@ -21,13 +21,14 @@ size_t TraceFolder::ActivityKeyHash::operator()(const ActivityKey& k) const noex
 }
 
 TraceFolder::TraceFolder(const AgentConfig& config, collectors::Platform& platform, Logger& log,
-                         FamilyTable& families, NvtxTracker& nvtx, RecordOutput& output, std::shared_mutex& gate,
-                         OnRanked on_ranked, Notify notify)
+                         FamilyTable& families, NvtxTracker& nvtx, const GraphTable& graph_table,
+                         RecordOutput& output, std::shared_mutex& gate, OnRanked on_ranked, Notify notify)
     : config_(config),
       platform_(platform),
       log_(log),
       families_(families),
       nvtx_(nvtx),
+      graph_table_(graph_table),
       output_(output),
       gate_(gate),
       on_ranked_(std::move(on_ranked)),
@@ -48,8 +49,11 @@ void TraceFolder::on_activity(const collectors::ActivityBatch& batch) {
     if (a.end_ns < a.start_ns) continue;  // a record CUPTI could not complete
     Family& family = *family_of_locked(a);
     const bool replayed = replayed_.count(a.correlation_id) > 0;
-    // A replayed launch's path is kept for its replay window (add_replay_window).
-    const uint32_t nvtx_path = nvtx_path_locked(a.correlation_id, replayed, family.family_id);
+    // A replayed launch's path is kept for its replay window (add_replay_window). A graph
+    // kernel's record carries the graph launch's correlation id; its NVTX path is the one open
+    // when its node was captured.
+    const uint32_t nvtx_path = a.graph_id != 0 ? graph_nvtx_path_locked(a.graph_node_id, family.family_id)
+                                               : nvtx_path_locked(a.correlation_id, replayed, family.family_id);
     add_execution_locked(family, a, replayed, nvtx_path, chunk);
   }
   for (const collectors::CopyActivity& c : batch.copies) add_copy_locked(c, chunk);
@@ -90,6 +94,13 @@ uint32_t TraceFolder::nvtx_path_locked(uint64_t correlation_id, bool keep, uint6
   if (!keep) correlation_nvtx_.erase(it);
   ++nvtx_launches_[family_id][path];
   return path;
+}
+
+uint32_t TraceFolder::graph_nvtx_path_locked(uint64_t node_id, uint64_t family_id) {
+  const GraphTable::Origin origin = graph_table_.origin(node_id);
+  if (origin.nvtx_path == 0) return 0;
+  ++nvtx_launches_[family_id][origin.nvtx_path];
+  return origin.nvtx_path;
 }
 
 void TraceFolder::mark_replayed(uint64_t correlation_id) {
@@ -133,6 +144,10 @@ void TraceFolder::add_execution_locked(Family& family, const collectors::KernelA
   // the pause, no duration of its own.
   triage::cut_at_pause(span, pause_starts_);
   timeline_.add_kernel(span);
+  if (span.from_graph && !replayed && !span.cut_by_pause) {
+    graphs_.add(triage::GraphKernel{a.graph_id, a.correlation_id, a.graph_node_id, family.family_id, a.start_ns,
+                                    span.end_ns});
+  }
   if (!replayed) family.traced.store(true, std::memory_order_relaxed);
   if (events_ >= config_.trace_max_events) return;
   ++events_;

@@ -25,7 +25,9 @@
 #include "cutriage/collectors/platform.h"
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/records.h"
+#include "cutriage/triage/graphs.h"
 #include "family.h"
+#include "graph_table.h"
 #include "log.h"
 #include "nvtx_tracker.h"
 #include "record_output.h"
@@ -42,7 +44,8 @@ class TraceFolder {
 
   // `gate`: held shared by profiled launches, exclusively by whatever pauses or flushes CUPTI.
   TraceFolder(const AgentConfig& config, collectors::Platform& platform, Logger& log, FamilyTable& families,
-              NvtxTracker& nvtx, RecordOutput& output, std::shared_mutex& gate, OnRanked on_ranked, Notify notify);
+              NvtxTracker& nvtx, const GraphTable& graph_table, RecordOutput& output, std::shared_mutex& gate,
+              OnRanked on_ranked, Notify notify);
 
   // The trace is running from now: its clock and the duty cycle's windows start here.
   void started(uint64_t trace_clock_ns, uint64_t mono_ns);
@@ -71,8 +74,12 @@ class TraceFolder {
   void fill_inputs(uint64_t family_id, triage::KernelInput& input) const;
   [[nodiscard]] uint64_t dropped_records_locked() const { return dropped_records_; }
   [[nodiscard]] uint64_t kernel_events_locked() const { return kernel_events_; }
-  // The family's executions by NVTX path id.
+  // The family's executions by NVTX path id (for graph kernels, the path open when their node
+  // was captured).
   [[nodiscard]] const std::map<uint32_t, uint64_t>* nvtx_launches_locked(uint64_t family_id) const;
+  // Each CUDA graph as one workload (its traced kernels), most kernel time first.
+  [[nodiscard]] std::vector<triage::GraphStats> graphs_locked() const { return graphs_.summary(); }
+  [[nodiscard]] const GraphTable& graph_table() const { return graph_table_; }
 
  private:
   struct Chunk {
@@ -94,6 +101,7 @@ class TraceFolder {
                             Chunk& chunk);
   void add_copy_locked(const collectors::CopyActivity& c, Chunk& chunk);
   uint32_t nvtx_path_locked(uint64_t correlation_id, bool keep, uint64_t family_id);
+  uint32_t graph_nvtx_path_locked(uint64_t node_id, uint64_t family_id);
   void write_locked(Chunk& chunk);
   // Ends the pause that began at paused_at_ns_ at `end_ns` (trace clock): into the timeline, the
   // chunk and the paused-time counter.
@@ -106,6 +114,7 @@ class TraceFolder {
   Logger& log_;
   FamilyTable& families_;
   NvtxTracker& nvtx_;
+  const GraphTable& graph_table_;
   RecordOutput& output_;
   std::shared_mutex& gate_;
   OnRanked on_ranked_;
@@ -113,6 +122,7 @@ class TraceFolder {
 
   mutable std::mutex mutex_;
   triage::TimelineAccumulator timeline_;
+  triage::GraphAccumulator graphs_;
   std::unordered_map<ActivityKey, Family*, ActivityKeyHash> activity_families_;
   std::vector<bool> defined_;  // by family id: its definition was handed to the output
   std::map<uint64_t, std::map<uint32_t, uint64_t>> nvtx_launches_;  // family id -> path id -> executions

@@ -115,6 +115,9 @@ struct LaunchThreadState {
   // the id guards against an exit whose enter never reached the observer.
   bool exit_wanted = false;
   uint32_t exit_correlation = 0;
+  // The kernel launch whose callbacks this thread is between (0 = none): a graph node created
+  // meanwhile was captured from it (GraphEvent::capture_correlation_id).
+  uint32_t in_launch = 0;
 };
 thread_local LaunchThreadState t_launch;
 
@@ -261,6 +264,16 @@ class CuptiPlatform final : public Platform {
     };
     for (CUpti_CallbackId cbid : resources) {
       CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid));
+    }
+    // Graph structure is attribution (which capture a graph kernel comes from): best effort, like
+    // NVTX below.
+    const CUpti_CallbackId graph_resources[] = {
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+    };
+    for (CUpti_CallbackId cbid : graph_resources) {
+      (void)CUTRIAGE_CUPTI_STATUS(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid));
     }
     // NVTX is annotation: best effort, its absence must not cost the launch callbacks. The
     // callbacks only fire when the application's NVTX loaded CUPTI as its tool, which
@@ -505,9 +518,42 @@ class CuptiPlatform final : public Platform {
         observer.on_module_loaded(m);
         break;
       }
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+      case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+        on_graph_resource(observer, cbid, static_cast<const CUpti_GraphData*>(r->resourceDescriptor));
+        break;
       default:
         break;
     }
+  }
+
+  static void on_graph_resource(LaunchObserver& observer, CUpti_CallbackId cbid, const CUpti_GraphData* g) {
+    if (g == nullptr) return;
+    GraphEvent e;
+    if (g->graph != nullptr) (void)cuptiGetGraphId(g->graph, &e.graph_id);
+    switch (cbid) {
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+        e.kind = GraphEvent::Kind::kNodeCreated;
+        if (g->node == nullptr || cuptiGetGraphNodeId(g->node, &e.node_id) != CUPTI_SUCCESS) return;
+        e.capture_correlation_id = t_launch.in_launch;
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+        e.kind = GraphEvent::Kind::kNodeCloned;
+        if (g->node == nullptr || g->originalNode == nullptr ||
+            cuptiGetGraphNodeId(g->node, &e.node_id) != CUPTI_SUCCESS ||
+            cuptiGetGraphNodeId(g->originalNode, &e.original_node_id) != CUPTI_SUCCESS) {
+          return;
+        }
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+        e.kind = GraphEvent::Kind::kExecCreated;
+        if (g->graphExec == nullptr || cuptiGetGraphExecId(g->graphExec, &e.exec_id) != CUPTI_SUCCESS) return;
+        break;
+      default:
+        return;
+    }
+    observer.on_graph(e);
   }
 
   // The hot path: runs on every launch of the application (enter), and on the exit of the few
@@ -516,6 +562,10 @@ class CuptiPlatform final : public Platform {
     if (cb == nullptr) return;
     LaunchThreadState& t = t_launch;
     const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+    t.in_launch = enter && cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch &&
+                          cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz
+                      ? cb->correlationId
+                      : 0;
     if (!enter && (!t.exit_wanted || t.exit_correlation != cb->correlationId)) return;
     t.exit_wanted = false;
     if (cb->functionParams == nullptr) return;

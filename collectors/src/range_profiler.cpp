@@ -15,6 +15,13 @@
 // With RangeProfilerOptions::keep_enabled = false, Enable runs in begin() and Disable in end():
 // the per-launch sequence seen working on the H200.
 //
+// PlanReplay::kApplication (a graph launch; tests/gpu/graph_probe.cu, docs/graphs.md): user range
+// + user replay, the image initialized and SetConfig once, then per pass (one of the application's
+// repeats of the workload): begin() Start + PushRange, end() PopRange + Stop; after the pass that
+// Stop reports as the last, DecodeData. Seen on the H200: a 9-pass plan over 9 graph launches gave
+// one range with every value, and the graph's results intact.
+
+//
 // One enabled object serves one config (seen on the H200, CUDA 13.0, driver 580): SetConfig again
 // with the same config image and the same buffers works launch after launch, with the same
 // counts; SetConfig with another plan's config on the same enabled object crashed the process
@@ -109,6 +116,9 @@ class CuptiRangeProfiler final : public RangeProfiler {
       return Status(StatusCode::kInvalidArgument,
                     "RangeProfiler::begin(): the plan has no metrics or no config image");
     }
+    if (plan.replay == PlanReplay::kApplication && plan.passes == 0) {
+      return Status(StatusCode::kInvalidArgument, "RangeProfiler::begin(): the plan has no passes");
+    }
     if (plan.replay == PlanReplay::kNone && plan.passes != 1) {
       return Status(StatusCode::kInvalidArgument,
                     "RangeProfiler::begin(): a plan collected without replay must fit one pass, this one takes " +
@@ -130,6 +140,8 @@ class CuptiRangeProfiler final : public RangeProfiler {
     }
     started_ = false;
     Result<CounterData> data = stop_and_decode();
+    // A collection over the application's repeats keeps its object (and image) between passes.
+    if (data.is_ok() && data.value().passes_pending > 0) return data;
     // After a failure the object's state is unknown: start the next launch from a fresh Enable.
     if (!data.is_ok() || !options_.keep_enabled) {
       const Status disabled = disable_object();
@@ -147,6 +159,11 @@ class CuptiRangeProfiler final : public RangeProfiler {
 
  private:
   Status configure_and_start(const MetricPlan& plan) {
+    if (replay_ == PlanReplay::kApplication && pass_ > 0 && configured_) {
+      // The next pass of the collection in progress: the same config and image, no SetConfig.
+      CUTRIAGE_RETURN_IF_ERROR(start_object());
+      return push_range();
+    }
     // The counter-data image's size depends on the metric names; an object only ever serves one
     // plan (see the top of the file), so size it once per object.
     if (counter_data_size_ == 0 || sized_for_ != plan.metrics) {
@@ -187,10 +204,13 @@ class CuptiRangeProfiler final : public RangeProfiler {
     config.pConfig = config_.data();
     config.counterDataImageSize = image_.size();
     config.pCounterDataImage = image_.data();
-    config.range = CUPTI_AutoRange;
+    // Auto range: one range per kernel. A graph launch gets one user range instead (an auto
+    // range around cuGraphLaunch fails in Stop, seen on the H200).
+    config.range = replay_ == PlanReplay::kApplication ? CUPTI_UserRange : CUPTI_AutoRange;
     // User replay with a single-pass config: the one Start..Stop is the only pass, so the launch
-    // runs once and nothing is saved or restored (what always-on collection relies on).
-    config.replayMode = replay_ == PlanReplay::kNone ? CUPTI_UserReplay : CUPTI_KernelReplay;
+    // runs once and nothing is saved or restored (what always-on collection relies on). With
+    // kApplication each pass is one of the application's own repeats.
+    config.replayMode = replay_ == PlanReplay::kKernel ? CUPTI_KernelReplay : CUPTI_UserReplay;
     config.maxRangesPerPass = options_.max_ranges;
     config.numNestingLevels = 1;  // auto range: must be 1 (header)
     config.minNestingLevel = 1;
@@ -198,7 +218,30 @@ class CuptiRangeProfiler final : public RangeProfiler {
     config.targetNestingLevel = 1;
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerSetConfig(&config));
     configured_ = true;
+    passes_ = plan.passes;
+    pass_ = 0;
+    CUTRIAGE_RETURN_IF_ERROR(start_object());
+    return replay_ == PlanReplay::kApplication ? push_range() : Status::ok();
+  }
 
+  Status push_range() {
+    CUpti_RangeProfiler_PushRange_Params push{};
+    push.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
+    push.pRangeProfilerObject = object_;
+    push.pRangeName = "workload";
+    const CUptiResult pushed = cuptiRangeProfilerPushRange(&push);
+    if (pushed != CUPTI_SUCCESS) {
+      CUpti_RangeProfiler_Stop_Params stop{};
+      stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+      stop.pRangeProfilerObject = object_;
+      (void)cuptiRangeProfilerStop(&stop);  // undo the Start; the caller disables after a failure
+      started_ = false;
+      return cupti_status(pushed, "cuptiRangeProfilerPushRange");
+    }
+    return Status::ok();
+  }
+
+  Status start_object() {
     CUpti_RangeProfiler_Start_Params start{};
     start.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
     start.pRangeProfilerObject = object_;
@@ -215,10 +258,38 @@ class CuptiRangeProfiler final : public RangeProfiler {
   }
 
   Result<CounterData> stop_and_decode() {
+    if (replay_ == PlanReplay::kApplication) {
+      CUpti_RangeProfiler_PopRange_Params pop{};
+      pop.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
+      pop.pRangeProfilerObject = object_;
+      const CUptiResult popped = cuptiRangeProfilerPopRange(&pop);
+      if (popped != CUPTI_SUCCESS) {
+        CUpti_RangeProfiler_Stop_Params stop{};
+        stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+        stop.pRangeProfilerObject = object_;
+        (void)cuptiRangeProfilerStop(&stop);
+        return cupti_status(popped, "cuptiRangeProfilerPopRange");
+      }
+    }
     CUpti_RangeProfiler_Stop_Params stop{};
     stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
     stop.pRangeProfilerObject = object_;
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerStop(&stop));
+    if (replay_ == PlanReplay::kApplication && stop.isAllPassSubmitted == 0) {
+      // Pass `pass_` done; CUPTI says which comes next (seen on the H200: 1, 2, ... then 0 with
+      // all submitted after the last).
+      ++pass_;
+      if (pass_ >= passes_) {
+        return Status(StatusCode::kInternal, "cuptiRangeProfilerStop: " + std::to_string(pass_) +
+                                                 " passes run, the plan's " + std::to_string(passes_) +
+                                                 ", and CUPTI still wants more");
+      }
+      CounterData pending;
+      pending.passes_pending = passes_ - pass_;
+      pending.config_checksum = config_checksum_;
+      return pending;
+    }
+    pass_ = 0;
     // Kernel replay runs every pass inside the launch. Passes still missing mean no kernel ran
     // in the range (a launch into a capturing stream, a graph launch): decoding then failed with
     // CUPTI_ERROR_UNKNOWN on the H200 and the process died soon after, so do not decode.
@@ -269,6 +340,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     object_ = nullptr;
     started_ = false;
     configured_ = false;
+    pass_ = 0;
     counter_data_size_ = 0;
     sized_for_.clear();
     std::vector<uint8_t>().swap(config_);
@@ -289,6 +361,10 @@ class CuptiRangeProfiler final : public RangeProfiler {
   uint64_t config_checksum_ = 0;
   PlanReplay replay_ = PlanReplay::kKernel;       // the replay mode config_ was set with
   std::vector<uint8_t> image_;
+  // kApplication: the plan's passes, and how many are done in the collection in progress (0 =
+  // none in progress: the next begin() initializes the image and sets the config).
+  uint32_t passes_ = 0;
+  uint32_t pass_ = 0;
 };
 
 }  // namespace

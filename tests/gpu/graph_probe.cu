@@ -17,6 +17,7 @@
 //                launch between the passes
 //   kernelN      auto range + kernel replay, many passes, 32 ranges, around one cuGraphLaunch
 //   userrange    user range (push/pop) + user replay, one-pass plan, around one cuGraphLaunch
+//   collectorN   userrangeN through the collector (RangeProfiler, PlanReplay::kApplication), twice
 //   pcs_serial   PC sampling, kernel-serialized, around one cuGraphLaunch
 //   pcs_cont     PC sampling, continuous, around one cuGraphLaunch: samples per function
 #include <cuda.h>
@@ -321,6 +322,66 @@ int run_range_way(const RangeWay& way) {
   return ok && all ? 0 : 1;
 }
 
+// The collector's own route for graphs (PlanReplay::kApplication): the same as userrangeN through
+// RangeProfiler, as the agent will use it.
+int run_collector_way() {
+  Workload w;
+  w.setup();
+  w.launch();
+  CK(cudaStreamSynchronize(w.stream));
+  auto host = cutriage::collectors::make_cupti_profiler_host("GH100");
+  if (!host.is_ok()) return 1;
+  std::vector<std::string> metrics = cutriage::triage::counters_for_decisions(cutriage::triage::routing_decisions());
+  metrics.push_back("gpu__time_duration.sum");
+  auto plan = host.value()->plan(metrics);
+  if (!plan.is_ok()) return 1;
+  plan.value().replay = cutriage::collectors::PlanReplay::kApplication;
+  auto profiler = cutriage::collectors::make_cupti_range_profiler(current_context());
+  if (!profiler.is_ok()) {
+    std::printf("  profiler: %s\n", profiler.status().message().c_str());
+    return 1;
+  }
+  bool ok = true;
+  for (int round = 0; round < 2 && ok; ++round) {  // two collections in a row on one object
+    cutriage::collectors::CounterData data;
+    int launches = 0;
+    const double t0 = now_ms();
+    do {
+      const auto begun = profiler.value()->begin(plan.value());
+      if (!begun.is_ok()) {
+        std::printf("  begin: %s\n", begun.message().c_str());
+        return 1;
+      }
+      w.launch();
+      ++launches;
+      auto ended = profiler.value()->end();
+      if (!ended.is_ok()) {
+        std::printf("  end: %s\n", ended.status().message().c_str());
+        return 1;
+      }
+      data = ended.value();
+      if (round == 0 && launches % 3 == 1) w.ordinary_launch();  // unprofiled work between passes
+    } while (data.passes_pending > 0 && launches < 64);
+    std::printf("  round %d: %d graph launches for %u passes in %.1f ms; %u ranges\n", round, launches,
+                plan.value().passes, now_ms() - t0, data.ranges);
+    auto values = host.value()->evaluate(plan.value(), data, 0);
+    if (!values.is_ok()) {
+      std::printf("  evaluate: %s\n", values.status().message().c_str());
+      return 1;
+    }
+    int nan = 0;
+    for (const auto& v : values.value()) nan += v.value != v.value ? 1 : 0;
+    for (size_t i = 0; i < values.value().size() && i < 5; ++i) {
+      std::printf("    %s = %.4g\n", values.value()[i].name.c_str(), values.value()[i].value);
+    }
+    std::printf("  %zu values, %d NaN\n", values.value().size(), nan);
+    ok = nan == 0 && static_cast<uint32_t>(launches) == plan.value().passes;
+  }
+  profiler.value().reset();
+  ok = w.check("collector") && ok;
+  return ok ? 0 : 1;
+}
+
 // ---- trace: node ids, capture-time kernel names, activity records ----------------------------
 
 std::mutex g_mutex;
@@ -507,6 +568,7 @@ int run_way(const std::string& way) {
   if (way == "kernelN") return run_range_way({false, false, true, 1, false});
   if (way == "userrange") return run_range_way({true, true, false, 8, false});
   if (way == "userrangeN") return run_range_way({true, true, true, 64, false});
+  if (way == "collectorN") return run_collector_way();
   if (way == "pcs_serial") return run_pcs(false);
   if (way == "pcs_cont") return run_pcs(true);
   std::printf("unknown way %s\n", way.c_str());
@@ -523,8 +585,8 @@ int main(int argc, char** argv) {
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a child that crashes keeps what it printed
   if (argc > 2 && std::strcmp(argv[1], "--child") == 0) return run_way(argv[2]);
-  std::vector<std::string> ways = {"trace", "user1", "userN", "userrange", "userrangeN", "pcs_serial", "pcs_cont",
-                                   "kernelN"};
+  std::vector<std::string> ways = {"trace", "user1", "userN", "userrange", "userrangeN", "collectorN",
+                                   "pcs_serial", "pcs_cont", "kernelN"};
   if (argc > 1) ways.assign(argv + 1, argv + argc);
   int failed = 0;
   for (const std::string& way : ways) {

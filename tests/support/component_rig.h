@@ -17,6 +17,7 @@
 #include "contexts.h"
 #include "devices.h"
 #include "family.h"
+#include "graph_table.h"
 #include "instance_ids.h"
 #include "launch_profiler.h"
 #include "nvtx_tracker.h"
@@ -42,6 +43,7 @@ struct ComponentRig {
                  return s;
                }),
         nvtx(fresh_instance_id()),
+        graphs(nvtx),
         families(fresh_instance_id(), config.kernel_filter),
         always_on(config.mode == agent::AgentMode::kAlwaysOn
                       ? std::make_unique<agent::AlwaysOnPolicy>(
@@ -54,7 +56,7 @@ struct ComponentRig {
         selector(config, families,
                  always_on ? static_cast<agent::SelectionPolicy&>(*always_on) : deep_policy, state, trace_started,
                  [this] { return platform.mono_ns.load(); }),
-        trace(config, platform, log, families, nvtx, output, gate,
+        trace(config, platform, log, families, nvtx, graphs, output, gate,
               [this](const triage::TimelineAccumulator& timeline) { selector.apply_ranking(timeline); },
               [this](wire::Severity, const std::string& code, const std::string&) { notices.push_back(code); }),
         profiler(agent::LaunchProfiler::Parts{
@@ -126,6 +128,7 @@ struct ComponentRig {
   agent::ContextTable contexts;
   agent::RecordOutput output;
   agent::NvtxTracker nvtx;
+  agent::GraphTable graphs;
   agent::FamilyTable families;
   std::unique_ptr<agent::AlwaysOnPolicy> always_on;
   agent::DeepPolicy deep_policy;

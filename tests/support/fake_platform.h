@@ -331,7 +331,7 @@ class FakePlatform final : public collectors::Platform {
   // Queues one execution record as the Activity API would report it (graph kernels, copies).
   void queue_kernel(const std::string& mangled, uint64_t duration_ns, triage::Dim3 grid,
                     triage::Dim3 block, uint32_t graph_id = 0, uint32_t stream = 7,
-                    uint64_t correlation = 0) {
+                    uint64_t correlation = 0, uint64_t graph_node_id = 0) {
     std::lock_guard<std::mutex> lock(trace_mutex_);
     Pending p;
     p.name = mangled;
@@ -344,6 +344,7 @@ class FakePlatform final : public collectors::Platform {
     p.a.context_id = 1;
     p.a.correlation_id = static_cast<uint32_t>(correlation);
     p.a.graph_id = graph_id;
+    p.a.graph_node_id = graph_node_id;
     pending_.push_back(std::move(p));
   }
   // A kernel still running at the next pause_trace(true): it starts now, the clock moves 1 us into

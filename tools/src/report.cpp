@@ -12,6 +12,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "cutriage/base/demangle.h"
+#include "cutriage/triage/graphs.h"
 #include "cutriage/triage/rule.h"
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/writer.h"
@@ -591,6 +592,9 @@ std::string selection_text(const v1::FamilyStats& fs) {
     case FS::SELECTION_GRAPH_ONLY:
       why = "only launched from CUDA graphs", state = "graph only";
       break;
+    case FS::SELECTION_MOSTLY_IN_GRAPHS:
+      why = "most of its executions ran inside CUDA graph launches", state = "mostly in graphs";
+      break;
     case FS::SELECTION_NOT_REPLAYABLE:
       why = "cooperative or communication kernel, not replayable", state = "not replayable";
       break;
@@ -744,6 +748,58 @@ void render_finding(std::ostringstream& out, const v1::Check& c, const ReportOpt
   }
 }
 
+// "graph 2 node 8589934592 (captured under NVTX 'forward/linear1'), node ..." for a family.
+std::string graph_nodes_text(const ReadResult& file, const v1::FamilyStats& fs, const ReportOptions& options) {
+  std::string text;
+  int shown = 0;
+  // Indexed: GCC 12 sees a null dereference in the range-for over a repeated message field.
+  for (int i = 0; i < fs.graph_nodes_size(); ++i) {
+    const v1::GraphNodeRef& n = fs.graph_nodes(i);
+    if (!options.verbose && shown == 3) break;
+    if (shown != 0) text += ", ";
+    text += "graph " + std::to_string(n.graph_id()) + " node " + std::to_string(n.node_id());
+    std::string how = n.captured() ? "captured" : n.created_node_id() != 0 ? "added with the graph API" : "";
+    if (n.capture_nvtx_path_iid() != 0) how += std::string(how.empty() ? "" : " ") + "under NVTX '" +
+                                               std::string(lookup(file, n.capture_nvtx_path_iid())) + "'";
+    if (!how.empty()) text += " (" + how + ")";
+    ++shown;
+  }
+  if (shown < fs.graph_nodes_size()) text += " (+" + std::to_string(fs.graph_nodes_size() - shown) + " more)";
+  return text;
+}
+
+// Each CUDA graph as one workload: replays, time per replay, idle time between its nodes, and the
+// families inside it.
+void render_graphs(std::ostringstream& out, const ReadResult& file, const v1::TraceSummary& ts,
+                   const ReportOptions& options) {
+  out << "CUDA graphs as workloads (kernels in graphs are traced, not profiled: docs/graphs.md)\n";
+  const int limit = options.verbose ? ts.graphs_size() : std::min(ts.graphs_size(), 5);
+  for (int i = 0; i < limit; ++i) {
+    const v1::GraphStats& g = ts.graphs(i);
+    const double replays = g.replays() > 0 ? static_cast<double>(g.replays()) : 1.0;
+    put_wrapped(out, std::string(kIndent) + "graph " + std::to_string(g.graph_id()) + ": ",
+                std::string(kIndent) + "    ",
+                with_commas(g.replays()) + " replays, " + short_duration(g.span_ns() / replays) + " each, " +
+                    with_commas(g.kernel_nodes()) + " kernel nodes; " +
+                    percent(g.kernel_busy_ns(), ts.total_kernel_ns()) + " of kernel time; idle between nodes " +
+                    short_duration(g.idle_between_nodes_ns() / replays) + " per replay (" +
+                    percent(g.idle_between_nodes_ns(), g.span_ns()) + ")");
+    int shown = 0;
+    for (int j = 0; j < g.families_size(); ++j) {
+      const v1::GraphFamilyTime& f = g.families(j);
+      if (!options.verbose && shown == 3) break;
+      out << kIndent << "  " << right(percent(f.total_ns(), g.kernel_busy_ns()), 6) << "  "
+          << fit(family_name(file, f.family_id()), 60) << "\n";
+      ++shown;
+    }
+    if (shown < g.families_size()) {
+      out << kIndent << "  ... " << (g.families_size() - shown) << " more families\n";
+    }
+  }
+  if (limit < ts.graphs_size()) out << kIndent << "... " << (ts.graphs_size() - limit) << " more graphs\n";
+  out << "\n";
+}
+
 void render_application_view(std::ostringstream& out, const ReadResult& file, const v1::TraceSummary& ts,
                              const v1::SessionHeader* session,
                              const std::vector<const v1::KernelProfile*>& current,
@@ -815,6 +871,7 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
       if (shown < fs.nvtx_path_iids_size()) paths += " (+" + std::to_string(fs.nvtx_path_iids_size() - shown) + " more)";
       put_wrapped(out, indent + "nvtx: ", indent + "      ", paths);
     }
+    if (fs.graph_nodes_size() > 0) put_wrapped(out, indent + "graph: ", indent + "       ", graph_nodes_text(file, fs, options));
     if (options.verbose && (fs.replayed_launches() != 0 || fs.graph_launches() != 0 || fs.concurrent_launches() != 0)) {
       out << indent << "launches: " << with_commas(fs.replayed_launches()) << " profiled, "
           << with_commas(fs.graph_launches()) << " from CUDA graphs, " << with_commas(fs.concurrent_launches())
@@ -829,6 +886,8 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
         << percent(rest_ns, ts.total_kernel_ns()) << " of kernel time (--verbose lists them)\n";
   }
   out << "\n";
+
+  if (ts.graphs_size() > 0) render_graphs(out, file, ts, options);
 
   if (ts.findings_size() > 0) {
     out << "session findings (Decision 1 and 2A on the timeline)\n";
@@ -869,6 +928,7 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
 std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   std::vector<triage::KernelSpan> kernels;
   std::vector<triage::CopySpan> copies;
+  std::vector<triage::GraphKernel> graph_kernels;
   for (int r : file.trace_records) {
     const v1::TraceChunk& chunk = file.file.records(r).trace();
     for (const v1::KernelExecution& k : chunk.kernels()) {
@@ -909,6 +969,19 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   // order; sorted, no record is late.
   std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  // The graphs as the agent folds them: graph kernels that were neither replayed nor cut by a
+  // pause, in time order.
+  triage::GraphAccumulator graphs;
+  for (int r : file.trace_records) {
+    for (const v1::KernelExecution& k : file.file.records(r).trace().kernels()) {
+      if (k.graph_id() == 0 || k.replayed() || k.cut_by_pause()) continue;
+      graph_kernels.push_back({k.graph_id(), k.correlation_id(), k.graph_node_id(), k.family_id(), k.start_ns(),
+                               std::max(k.end_ns(), k.start_ns())});
+    }
+  }
+  std::sort(graph_kernels.begin(), graph_kernels.end(),
+            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  for (const triage::GraphKernel& g : graph_kernels) graphs.add(g);
   triage::TimelineAccumulator acc;
   size_t c = 0;
   size_t p = 0;
@@ -926,6 +999,7 @@ std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
   uint64_t events = 0;
   for (int r : file.trace_records) events += static_cast<uint64_t>(file.file.records(r).trace().kernels_size());
   summary.timeline_kernel_events = events;
+  summary.graphs = graphs.summary();
   v1::File encoded;
   if (!encoded.ParseFromString(wire::RecordEncoder().trace_summary(summary)) || encoded.records_size() != 1) {
     return std::nullopt;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace cutriage::wire {
@@ -620,6 +622,15 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
       if (uint64_t id = intern(p, out); id != 0) ids.push_back(id);
     }
   }
+  // The capture-time NVTX paths of the families' graph nodes, interned the same way.
+  std::map<std::string, uint64_t> capture_paths;
+  for (const auto& [family, outcome] : summary.outcomes) {
+    for (const GraphNodeRef& n : outcome.graph_nodes) {
+      if (!n.capture_nvtx_path.empty() && capture_paths.count(n.capture_nvtx_path) == 0) {
+        capture_paths[n.capture_nvtx_path] = intern(n.capture_nvtx_path, out);
+      }
+    }
+  }
 
   std::string payload;
   {
@@ -651,6 +662,15 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
         put_enum(fs, FS::kSelection, o->second.selection);
         put_string(fs, FS::kSelectionDetail, o->second.selection_detail);
         put_u64(fs, FS::kProfiledLaunchIndex, o->second.profiled_launch_index);
+        for (const GraphNodeRef& n : o->second.graph_nodes) {
+          using GN = schema::GraphNodeRef;
+          protozero::pbf_writer gn(fs, FS::kGraphNodes);
+          put_u32(gn, GN::kGraphId, n.graph_id);
+          put_u64(gn, GN::kNodeId, n.node_id);
+          put_u64(gn, GN::kCreatedNodeId, n.created_node_id);
+          put_bool(gn, GN::kCaptured, n.captured);
+          if (!n.capture_nvtx_path.empty()) put_u64(gn, GN::kCaptureNvtxPathIid, capture_paths[n.capture_nvtx_path]);
+        }
       }
     }
     for (const triage::DeviceTimeStats& d : t.devices) {
@@ -699,6 +719,25 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
       put_string(sp, SP::kNvtxExclude, p.nvtx_exclude);
     }
     put_u64(m, TS::kTimelineKernelEvents, summary.timeline_kernel_events);
+    for (const triage::GraphStats& g : summary.graphs) {
+      using GS = schema::GraphStats;
+      using GF = schema::GraphFamilyTime;
+      protozero::pbf_writer gs(m, TS::kGraphs);
+      gs.add_uint32(GS::kGraphId, g.graph_id);  // even 0: the message must not be empty
+      put_u64(gs, GS::kReplays, g.replays);
+      put_stat(gs, GS::kSpanNs, g.span_ns);
+      put_stat(gs, GS::kKernelBusyNs, g.kernel_busy_ns);
+      put_stat(gs, GS::kIdleBetweenNodesNs, g.idle_between_nodes_ns());
+      put_u64(gs, GS::kKernelExecutions, g.kernel_executions);
+      put_u64(gs, GS::kKernelNodes, g.kernel_nodes);
+      for (const triage::GraphFamilyTime& f : g.families) {
+        protozero::pbf_writer gf(gs, GS::kFamilies);
+        gf.add_uint64(GF::kFamilyId, f.family);  // even 0, as in FamilyStats
+        put_stat(gf, GF::kTotalNs, f.total_ns);
+        put_u64(gf, GF::kExecutions, f.executions);
+        if (!f.node_ids.empty()) gf.add_packed_uint64(GF::kNodeIds, f.node_ids.begin(), f.node_ids.end());
+      }
+    }
   }
   out += as_record(schema::Record::kTraceSummary, payload);
   return out;

@@ -3,11 +3,13 @@
 // timings); counter values are the real H200 captures the other agent tests use.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent_harness.h"
+#include "report.h"
 
 using namespace cutriage;
 #if __has_include(<catch2/catch_approx.hpp>)
@@ -244,6 +246,134 @@ TEST_CASE("trace: kernels launched only from graphs are ranked, and say why they
   for (const v1::KernelExecution* e : v.kernels) CHECK(e->graph_id() == 3);
   REQUIRE(v.end != nullptr);
   CHECK(v.end->graph_launches() == 1);
+}
+
+// How a captured graph reaches the agent (the order seen on the H200, tests/data/graphs/probe.txt):
+// each captured launch creates its node inside its own launch callback; instantiation creates the
+// clones, each followed by its clone event; the records name the clones (graph 2 here).
+TEST_CASE("trace: graph kernels name their graph, node and capture-time NVTX path; each graph is a workload",
+          "[agent][trace][graphs]") {
+  Captured a = capture_of("vector_add");
+  AgentConfig c = top(1);
+  Harness h(c, counters_for({&a}));
+  REQUIRE(h.ag->start());
+  collectors::LaunchObserver& obs = *h.platform.observer();
+  auto nvtx = [&](collectors::NvtxEvent::Kind kind, std::string_view name = {}) {
+    collectors::NvtxEvent e;
+    e.kind = kind;
+    e.message = name;
+    obs.on_nvtx(e);
+  };
+  auto node_event = [&](collectors::GraphEvent::Kind kind, uint32_t graph, uint64_t node, uint64_t original,
+                        uint64_t capture) {
+    collectors::GraphEvent e;
+    e.kind = kind;
+    e.graph_id = graph;
+    e.node_id = node;
+    e.original_node_id = original;
+    e.capture_correlation_id = capture;
+    obs.on_graph(e);
+  };
+  using K = collectors::GraphEvent::Kind;
+  nvtx(collectors::NvtxEvent::Kind::kPush, "forward");
+  nvtx(collectors::NvtxEvent::Kind::kPush, "linear1");
+  node_event(K::kNodeCreated, 1, 100, 0, /*capture=*/11);  // the GEMM, captured under forward/linear1
+  nvtx(collectors::NvtxEvent::Kind::kPop);
+  node_event(K::kNodeCreated, 1, 101, 0, /*capture=*/12);  // the norm, under forward
+  nvtx(collectors::NvtxEvent::Kind::kPop);
+  node_event(K::kNodeCreated, 2, 200, 0, 0);  // instantiation: clones, outside any range
+  node_event(K::kNodeCloned, 2, 200, 100, 0);
+  node_event(K::kNodeCreated, 2, 201, 0, 0);
+  node_event(K::kNodeCloned, 2, 201, 101, 0);
+  collectors::GraphEvent exec;
+  exec.kind = K::kExecCreated;
+  exec.graph_id = 1;
+  exec.exec_id = 2;
+  obs.on_graph(exec);
+
+  // Three replays: GEMM 300 us then norm 50 us (the fake puts 1 us between records, its gap).
+  for (uint64_t replay = 0; replay < 3; ++replay) {
+    collectors::LaunchEvent g = make_launch("", 40 + replay);
+    g.api = collectors::LaunchApi::kGraphLaunch;
+    g.mangled_name = {};
+    g.launch.reset();
+    h.platform.launch(g);
+    h.platform.queue_kernel("_Z4gemmPf", 300000, {64, 1, 1}, {128, 1, 1}, /*graph_id=*/2, 7, 40 + replay, 200);
+    h.platform.queue_kernel("_Z4normPf", 50000, {64, 1, 1}, {128, 1, 1}, /*graph_id=*/2, 7, 40 + replay, 201);
+  }
+  h.platform.deliver();
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  REQUIRE(v.summary != nullptr);
+  REQUIRE(v.summary->graphs_size() == 1);
+  const v1::GraphStats& g = v.summary->graphs(0);
+  CHECK(g.graph_id() == 2);
+  CHECK(g.replays() == 3);
+  CHECK(g.kernel_nodes() == 2);
+  CHECK(g.kernel_executions() == 6);
+  CHECK(g.kernel_busy_ns() == Approx(3 * 350000.0));
+  CHECK(g.idle_between_nodes_ns() == Approx(g.span_ns() - g.kernel_busy_ns()));
+  CHECK(g.idle_between_nodes_ns() > 0);  // the gap between the two nodes of each replay
+  REQUIRE(g.families_size() == 2);
+  CHECK(family_name(r, g.families(0).family_id()).find("gemm") != std::string::npos);
+
+  const v1::FamilyStats* gemm = stats_of(r, v, "_Z4gemmPf");
+  REQUIRE(gemm != nullptr);
+  CHECK(gemm->selection() == v1::FamilyStats::SELECTION_GRAPH_ONLY);
+  CHECK(gemm->selection_detail().find("3 of them inside CUDA graph launches") != std::string::npos);
+  REQUIRE(gemm->graph_nodes_size() == 1);
+  const v1::GraphNodeRef& n = gemm->graph_nodes(0);
+  CHECK(n.graph_id() == 2);
+  CHECK(n.node_id() == 200);
+  CHECK(n.created_node_id() == 100);
+  CHECK(n.captured());
+  CHECK(tools::lookup(r, n.capture_nvtx_path_iid()) == "forward/linear1");
+  // The capture-time path is also the family's NVTX path (its records carry the graph launch's
+  // correlation id, which no range was open around).
+  REQUIRE(gemm->nvtx_path_iids_size() == 1);
+  CHECK(tools::lookup(r, gemm->nvtx_path_iids(0)) == "forward/linear1");
+  const v1::FamilyStats* norm = stats_of(r, v, "_Z4normPf");
+  REQUIRE(norm != nullptr);
+  REQUIRE(norm->graph_nodes_size() == 1);
+  CHECK(tools::lookup(r, norm->graph_nodes(0).capture_nvtx_path_iid()) == "forward");
+
+  const std::string text = tools::render_report(r, {});
+  CHECK(text.find("CUDA graphs as workloads") != std::string::npos);
+  CHECK(text.find("graph 2: 3 replays") != std::string::npos);
+  CHECK(text.find("graph 2 node 200 (captured under NVTX 'forward/linear1')") != std::string::npos);
+  // The report's other path (the summary recomputed from the trace chunks) folds the same graph.
+  const std::optional<v1::TraceSummary> again = tools::recompute_summary(r);
+  REQUIRE(again.has_value());
+  REQUIRE(again->graphs_size() == 1);
+  CHECK(again->graphs(0).replays() == g.replays());
+  CHECK(again->graphs(0).span_ns() == Approx(g.span_ns()));
+  CHECK(again->graphs(0).kernel_busy_ns() == Approx(g.kernel_busy_ns()));
+}
+
+TEST_CASE("trace: a family mostly inside graphs says how many ran directly and when", "[agent][trace][graphs]") {
+  Captured a = capture_of("vector_add");
+  Harness h(top(1), counters_for({&a}));
+  // One direct (warm-up) launch whose record comes only with the graph's, as a warm-up right
+  // before the capture has it: ranked after its direct launch. Then six graph executions.
+  h.platform.config.deliver_each_launch = false;
+  REQUIRE(h.ag->start());
+  h.platform.launch(make_launch("_Z6warmedPf", 1, {64, 1, 1}, {128, 1, 1}));
+  for (uint64_t i = 0; i < 6; ++i) {
+    h.platform.queue_kernel("_Z6warmedPf", 200000, {64, 1, 1}, {128, 1, 1}, /*graph_id=*/5, 7, 100 + i / 2, 9);
+  }
+  h.platform.deliver();
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  TraceView v = view(r);
+  const v1::FamilyStats* f = stats_of(r, v, "_Z6warmedPf");
+  REQUIRE(f != nullptr);
+  CHECK(f->launches() == 7);
+  CHECK(f->graph_launches() == 6);
+  CHECK(f->selection() == v1::FamilyStats::SELECTION_MOSTLY_IN_GRAPHS);
+  CHECK(f->selection_detail().find("ran 7 times, 6 of them inside CUDA graph launches and 1 directly") !=
+        std::string::npos);
+  CHECK(f->selection_detail().find("its direct launches all came before its rank was known") != std::string::npos);
 }
 
 TEST_CASE("trace: NVTX ranges name the launches inside them and filter what is profiled", "[agent][trace]") {

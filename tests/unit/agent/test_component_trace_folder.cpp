@@ -29,13 +29,14 @@ struct Folder {
       : config(std::move(c)),
         families(testing::fresh_instance_id(), config.kernel_filter),
         nvtx(testing::fresh_instance_id()),
+        graphs(nvtx),
         output(std::make_unique<testing::MemorySink>(&bytes), false,
                [](uint32_t) {
                  wire::SessionInfo s;
                  s.agent_version = "test";
                  return s;
                }),
-        trace(config, platform, log, families, nvtx, output, gate,
+        trace(config, platform, log, families, nvtx, graphs, output, gate,
               [this](const triage::TimelineAccumulator& timeline) {
                 ++rankings;
                 last_ranking = timeline.ranking();
@@ -76,6 +77,7 @@ struct Folder {
   std::string bytes;
   agent::FamilyTable families;
   agent::NvtxTracker nvtx;
+  agent::GraphTable graphs;
   agent::RecordOutput output;
   std::shared_mutex gate;
   int rankings = 0;

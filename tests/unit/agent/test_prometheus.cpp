@@ -69,6 +69,28 @@ TEST_CASE("prometheus: series, labels and escaping", "[agent][prometheus]") {
                   "Hostname=\"node-7\",family=\"2\"") == std::string::npos);
 }
 
+TEST_CASE("prometheus: each CUDA graph's replays, kernel time, span and idle time between nodes", "[agent][prometheus][graphs]") {
+  agent::PromSnapshot s = synthetic();
+  CHECK(agent::render_prometheus(s).find("cutriage_graph_") == std::string::npos);  // no graph, no series
+  s.graphs.push_back({2, 300, 0.25, 0.3, 0.05});  // synthetic
+  const std::string text = agent::render_prometheus(s);
+  INFO(text);
+  CHECK(text.find("# TYPE cutriage_graph_replays_total counter\n") != std::string::npos);
+  CHECK(text.find("cutriage_graph_replays_total{Hostname=\"node-7\",graph=\"2\"} 300\n") != std::string::npos);
+  CHECK(text.find("cutriage_graph_kernel_seconds_total{Hostname=\"node-7\",graph=\"2\"} 0.25\n") != std::string::npos);
+  CHECK(text.find("cutriage_graph_span_seconds_total{Hostname=\"node-7\",graph=\"2\"} 0.3\n") != std::string::npos);
+  CHECK(text.find("cutriage_graph_idle_between_nodes_seconds_total{Hostname=\"node-7\",graph=\"2\"} 0.05\n") !=
+        std::string::npos);
+  for (uint32_t g = 3; g < 3 + agent::kMaxPromGraphs + 5; ++g) s.graphs.push_back({g, 1, 0.001, 0.001, 0});
+  const std::string many = agent::render_prometheus(s);
+  size_t series = 0;
+  for (size_t at = many.find("cutriage_graph_replays_total{"); at != std::string::npos;
+       at = many.find("cutriage_graph_replays_total{", at + 1)) {
+    ++series;
+  }
+  CHECK(series == agent::kMaxPromGraphs);
+}
+
 TEST_CASE("prometheus: the always-on budget's series, only in always-on mode", "[agent][prometheus]") {
   agent::PromSnapshot s = synthetic();
   CHECK(agent::render_prometheus(s).find("cutriage_budget_ratio") == std::string::npos);

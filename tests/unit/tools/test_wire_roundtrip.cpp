@@ -802,7 +802,8 @@ TEST_CASE("wire: the trace enums of the engine, the records and the schema agree
   CHECK(static_cast<int>(wire::SelectionMode::kShare) == v1::SelectionPolicy::MODE_SHARE);
   CHECK(static_cast<int>(wire::FamilySelection::kGraphOnly) == v1::FamilyStats::SELECTION_GRAPH_ONLY);
   CHECK(static_cast<int>(wire::FamilySelection::kTraceOnly) == v1::FamilyStats::SELECTION_TRACE_ONLY);
-  CHECK(v1::FamilyStats::Selection_MAX == static_cast<int>(wire::FamilySelection::kTraceOnly));
+  CHECK(static_cast<int>(wire::FamilySelection::kMostlyInGraphs) == v1::FamilyStats::SELECTION_MOSTLY_IN_GRAPHS);
+  CHECK(v1::FamilyStats::Selection_MAX == static_cast<int>(wire::FamilySelection::kMostlyInGraphs));
   CHECK(v1::CopyExecution::Kind_MAX == static_cast<int>(triage::CopyKind::kOther));
 }
 

@@ -83,6 +83,27 @@ struct NvtxEvent {
   std::string_view domain;    // empty for the default domain
 };
 
+// How the application builds its CUDA graphs, from CUPTI's resource callbacks. Ids are CUPTI's:
+// the graph and node ids kernel activity records carry. Instantiation clones the captured graph,
+// and the records name the clones (seen on the H200, docs/graphs.md), so kNodeCloned links each
+// clone to the node it was made from.
+struct GraphEvent {
+  enum class Kind : uint8_t {
+    kNodeCreated,  // a node added to a graph (by stream capture or the graph API)
+    kNodeCloned,   // node_id cloned from original_node_id (graph instantiation, cudaGraphClone)
+    kExecCreated,  // exec_id instantiated from graph_id
+  };
+  Kind kind = Kind::kNodeCreated;
+  uint32_t graph_id = 0;
+  uint64_t node_id = 0;
+  uint64_t original_node_id = 0;  // kNodeCloned
+  uint32_t exec_id = 0;           // kExecCreated
+  // kNodeCreated inside a launch callback, i.e. a kernel launch being captured: that launch's
+  // correlation id (0 otherwise). The callback runs on the capturing thread, so whatever that
+  // thread has open (NVTX ranges) was open at capture.
+  uint64_t capture_correlation_id = 0;
+};
+
 // Receives the callbacks. Implementations must not throw (the CUPTI side also catches) and must
 // tolerate calls from several threads at once; on_launch_exit comes on the thread of its
 // on_launch_enter, with nothing launched in between on that thread.
@@ -97,6 +118,7 @@ class LaunchObserver {
   virtual bool on_launch_enter(const LaunchEvent& event) = 0;
   virtual void on_launch_exit(const LaunchEvent& event) = 0;
   virtual void on_nvtx(const NvtxEvent& /*event*/) {}
+  virtual void on_graph(const GraphEvent& /*event*/) {}
 };
 
 // One kernel execution from the Activity API, translated at the collector's edge. The name is

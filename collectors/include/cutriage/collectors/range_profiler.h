@@ -25,6 +25,11 @@ struct RejectedMetric {
 enum class PlanReplay : uint8_t {
   kKernel,  // CUPTI replays the kernel inside the launch, once per pass, restoring device memory
   kNone,    // the launch runs once, as the application issued it; the plan must fit one pass
+  // The application's own repeats of one workload are the passes (a graph exec's launches): one
+  // begin()/end() around each, pass i on the i-th, as one user range under user replay; nothing
+  // is saved or restored, every pass is real work of the application. The only way to count a
+  // graph launch (docs/graphs.md): one range for the whole launch, not one per node.
+  kApplication,
 };
 
 // What to collect, checked and compiled by the host for one chip. Immutable once made; shareable
@@ -54,6 +59,10 @@ struct CounterData {
   // evaluated with the plan that collected them, ever reach it.
   uint64_t image_checksum = 0;
   uint64_t config_checksum = 0;
+  // PlanReplay::kApplication: passes still to run before the data is complete. While it is
+  // above 0, end() returns no image (nothing to evaluate yet) and the next begin() with the same
+  // plan runs the next pass.
+  uint32_t passes_pending = 0;
 };
 
 class ProfilerHost {
@@ -88,11 +97,13 @@ class RangeProfiler {
   virtual Status begin(const MetricPlan& plan) = 0;
   // Stops, decodes and returns the counter data. Called once after every successful begin().
   // Fails (and leaves the profiler ready for the next begin()) when no range was recorded, e.g.
-  // no kernel ran between begin() and end().
+  // no kernel ran between begin() and end(). Under PlanReplay::kApplication, returns
+  // passes_pending > 0 and no image until the last pass.
   virtual Result<CounterData> end() = 0;
   // Releases the context's range profiler (cuptiRangeProfilerDisable) so that another collector
   // that cannot share the context with it (PC sampling) can run; the next begin() enables it
-  // again. Not allowed between begin() and end(). No-op when not enabled.
+  // again. Not allowed between begin() and end(). No-op when not enabled. Abandons a
+  // PlanReplay::kApplication collection whose passes are not all done.
   virtual Status disable() { return Status::ok(); }
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cutriage/triage/diagnosis.h"
+#include "cutriage/triage/graphs.h"
 #include "cutriage/triage/inputs.h"
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/schema.h"
@@ -220,11 +221,21 @@ struct SelectionPolicy {
 };
 
 // What the agent adds to the timeline's numbers for one family.
+// A graph node a family ran as (GraphNodeRef in the schema).
+struct GraphNodeRef {
+  uint32_t graph_id = 0;
+  uint64_t node_id = 0;
+  uint64_t created_node_id = 0;  // 0 = its creation was not seen
+  bool captured = false;
+  std::string capture_nvtx_path;  // empty = none
+};
+
 struct FamilyOutcome {
   FamilySelection selection = FamilySelection::kUnspecified;
   std::string selection_detail;
   uint64_t profiled_launch_index = 0;
   std::vector<std::string> nvtx_paths;  // most launches first
+  std::vector<GraphNodeRef> graph_nodes;  // most time first, at most 8
 };
 
 struct TraceSummary {
@@ -234,6 +245,7 @@ struct TraceSummary {
   uint64_t dropped_records = 0;
   uint64_t timeline_kernel_events = 0;
   SelectionPolicy selection;
+  std::vector<triage::GraphStats> graphs;  // families carry FamilyDef ids
 };
 
 }  // namespace cutriage::wire
