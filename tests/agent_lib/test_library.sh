@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libcutriage.so as the host process sees it, on a machine without a GPU (CI):
 #  - it exports the C API and nothing else, and pulls no libprotobuf, spdlog, fmt or libcuda;
+#  - its RUNPATH has no empty or relative entry (which would be the application's working directory);
 #  - loaded like the driver loads it, it prints one clear line and leaves the app alone, for no
 #    driver, bad configuration, an unknown key, the off switch and a bad output pattern.
 # usage: test_library.sh LIBCUTRIAGE.so LOAD_AGENT
@@ -27,6 +28,21 @@ for bad in libprotobuf libspdlog libfmt libcuda.so; do
   check "does not depend on $bad (NEEDED: $(echo $needed))" bash -c "! grep -q '^$bad' <<<'$needed'"
 done
 check "depends on CUPTI" bash -c "grep -q '^libcupti' <<<'$needed'"
+
+# --- search path --------------------------------------------------------------------------------
+# An empty or relative RUNPATH/RPATH entry is resolved against the host process's working
+# directory: a libgcc_s.so.1 left there would run its constructors inside the application.
+# $ORIGIN (the library's own directory) is the one non-absolute form allowed.
+runpath=$(readelf -d "$lib" | sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]$/\2/p')
+bad_entries=""
+while IFS= read -r entry; do
+  case $entry in
+    /* | '$ORIGIN' | '$ORIGIN/'*) ;;
+    *) bad_entries+="'$entry' " ;;
+  esac
+done < <(printf '%s\n' "$runpath" | tr ':' '\n')
+if [ -z "$runpath" ]; then bad_entries=""; fi  # no search path at all is fine
+check "RUNPATH has no empty or relative entry (RUNPATH: '$runpath'; bad: $bad_entries)" test -z "$bad_entries"
 
 # --- behaviour in a process ---------------------------------------------------------------------
 run() {  # run ENV... -> sets out, err, rc
