@@ -460,6 +460,16 @@ int cmd_rules() {
       std::cout << "\n";
     }
   }
+  // The session checks of the timeline: no counters, thresholds overridden the same way.
+  for (const triage::SessionCheckDef& check : triage::session_checks()) {
+    std::cout << check.id << "  [" << triage::to_string(check.decision) << "] " << check.title << "\n";
+    std::cout << "    reads    the kernel and copy trace\n";
+    for (const triage::ThresholdDef& t : check.thresholds) {
+      std::cout << "    threshold " << check.id << "." << t.name << " = " << t.value;
+      if (!t.note.empty()) std::cout << "  (" << t.note << ")";
+      std::cout << "\n";
+    }
+  }
   return kOk;
 }
 
