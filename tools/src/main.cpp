@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cutriage/base/read_file.h"
 #include "cutriage/triage/rule.h"
 #include "file_reader.h"
 #include "import.h"
@@ -39,6 +40,9 @@ enum Exit : int {
   kNoTrace = 10,    // `trace`: the file has no trace; `pprof`: it has no PC samples
   kNoSamples = 10,
 };
+
+// As the agent's CUTRIAGE_THRESHOLDS (agent/src/injection.cpp): a real file is a few dozen lines.
+constexpr size_t kMaxThresholdsFileBytes = size_t{1} << 20;
 
 constexpr const char* kMainHelp =
     "usage: cutriage <command> [options]\n"
@@ -205,12 +209,14 @@ int cmd_triage(const std::vector<std::string>& args) {
   if (csv_paths.empty()) return usage_error("--ncu-csv FILE is required", kTriageHelp);
   if (out_path.empty()) out_path = csv_paths.front() + ".pb";
   if (!thresholds_path.empty()) {
-    std::string ttext;
-    if (!read_text(thresholds_path, ttext)) {
-      std::cerr << "cutriage: cannot read thresholds file '" << thresholds_path << "'\n";
-      return kUnreadable;
+    // Bounded and regular files only, as the agent reads CUTRIAGE_THRESHOLDS: /dev/zero here
+    // ended in std::bad_alloc.
+    base::Result<std::string> ttext = base::read_regular_file(thresholds_path, kMaxThresholdsFileBytes);
+    if (!ttext.is_ok()) {
+      std::cerr << "cutriage: --thresholds '" << thresholds_path << "': " << ttext.status().message() << "\n";
+      return ttext.status().code() == base::StatusCode::kUnavailable ? kUnreadable : kBadThresholds;
     }
-    if (auto err = options.triage.thresholds.parse(ttext)) {
+    if (auto err = options.triage.thresholds.parse(ttext.value())) {
       std::cerr << "cutriage: " << thresholds_path << ": " << *err << "\n";
       return kBadThresholds;
     }
