@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # The tool on hostile inputs and failing outputs (issue 25; docs/guarantees.md, "The tool"):
+#  - a failed write never destroys what -o names (a pre-existing file is kept whole, a device node
+#    stays), and -o naming an input is refused;
+#  - a failed write to stdout exits 6 with a message;
 #  - --thresholds reads bounded regular files only and rejects negative values and duplicate keys.
 # usage: test_hardening.sh CUTRIAGE_BINARY TEST_DATA_DIR MAKE_TRACE_FILE MAKE_PC_SAMPLING_FILE
 set -u
@@ -39,6 +42,52 @@ small_disk=(bash -c 'ulimit -f 1; trap "" XFSZ; exec "$@"' small_disk)
 csv=$data/ncu/zoo/strided_load.csv
 "$make_trace" "$tmp/trace.pb" || { echo "FAIL make_trace_file"; exit 1; }
 "$make_pcs" "$tmp/pc.pb" || { echo "FAIL make_pc_sampling_file"; exit 1; }
+
+# --- item 11: a failed write keeps what -o named -----------------------------------------------
+for cmd in trace pprof triage; do
+  printf 'precious\n' >"$tmp/keep.$cmd"
+  case $cmd in
+    trace) args=(trace "$tmp/trace.pb" -o "$tmp/keep.$cmd") ;;
+    pprof) args=(pprof "$tmp/pc.pb" -o "$tmp/keep.$cmd") ;;
+    triage) args=(triage --ncu-csv "$csv" -o "$tmp/keep.$cmd") ;;
+  esac
+  expect "$cmd: a failed write exits 6" 6 "cannot write '$tmp/keep.$cmd'" -- "${small_disk[@]}" "$bin" "${args[@]}"
+  check "$cmd: a failed write leaves the file that was there whole" \
+    bash -c "grep -qx precious '$tmp/keep.$cmd' && test \$(wc -c <'$tmp/keep.$cmd') = 9"
+  check "$cmd: a failed write leaves no temporary file" \
+    test -z "$(find "$tmp" -name '.keep.*' -print -quit)"
+  expect "$cmd: the same write with room succeeds" 0 "" -- "$bin" "${args[@]}"
+  check "$cmd: and replaces the file" bash -c "! grep -qx precious '$tmp/keep.$cmd'"
+done
+if [[ $(id -u) = 0 ]]; then
+  # A device node of our own (a copy of /dev/full), so that a regression deletes nothing outside.
+  mknod "$tmp/full" c 1 7
+  for cmd in trace pprof; do
+    src=$tmp/trace.pb
+    [[ $cmd = pprof ]] && src=$tmp/pc.pb
+    expect "$cmd -o a full device: exits 6" 6 "cannot write '$tmp/full'" -- "$bin" $cmd "$src" -o "$tmp/full"
+    check "$cmd -o a full device: the device node is still there" test -c "$tmp/full"
+  done
+else
+  echo "skip device-node checks (mknod needs root)"
+fi
+expect "-o /dev/null is written in place" 0 "-> /dev/null" -- "$bin" trace "$tmp/trace.pb" -o /dev/null
+check "/dev/null is still a device" test -c /dev/null
+
+cp "$tmp/trace.pb" "$tmp/in.pb"
+expect "trace -o its input: refused" 1 "is the input" -- "$bin" trace "$tmp/in.pb" -o "$tmp/in.pb"
+expect "pprof -o its input (another spelling): refused" 1 "is the input" -- "$bin" pprof "$tmp/in.pb" -o "$tmp/./in.pb"
+check "the input is untouched" cmp -s "$tmp/in.pb" "$tmp/trace.pb"
+cp "$csv" "$tmp/in.csv"
+expect "triage -o its input: refused" 1 "is the input" -- "$bin" triage --ncu-csv "$tmp/in.csv" -o "$tmp/in.csv"
+check "the CSV is untouched" cmp -s "$tmp/in.csv" "$csv"
+
+# --- item 14: a failed stdout write is a failure -------------------------------------------------
+"$bin" triage --ncu-csv "$csv" -o "$tmp/s.pb" 2>/dev/null
+expect "report > /dev/full: exits 6" 6 "cannot write to stdout" -- sh -c '"$0" report "$1" >/dev/full' "$bin" "$tmp/s.pb"
+expect "json > /dev/full: exits 6" 6 "cannot write to stdout" -- sh -c '"$0" json "$1" >/dev/full' "$bin" "$tmp/s.pb"
+expect "trace -o - > /dev/full: exits 6" 6 "cannot write" -- sh -c '"$0" trace "$1" -o - >/dev/full' "$bin" "$tmp/trace.pb"
+expect "rules > /dev/full: exits 6" 6 "cannot write to stdout" -- sh -c '"$0" rules >/dev/full' "$bin"
 
 # --- item 16: --thresholds ------------------------------------------------------------------------
 mkfifo "$tmp/fifo"
