@@ -3,6 +3,7 @@
 #  - a failed write never destroys what -o names (a pre-existing file is kept whole, a device node
 #    stays), and -o naming an input is refused;
 #  - a failed write to stdout exits 6 with a message;
+#  - control characters in kernel names are escaped in the report;
 #  - --thresholds reads bounded regular files only and rejects negative values and duplicate keys.
 # usage: test_hardening.sh CUTRIAGE_BINARY TEST_DATA_DIR MAKE_TRACE_FILE MAKE_PC_SAMPLING_FILE
 set -u
@@ -88,6 +89,20 @@ expect "report > /dev/full: exits 6" 6 "cannot write to stdout" -- sh -c '"$0" r
 expect "json > /dev/full: exits 6" 6 "cannot write to stdout" -- sh -c '"$0" json "$1" >/dev/full' "$bin" "$tmp/s.pb"
 expect "trace -o - > /dev/full: exits 6" 6 "cannot write" -- sh -c '"$0" trace "$1" -o - >/dev/full' "$bin" "$tmp/trace.pb"
 expect "rules > /dev/full: exits 6" 6 "cannot write to stdout" -- sh -c '"$0" rules >/dev/full' "$bin"
+
+# --- item 15: control characters in kernel names are escaped -------------------------------------
+esc=$(printf '\033')
+bel=$(printf '\007')
+csi=$(printf '\302\233')  # U+009B, a one-character CSI
+sed "s/zoo_strided_load(const float/zoo_${esc}[2J${esc}]0;owned${bel}x${csi}31m(const float/" "$csv" >"$tmp/evil.csv"
+check "the CSV has the escape bytes" grep -q "$esc" "$tmp/evil.csv"
+expect "triage of a CSV with escapes in a name" 0 "1 kernel triaged" -- \
+  "$bin" triage --ncu-csv "$tmp/evil.csv" -o "$tmp/evil.pb" --report
+check "triage --report prints no ESC, BEL or CSI byte" bash -c "! grep -q '[$esc$bel]' '$tmp/out' && ! grep -q '$csi' '$tmp/out'"
+check "triage --report shows them escaped" grep -qF 'zoo_\x1b[2J\x1b]0;owned\x07x\u009b31m' "$tmp/out"
+expect "report of that file" 0 "" -- "$bin" report "$tmp/evil.pb"
+check "report prints no ESC, BEL or CSI byte" bash -c "! grep -q '[$esc$bel]' '$tmp/out' && ! grep -q '$csi' '$tmp/out'"
+check "report shows them escaped" grep -qF 'zoo_\x1b[2J' "$tmp/out"
 
 # --- item 16: --thresholds ------------------------------------------------------------------------
 mkfifo "$tmp/fifo"

@@ -245,7 +245,7 @@ int cmd_triage(const std::vector<std::string>& args) {
     }
     std::vector<std::string> warnings;
     options.timings = tools::parse_timings(ttext, warnings);
-    for (const std::string& w : warnings) std::cerr << "cutriage: " << timings_path << ": " << w << "\n";
+    for (const std::string& w : warnings) std::cerr << "cutriage: " << timings_path << ": " << tools::terminal_safe(w, false) << "\n";
   }
 
   std::vector<tools::NcuImport> imports;
@@ -266,7 +266,7 @@ int cmd_triage(const std::vector<std::string>& args) {
     options.source_path += csv_path;
   }
   tools::TriageRun run = tools::triage_imports(std::move(imports), options);
-  for (const std::string& w : run.warnings) std::cerr << "cutriage: " << w << "\n";
+  for (const std::string& w : run.warnings) std::cerr << "cutriage: " << tools::terminal_safe(w, false) << "\n";
 
   std::string bytes = tools::encode_run(run);
   {
