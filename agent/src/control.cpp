@@ -1,12 +1,15 @@
 #include "control.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+
+#include "cutriage/base/read_file.h"
 
 namespace cutriage::agent {
 
@@ -77,6 +80,15 @@ std::optional<std::string> take_control_file(const std::string& path, std::strin
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) {
     if (errno != ENOENT) *error = "cannot open the control file " + path + " (errno " + std::to_string(errno) + ")";
+    return std::nullopt;
+  }
+  // Regular files only, checked on what was opened: a FIFO, a device or a directory at the name
+  // is neither read nor deleted (deleting it is not ours to do), and the error is said once.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *error = "the control file " + path + " " + base::describe_not_regular(st.st_mode) +
+             "; requests through it are ignored until it is replaced by one";
     return std::nullopt;
   }
   std::string text;

@@ -42,7 +42,8 @@ uint64_t DeepCaptures::request(wire::ControlSource source, const std::string& ta
       req.state = wire::ControlState::kRejected;
       req.detail = why;
       req.ended_unix_ns = req.requested_unix_ns;
-      first_of_kind = control_errors_.insert(why).second;
+      first_of_kind = control_errors_.count(why) == 0 && admit_refusal_locked(source);
+      if (first_of_kind) control_errors_.insert(why);
     }
   }
   if (first_of_kind) p_.output.write_control(req);
@@ -57,7 +58,41 @@ uint64_t DeepCaptures::request(wire::ControlSource source, const std::string& ta
   return req.id;
 }
 
+bool DeepCaptures::admit_refusal_locked(wire::ControlSource source) {
+  if (refusals_written_ < kMaxRefusalsWritten) {
+    ++refusals_written_;
+    return true;
+  }
+  ignored_source_ = source;
+  if (refusals_ignored_++ == 0) {
+    p_.log.warn("more than " + std::to_string(kMaxRefusalsWritten) +
+                " deep-capture requests refused: the next ones are counted, not written or logged "
+                "(the count comes at exit)");
+  }
+  return false;
+}
+
+void DeepCaptures::report_ignored() {
+  wire::ControlRequest summary;
+  {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    if (refusals_ignored_ == ignored_reported_) return;
+    const uint64_t ignored = refusals_ignored_ - ignored_reported_;
+    ignored_reported_ = refusals_ignored_;
+    summary.id = next_request_id_++;
+    summary.source = ignored_source_;
+    summary.state = wire::ControlState::kRejected;
+    summary.requested_unix_ns = p_.now_unix_ns();
+    summary.ended_unix_ns = summary.requested_unix_ns;
+    summary.detail = std::to_string(ignored) + " more refused request" + (ignored == 1 ? "" : "s") +
+                     " ignored (only the first " + std::to_string(kMaxRefusalsWritten) + " are written)";
+  }
+  p_.output.write_control(summary);
+  p_.log.warn("deep capture: " + summary.detail);
+}
+
 void DeepCaptures::check() {
+  if (p_.finished()) report_ignored();
   if (!p_.selector.deep_open()) return;  // the flush thread asks every tick
   wire::ControlRequest done;
   {
@@ -120,6 +155,7 @@ void DeepCaptures::poll() {
     rejected.detail = p_.config.control_file + ": " + error;
     {
       std::lock_guard<std::mutex> lock(p_.families.mutex());
+      if (!admit_refusal_locked(wire::ControlSource::kFile)) return;
       rejected.id = next_request_id_++;
     }
     p_.output.write_control(rejected);

@@ -12,18 +12,22 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <chrono>
 
 #include "agent.h"
 #include "config.h"
+#include "cutriage/base/read_file.h"
 #include "cutriage/cutriage.h"
 #include "log.h"
 #include "output.h"
 
 namespace cutriage::agent {
 namespace {
+
+// A thresholds file is a few dozen lines; 1 MiB is far beyond any real one and still nothing to
+// the application's memory (README, CUTRIAGE_THRESHOLDS).
+constexpr size_t kMaxThresholdsFileBytes = size_t{1} << 20;
 
 struct Global {
   std::once_flag once;
@@ -97,19 +101,24 @@ bool start_agent() {
   }
   AgentConfig config = std::move(parsed.config);
   if (!config.enabled) return false;
-  if (std::string err = log.configure(config.log_level, config.log_file); !err.empty()) log.warn(err);
+  // A log file that cannot be used is bad configuration like any other: the agent stays off
+  // rather than run with its messages somewhere the user did not ask for.
+  if (std::string err = log.configure(config.log_level, config.log_file); !err.empty()) {
+    log.error(err + "; the agent is off for this run");
+    return false;
+  }
 
   triage::Thresholds thresholds;
   if (!config.thresholds_file.empty()) {
-    std::ifstream f(config.thresholds_file);
-    if (!f) {
-      log.error("CUTRIAGE_THRESHOLDS=\"" + config.thresholds_file +
-                "\": cannot read the file; the agent is off for this run");
+    // Bounded, non-blocking, regular files only (base/read_file.h): a FIFO here blocked the
+    // application inside cuInit, /dev/zero took a gigabyte.
+    base::Result<std::string> text = base::read_regular_file(config.thresholds_file, kMaxThresholdsFileBytes);
+    if (!text.is_ok()) {
+      log.error("CUTRIAGE_THRESHOLDS=\"" + config.thresholds_file + "\": " + text.status().message() +
+                "; the agent is off for this run");
       return false;
     }
-    std::stringstream ss;
-    ss << f.rdbuf();
-    if (auto err = thresholds.parse(ss.str())) {
+    if (auto err = thresholds.parse(text.value())) {
       log.error("CUTRIAGE_THRESHOLDS=\"" + config.thresholds_file + "\": " + *err +
                 "; the agent is off for this run");
       return false;

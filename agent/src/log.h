@@ -21,8 +21,9 @@ class Logger {
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
 
-  // Opens `file` (append) when not empty. Returns an error message, empty on success; on failure
-  // the logger keeps writing to stderr.
+  // Opens `file` (append) when not empty: a regular file, or a new one; never a symbolic link, a
+  // FIFO or a device, and never blocking. Returns an error message naming CUTRIAGE_LOG_FILE,
+  // empty on success; on failure the logger keeps writing to stderr (the agent then stays off).
   std::string configure(LogLevel level, const std::string& file);
 
   void error(std::string_view message) { log(LogLevel::kError, message); }

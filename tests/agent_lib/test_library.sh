@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # libcutriage.so as the host process sees it, on a machine without a GPU (CI):
 #  - it exports the C API and nothing else, and pulls no libprotobuf, spdlog, fmt or libcuda;
+#  - its RUNPATH has no empty or relative entry (which would be the application's working directory);
 #  - loaded like the driver loads it, it prints one clear line and leaves the app alone, for no
-#    driver, bad configuration, an unknown key, the off switch and a bad output pattern.
+#    driver, bad configuration, an unknown key, the off switch and a bad output pattern, and for a
+#    FIFO, /dev/zero, a directory or an oversized file as CUTRIAGE_THRESHOLDS or CUTRIAGE_LOG_FILE.
 # usage: test_library.sh LIBCUTRIAGE.so LOAD_AGENT
 set -u
 lib=$(realpath "$1")
@@ -28,6 +30,21 @@ for bad in libprotobuf libspdlog libfmt libcuda.so; do
 done
 check "depends on CUPTI" bash -c "grep -q '^libcupti' <<<'$needed'"
 
+# --- search path --------------------------------------------------------------------------------
+# An empty or relative RUNPATH/RPATH entry is resolved against the host process's working
+# directory: a libgcc_s.so.1 left there would run its constructors inside the application.
+# $ORIGIN (the library's own directory) is the one non-absolute form allowed.
+runpath=$(readelf -d "$lib" | sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]$/\2/p')
+bad_entries=""
+while IFS= read -r entry; do
+  case $entry in
+    /* | '$ORIGIN' | '$ORIGIN/'*) ;;
+    *) bad_entries+="'$entry' " ;;
+  esac
+done < <(printf '%s\n' "$runpath" | tr ':' '\n')
+if [ -z "$runpath" ]; then bad_entries=""; fi  # no search path at all is fine
+check "RUNPATH has no empty or relative entry (RUNPATH: '$runpath'; bad: $bad_entries)" test -z "$bad_entries"
+
 # --- behaviour in a process ---------------------------------------------------------------------
 run() {  # run ENV... -> sets out, err, rc
   local tmp_out tmp_err
@@ -37,7 +54,8 @@ run() {  # run ENV... -> sets out, err, rc
   # tests/run.sh) would add "unknown variable" warnings to the output checked below.
   local clean=(-u CUDA_INJECTION64_PATH)
   for v in $(compgen -e | grep '^CUTRIAGE_'); do clean+=(-u "$v"); done
-  env "${clean[@]}" "$@" "$loader" "$lib" >"$tmp_out" 2>"$tmp_err"
+  # timeout: a hang inside InitializeInjection (the application's cuInit) shows as rc 124.
+  env "${clean[@]}" "$@" timeout 20 "$loader" "$lib" >"$tmp_out" 2>"$tmp_err"
   rc=$?
   out=$(cat "$tmp_out")
   err=$(cat "$tmp_err")
@@ -84,6 +102,45 @@ run CUTRIAGE_LANCH_COUNT=3
 check "unknown key: warns with a suggestion (got: $err)" \
   bash -c "grep -q 'CUTRIAGE_LANCH_COUNT' <<<'$err' && grep -q 'CUTRIAGE_LAUNCH_COUNT' <<<'$err'"
 check "unknown key: app runs" test "$rc" = 0 -a -n "$out"
+
+# --- files named by the environment (docs/guarantees.md) -----------------------------------------
+# Read bounded, never blocking, regular files only: a FIFO, /dev/zero or a directory gives one line
+# naming the variable, the agent stays off and the application runs on (before: a FIFO blocked
+# cuInit forever, /dev/zero grew to a gigabyte, a directory read as an empty file).
+mkdir -p "$tmpdir/files"
+mkfifo "$tmpdir/files/fifo"
+for var in CUTRIAGE_THRESHOLDS CUTRIAGE_LOG_FILE; do
+  for target in "$tmpdir/files/fifo" /dev/zero "$tmpdir/files"; do
+    case $target in
+      */fifo) kind="named pipe" ;;
+      /dev/zero) kind="character device" ;;
+      *) kind="directory" ;;
+    esac
+    start=$SECONDS
+    run "$var=$target"
+    check "$var=$kind: the app runs at once (rc $rc, $((SECONDS - start)) s)" \
+      test "$rc" = 0 -a "$out" = "app: ok (InitializeInjection returned 1)"
+    check "$var=$kind: one line naming the variable and what the file is (got: $err)" \
+      bash -c "grep -q '$var=\"$target\": is a $kind' <<<\"\$1\" && test \"\$(wc -l <<<\"\$1\")\" = 1" _ "$err"
+    check "$var=$kind: the agent says it is off" bash -c "grep -q 'off for this run' <<<'$err'"
+  done
+done
+check "the FIFO is left in place" test -p "$tmpdir/files/fifo"
+printf 'x' >"$tmpdir/files/big" && truncate -s 2M "$tmpdir/files/big"
+run CUTRIAGE_THRESHOLDS="$tmpdir/files/big"
+check "CUTRIAGE_THRESHOLDS over 1 MiB: refused, naming the limit (got: $err)" \
+  bash -c "grep -q 'CUTRIAGE_THRESHOLDS=.*is larger than 1 MiB' <<<'$err' && grep -q 'off for this run' <<<'$err'"
+# The README's example: session checks' thresholds are overridden like the rules' (before: "no rule
+# 'session.d2a.idle_gaps'" turned the agent off).
+printf 'session.d2a.idle_gaps.max_idle_pct = 20\n' >"$tmpdir/files/session.txt"
+run CUTRIAGE_THRESHOLDS="$tmpdir/files/session.txt"
+check "CUTRIAGE_THRESHOLDS with a session threshold: accepted (got: $err)" \
+  bash -c "! grep -q 'CUTRIAGE_THRESHOLDS' <<<'$err' && test \"\$(wc -l <<<'$err')\" -le 1"
+printf 'd0.duration_divergence.max_ratio = -5\n' >"$tmpdir/files/negative.txt"
+run CUTRIAGE_THRESHOLDS="$tmpdir/files/negative.txt"
+check "CUTRIAGE_THRESHOLDS with a negative value: refused, naming the variable (got: $err)" \
+  bash -c "grep -q 'CUTRIAGE_THRESHOLDS=.*line 1: .*not negative; the agent is off for this run' <<<'$err'"
+rm -rf "$tmpdir/files"
 
 cd / && rm -rf "$tmpdir"
 exit $fail

@@ -39,7 +39,7 @@ expect "missing csv" 2 "cannot read '$tmp/nope.csv'" -- "$bin" triage --ncu-csv 
 printf '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n' >"$tmp/details.csv"
 expect "details page" 5 "--page raw" -- "$bin" triage --ncu-csv "$tmp/details.csv" -o "$tmp/x.pb"
 printf 'not.a.rule = 3\n' >"$tmp/bad.thresholds"
-expect "bad thresholds" 7 "no rule 'not.a'" -- "$bin" triage --ncu-csv "$csv" --thresholds "$tmp/bad.thresholds" -o "$tmp/x.pb"
+expect "bad thresholds" 7 "no rule or session check 'not.a'" -- "$bin" triage --ncu-csv "$csv" --thresholds "$tmp/bad.thresholds" -o "$tmp/x.pb"
 expect "unwritable output" 6 "cannot write" -- "$bin" triage --ncu-csv "$csv" -o "$tmp/no/such/dir/x.pb"
 
 expect "triage" 0 "1 kernel triaged" -- "$bin" triage --ncu-csv "$csv" --timings "$data/ncu/timings.csv" --clock-control none -o "$tmp/s.pb"

@@ -107,8 +107,9 @@ inline std::string exercise_timings(std::string_view text) {
   return "";
 }
 
-// The `--thresholds` file: an error leaves the overrides as they were; success only ever sets
-// finite values on thresholds some rule declares.
+// The `--thresholds` file: an error leaves the overrides as they were and is one short line
+// (quoted text is cut); success only ever sets finite, non-negative values on thresholds some
+// rule or session check declares.
 inline std::string exercise_thresholds(std::string_view text) {
   triage::Thresholds t;
   t.set("d1.waves_below_one.min_waves", 0.5);  // a prior override an error must not disturb
@@ -116,14 +117,19 @@ inline std::string exercise_thresholds(std::string_view text) {
   if (auto error = t.parse(text)) {
     if (t.overrides() != before) return "a failed parse changed the overrides";
     if (error->empty() || error->find('\n') != std::string::npos) return "the error is not one line";
+    // Two quoted pieces of at most 80 characters (and their lengths), a known key, the wording.
+    if (error->size() > 600) return "the error echoes " + std::to_string(error->size()) + " characters";
     return "";
   }
   for (const auto& [key, value] : t.overrides()) {
     if (!std::isfinite(value)) return "override " + key + " is not finite";
+    if (value < 0) return "override " + key + " is negative";
     if (before.count(key) != 0) continue;
     const auto dot = key.rfind('.');
-    const triage::Rule* rule = dot == std::string::npos ? nullptr : triage::find_rule(key.substr(0, dot));
-    if (rule == nullptr) return "override " + key + " names no rule";
+    const std::string id = dot == std::string::npos ? std::string() : key.substr(0, dot);
+    if (triage::find_rule(id) == nullptr && triage::find_session_check(id) == nullptr) {
+      return "override " + key + " names no rule or session check";
+    }
   }
   return "";
 }

@@ -5,7 +5,6 @@
 //   4 truncated cutriage file (complete records were used); 5 CSV not usable;
 //   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`) or no
 //   PC samples (`pprof`).
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -13,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "cutriage/base/read_file.h"
 #include "cutriage/triage/rule.h"
 #include "file_reader.h"
 #include "import.h"
 #include "ncu_csv.h"
+#include "output_file.h"
 #include "pprof_export.h"
 #include "report.h"
 #include "run.h"
@@ -39,6 +40,9 @@ enum Exit : int {
   kNoTrace = 10,    // `trace`: the file has no trace; `pprof`: it has no PC samples
   kNoSamples = 10,
 };
+
+// As the agent's CUTRIAGE_THRESHOLDS (agent/src/injection.cpp): a real file is a few dozen lines.
+constexpr size_t kMaxThresholdsFileBytes = size_t{1} << 20;
 
 constexpr const char* kMainHelp =
     "usage: cutriage <command> [options]\n"
@@ -137,6 +141,18 @@ bool read_text(const std::string& path, std::string& out) {
   return !f.bad();
 }
 
+// -o naming one of the command's inputs would destroy it (before: silently overwritten).
+int refuse_input_as_output(const std::string& out_path, const std::vector<std::string>& inputs) {
+  for (const std::string& in : inputs) {
+    if (!in.empty() && tools::same_file(out_path, in)) {
+      std::cerr << "cutriage: the output '" << out_path << "' is the input '" << in
+                << "'; name another file with -o\n";
+      return kUsage;
+    }
+  }
+  return kOk;
+}
+
 int exit_for(tools::ReadStatus status) {
   switch (status) {
     case tools::ReadStatus::kOk: return kOk;
@@ -204,13 +220,19 @@ int cmd_triage(const std::vector<std::string>& args) {
   }
   if (csv_paths.empty()) return usage_error("--ncu-csv FILE is required", kTriageHelp);
   if (out_path.empty()) out_path = csv_paths.front() + ".pb";
+  std::vector<std::string> inputs = csv_paths;
+  inputs.push_back(timings_path);
+  inputs.push_back(thresholds_path);
+  if (int rc = refuse_input_as_output(out_path, inputs); rc != kOk) return rc;
   if (!thresholds_path.empty()) {
-    std::string ttext;
-    if (!read_text(thresholds_path, ttext)) {
-      std::cerr << "cutriage: cannot read thresholds file '" << thresholds_path << "'\n";
-      return kUnreadable;
+    // Bounded and regular files only, as the agent reads CUTRIAGE_THRESHOLDS: /dev/zero here
+    // ended in std::bad_alloc.
+    base::Result<std::string> ttext = base::read_regular_file(thresholds_path, kMaxThresholdsFileBytes);
+    if (!ttext.is_ok()) {
+      std::cerr << "cutriage: --thresholds '" << thresholds_path << "': " << ttext.status().message() << "\n";
+      return ttext.status().code() == base::StatusCode::kUnavailable ? kUnreadable : kBadThresholds;
     }
-    if (auto err = options.triage.thresholds.parse(ttext)) {
+    if (auto err = options.triage.thresholds.parse(ttext.value())) {
       std::cerr << "cutriage: " << thresholds_path << ": " << *err << "\n";
       return kBadThresholds;
     }
@@ -223,7 +245,7 @@ int cmd_triage(const std::vector<std::string>& args) {
     }
     std::vector<std::string> warnings;
     options.timings = tools::parse_timings(ttext, warnings);
-    for (const std::string& w : warnings) std::cerr << "cutriage: " << timings_path << ": " << w << "\n";
+    for (const std::string& w : warnings) std::cerr << "cutriage: " << timings_path << ": " << tools::terminal_safe(w, false) << "\n";
   }
 
   std::vector<tools::NcuImport> imports;
@@ -244,14 +266,15 @@ int cmd_triage(const std::vector<std::string>& args) {
     options.source_path += csv_path;
   }
   tools::TriageRun run = tools::triage_imports(std::move(imports), options);
-  for (const std::string& w : run.warnings) std::cerr << "cutriage: " << w << "\n";
+  for (const std::string& w : run.warnings) std::cerr << "cutriage: " << tools::terminal_safe(w, false) << "\n";
 
   std::string bytes = tools::encode_run(run);
   {
-    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      std::cerr << "cutriage: cannot write '" << out_path << "'\n";
+    tools::OutputFile out;
+    std::string error;
+    if (out.open(out_path, &error)) out.stream().write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!error.empty() || !out.commit(&error)) {
+      std::cerr << "cutriage: cannot write '" << out_path << "': " << error << "\n";
       return kWriteFailed;
     }
   }
@@ -337,6 +360,9 @@ int cmd_trace(const std::vector<std::string>& args) {
   }
   if (path.empty()) return usage_error("which file?", kTraceHelp);
   if (out_path.empty()) out_path = path + ".trace.json";
+  if (out_path != "-") {
+    if (int rc = refuse_input_as_output(out_path, {path}); rc != kOk) return rc;
+  }
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);
   if (r.trace_records.empty()) {
@@ -351,14 +377,15 @@ int cmd_trace(const std::vector<std::string>& args) {
   if (out_path == "-") {
     error = tools::export_chrome_trace(r, std::cout, &stats);
   } else {
-    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      std::cerr << "cutriage: cannot write '" << out_path << "'\n";
+    // Committed only when complete: a failed write leaves the name as it was (output_file.h).
+    tools::OutputFile out;
+    std::string why;
+    if (!out.open(out_path, &why)) {
+      std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
       return kWriteFailed;
     }
-    error = tools::export_chrome_trace(r, out, &stats);
-    out.close();
-    if (!error && !out) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, ""};
+    error = tools::export_chrome_trace(r, out.stream(), &stats);
+    if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
   }
   if (error) {
     if (error->kind == tools::TraceExportError::Kind::kNoTrace) {
@@ -367,8 +394,6 @@ int cmd_trace(const std::vector<std::string>& args) {
     }
     std::cerr << "cutriage: cannot write '" << out_path << "'" << (error->message.empty() ? "" : ": ")
               << error->message << "\n";
-    // Best effort: a partial JSON file would only mislead; the error above is what matters.
-    if (out_path != "-") (void)std::remove(out_path.c_str());
     return kWriteFailed;
   }
   if (out_path != "-") {
@@ -403,6 +428,9 @@ int cmd_pprof(const std::vector<std::string>& args) {
   }
   if (path.empty()) return usage_error("which file?", kPprofHelp);
   if (out_path.empty()) out_path = path + ".pprof.pb.gz";
+  if (out_path != "-") {
+    if (int rc = refuse_input_as_output(out_path, {path}); rc != kOk) return rc;
+  }
   options.source_name = path;
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);
@@ -432,13 +460,12 @@ int cmd_pprof(const std::vector<std::string>& args) {
     return exit_for(r.status);
   }
   {
-    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-    if (out) out.write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
-    out.close();
-    if (!out) {
-      std::cerr << "cutriage: cannot write '" << out_path << "'\n";
-      // Best effort: a partial profile would only mislead; the error above is what matters.
-      (void)std::remove(out_path.c_str());
+    // Committed only when complete: a failed write leaves the name as it was (output_file.h).
+    tools::OutputFile out;
+    std::string why;
+    if (out.open(out_path, &why)) out.stream().write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+    if (!why.empty() || !out.commit(&why)) {
+      std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
       return kWriteFailed;
     }
   }
@@ -456,6 +483,16 @@ int cmd_rules() {
     }
     for (const triage::ThresholdDef& t : rule.thresholds) {
       std::cout << "    threshold " << rule.id << "." << t.name << " = " << t.value;
+      if (!t.note.empty()) std::cout << "  (" << t.note << ")";
+      std::cout << "\n";
+    }
+  }
+  // The session checks of the timeline: no counters, thresholds overridden the same way.
+  for (const triage::SessionCheckDef& check : triage::session_checks()) {
+    std::cout << check.id << "  [" << triage::to_string(check.decision) << "] " << check.title << "\n";
+    std::cout << "    reads    the kernel and copy trace\n";
+    for (const triage::ThresholdDef& t : check.thresholds) {
+      std::cout << "    threshold " << check.id << "." << t.name << " = " << t.value;
       if (!t.note.empty()) std::cout << "  (" << t.note << ")";
       std::cout << "\n";
     }
@@ -482,6 +519,15 @@ int cmd_metrics(const std::vector<std::string>& args) {
   return kOk;
 }
 
+// A report that did not reach stdout (`cutriage report x.pb > /dev/full`) is a failed command,
+// not a success: before, the exit code was 0.
+int checked_stdout(int rc) {
+  std::cout.flush();
+  if (std::cout) return rc;
+  std::cerr << "cutriage: cannot write to stdout\n";
+  return rc == kOk || rc == kTruncated ? kWriteFailed : rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -502,13 +548,15 @@ int main(int argc, char** argv) {
       return kOk;
     }
     if (cmd == "run") return tools::run_command(args, "/proc/self/exe");
-    if (cmd == "triage") return cmd_triage(args);
-    if (cmd == "report") return cmd_report(args);
-    if (cmd == "json") return cmd_json(args);
-    if (cmd == "trace") return cmd_trace(args);
-    if (cmd == "pprof") return cmd_pprof(args);
-    if (cmd == "rules") return cmd_rules();
-    if (cmd == "metrics") return cmd_metrics(args);
+    int rc = -1;
+    if (cmd == "triage") rc = cmd_triage(args);
+    if (cmd == "report") rc = cmd_report(args);
+    if (cmd == "json") rc = cmd_json(args);
+    if (cmd == "trace") rc = cmd_trace(args);
+    if (cmd == "pprof") rc = cmd_pprof(args);
+    if (cmd == "rules") rc = cmd_rules();
+    if (cmd == "metrics") rc = cmd_metrics(args);
+    if (rc >= 0) return checked_stdout(rc);
   } catch (const std::exception& e) {
     std::cerr << "cutriage: internal error: " << e.what() << "\n";
     return kUsage;

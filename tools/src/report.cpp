@@ -415,7 +415,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   if (name.empty()) name = "(unnamed kernel)";
   const v1::Diagnosis& d = k.diagnosis();
 
-  out << "[" << rank << "] " << name << "\n";
+  out << "[" << rank << "] " << terminal_safe(name, false) << "\n";
   out << "    launch    ";
   if (k.has_launch()) {
     out << "grid " << dim(k.launch().grid()) << ", block " << dim(k.launch().block());
@@ -835,7 +835,7 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
                            : std::min(options.max_families, static_cast<size_t>(ts.families_size()));
   for (size_t i = 0; i < limit; ++i) {
     const v1::FamilyStats& fs = ts.families(static_cast<int>(i));
-    const std::string name = family_name(file, fs.family_id());
+    const std::string name = terminal_safe(family_name(file, fs.family_id()), false);
     out << right(std::to_string(i + 1), 4) << "  " << fit(name, kNameWidth) << right(with_commas(fs.launches()), 9)
         << right(stat_duration(fs.total_ns()), 9) << right(stat_duration(fs.mean_ns()), 9)
         << right(stat_duration(fs.p50_ns()), 9) << right(stat_duration(fs.p95_ns()), 9)
@@ -865,7 +865,7 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
       int shown = 0;
       for (uint64_t iid : fs.nvtx_path_iids()) {
         if (!options.verbose && shown == 2) break;
-        paths += (shown != 0 ? ", " : "") + std::string(lookup(file, iid));
+        paths += (shown != 0 ? ", " : "") + terminal_safe(lookup(file, iid), false);
         ++shown;
       }
       if (shown < fs.nvtx_path_iids_size()) paths += " (+" + std::to_string(fs.nvtx_path_iids_size() - shown) + " more)";
@@ -1192,12 +1192,63 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
     for (const v1::KernelProfile* k : unprofiled) {
       std::string name(lookup(file, k->function_name_iid()));
       if (name.empty()) name = std::string(lookup(file, k->mangled_name_iid()));
-      out << "  - " << name << ": " << enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
+      out << "  - " << terminal_safe(name, false) << ": "
+          << enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
       if (!k->status_detail().empty()) out << " (" << k->status_detail() << ")";
       out << "\n";
     }
   }
-  return out.str();
+  // Names, NVTX paths, notices and the command line come from the file (and from the profiled
+  // program or a CSV before it): none of their bytes may drive the terminal it is printed on.
+  return terminal_safe(out.str(), true);
+}
+
+std::string terminal_safe(std::string_view text, bool keep_newlines) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&out](unsigned v, bool unicode) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, unicode ? "\\u%04x" : "\\x%02x", v);
+    out += buf;
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && !(c == '\n' && keep_newlines)) || c == 0x7f) {
+        escape(c, false);
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // UTF-8: a whole, well-formed sequence is copied, except the C1 controls U+0080..U+009F
+    // (U+009B is a CSI to many terminals); any other byte is escaped on its own.
+    size_t len = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+    }
+    bool whole = len != 0 && i + len <= text.size();
+    for (size_t j = 1; whole && j < len; ++j) whole = (static_cast<unsigned char>(text[i + j]) & 0xc0) == 0x80;
+    if (!whole) {
+      escape(c, false);
+      ++i;
+      continue;
+    }
+    const auto second = static_cast<unsigned char>(text[i + 1]);
+    if (c == 0xc2 && second < 0xa0) {
+      escape(second, true);  // 0xc2 0x80..0x9f encodes U+0080..U+009F
+    } else {
+      out.append(text.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
 }
 
 std::string render_json(const ReadResult& file, std::string& error) {

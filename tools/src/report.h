@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "file_reader.h"
 #include "sass.h"
@@ -32,6 +33,11 @@ struct ReportOptions {
 // its "source" section: the lines with the most stall samples, their share, dominant stall reason
 // and hottest instruction, and the sampling totals.
 std::string render_report(const ReadResult& file, const ReportOptions& options);
+
+// `text` with every byte that could drive a terminal escaped: C0 controls and DEL as "\x1b",
+// UTF-8-encoded C1 controls as "\u009b", bytes that are not well-formed UTF-8 as "\xff". A newline
+// is kept when `keep_newlines` (a whole report), escaped otherwise (one name on one line).
+std::string terminal_safe(std::string_view text, bool keep_newlines);
 
 // The trace summary of a run killed before it wrote one, recomputed from its trace chunks (what
 // render_report shows for such a file); nullopt when the file holds no executions.

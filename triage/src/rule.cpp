@@ -18,10 +18,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// Text from the file, for a message: a value of 100,000 characters is not echoed in full.
+std::string quoted(std::string_view text) {
+  constexpr size_t kMax = 80;
+  if (text.size() <= kMax) return std::string(text);
+  return std::string(text.substr(0, kMax)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
 }  // namespace
 
 std::optional<std::string> Thresholds::parse(std::string_view text) {
   std::map<std::string, double, std::less<>> parsed = overrides_;
+  std::map<std::string, size_t, std::less<>> seen;  // key -> the line that set it in this text
   size_t line_no = 0;
   while (!text.empty()) {
     ++line_no;
@@ -31,33 +39,42 @@ std::optional<std::string> Thresholds::parse(std::string_view text) {
     if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     line = trim(line);
     if (line.empty()) continue;
+    const std::string at = "line " + std::to_string(line_no) + ": ";
     size_t eq = line.find('=');
     if (eq == std::string_view::npos) {
-      return "line " + std::to_string(line_no) + ": expected 'rule.threshold = number'";
+      return at + "expected 'rule.threshold = number'";
     }
     std::string_view key = trim(line.substr(0, eq));
     std::string_view val = trim(line.substr(eq + 1));
     size_t dot = key.rfind('.');
     if (key.empty() || dot == std::string_view::npos || dot == 0 || dot + 1 == key.size()) {
-      return "line " + std::to_string(line_no) + ": key '" + std::string(key) +
-             "' must be '<rule id>.<threshold name>'";
+      return at + "key '" + quoted(key) + "' must be '<rule id>.<threshold name>'";
     }
-    const Rule* rule = find_rule(key.substr(0, dot));
-    if (rule == nullptr) {
-      return "line " + std::to_string(line_no) + ": no rule '" + std::string(key.substr(0, dot)) +
-             "' (see `cutriage rules`)";
+    const std::string_view id = key.substr(0, dot);
+    const std::vector<ThresholdDef>* defs = nullptr;
+    if (const Rule* rule = find_rule(id)) {
+      defs = &rule->thresholds;
+    } else if (const SessionCheckDef* check = find_session_check(id)) {
+      defs = &check->thresholds;
+    } else {
+      return at + "no rule or session check '" + quoted(id) + "' (see `cutriage rules`)";
     }
     std::string_view tname = key.substr(dot + 1);
-    bool known = std::any_of(rule->thresholds.begin(), rule->thresholds.end(),
-                             [&](const ThresholdDef& t) { return t.name == tname; });
+    bool known = std::any_of(defs->begin(), defs->end(), [&](const ThresholdDef& t) { return t.name == tname; });
     if (!known) {
-      return "line " + std::to_string(line_no) + ": rule '" + std::string(rule->id) +
-             "' has no threshold '" + std::string(tname) + "'";
+      return at + "'" + std::string(id) + "' has no threshold '" + quoted(tname) + "' (see `cutriage rules`)";
     }
     double value = 0;
     auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), value);
     if (ec != std::errc{} || ptr != val.data() + val.size() || !std::isfinite(value)) {
-      return "line " + std::to_string(line_no) + ": '" + std::string(val) + "' is not a number";
+      return at + "'" + quoted(val) + "' is not a number";
+    }
+    // Every threshold is a share, a ratio, a count or a time: a negative one is a typo, and would
+    // make its check fire (or never fire) on every kernel.
+    if (value < 0) return at + std::string(key) + " = " + quoted(val) + ": thresholds are not negative";
+    if (auto [it, fresh] = seen.emplace(std::string(key), line_no); !fresh) {
+      return at + std::string(key) + " is set again (first on line " + std::to_string(it->second) +
+             "); give each threshold once";
     }
     parsed[std::string(key)] = value;
   }

@@ -9,7 +9,8 @@
 // application's, and is left out of both the idle time and the span.
 //
 // Thresholds, each recorded on the check as "<rule id>.<name>" and overridable like the kernel
-// rules' (the stretch parameters are TimelineOptions: they shape the accumulation itself):
+// rules' (defaults in session_checks(), below; the stretch parameters are TimelineOptions: they
+// shape the accumulation itself):
 //   max_idle_pct 10            guide 3.2.4: idle or wait above ~10% of the profiled range
 //   min_stretch_idle_pct 1     method ch. 1: under ~1% device idle, many small launches are not
 //                              launch-starved
@@ -73,14 +74,24 @@ DeviceView view_of(const DeviceTimeStats& d) {
 // One check being built: the thresholds and evidence it reads are recorded as it reads them.
 class Check {
  public:
-  Check(std::string_view id, Decision decision, std::string_view title, const Thresholds* overrides)
-      : overrides_(overrides) {
+  // `id` names an entry of session_checks(), which gives the title, the decision and the
+  // thresholds' defaults (the unit tests run every check, so a missing entry is caught there).
+  Check(std::string_view id, const Thresholds* overrides) : def_(find_session_check(id)), overrides_(overrides) {
     r_.rule_id = std::string(id);
-    r_.decision = decision;
-    r_.title = std::string(title);
+    if (def_ != nullptr) {
+      r_.decision = def_->decision;
+      r_.title = std::string(def_->title);
+    }
   }
 
-  double threshold(std::string_view name, double value) {
+  // The table's default (NaN for a name it lacks, so that every comparison is false), overridden.
+  double threshold(std::string_view name) {
+    double value = std::nan("");
+    if (def_ != nullptr) {
+      for (const ThresholdDef& t : def_->thresholds) {
+        if (t.name == name) value = t.value;
+      }
+    }
     std::string key = r_.rule_id + "." + std::string(name);
     if (overrides_ != nullptr) {
       if (auto o = overrides_->override_for(key)) value = *o;
@@ -134,6 +145,7 @@ class Check {
 
  private:
   CheckResult r_;
+  const SessionCheckDef* def_;
   const Thresholds* overrides_;
 };
 
@@ -164,9 +176,8 @@ double stretch_idle(const DeviceTimeStats& d) {
 // ---- session.d2a.idle_gaps ------------------------------------------------------------------
 
 CheckResult check_idle(const TimelineSummary& t, const Thresholds* th) {
-  Check c("session.d2a.idle_gaps", Decision::kD2ADispatch,
-          "The GPU is kept busy between operations", th);
-  const double limit = c.threshold("max_idle_pct", 10.0);
+  Check c("session.d2a.idle_gaps", th);
+  const double limit = c.threshold("max_idle_pct");
   auto devs = devices_by(t, [](const DeviceView& v) { return v.idle_pct; });
   if (devs.empty()) return c.not_evaluated("no kernel or copy with a duration was traced");
   const DeviceView& v = devs.front();
@@ -231,14 +242,13 @@ CheckResult check_idle(const TimelineSummary& t, const Thresholds* th) {
 // ---- session.d2a.launch_bound ---------------------------------------------------------------
 
 CheckResult check_launch_bound(const TimelineSummary& t, const Thresholds* th) {
-  Check c("session.d2a.launch_bound", Decision::kD2ADispatch,
-          "Short kernels are not waiting on the host's launch rate", th);
+  Check c("session.d2a.launch_bound", th);
   const TimelineOptions& o = t.options;
   c.cite("stretch_min_kernels", static_cast<double>(o.stretch_min_kernels));
   c.cite("stretch_max_kernel_ns", static_cast<double>(o.stretch_max_kernel_ns));
   c.cite("stretch_max_busy_pct", 100.0 * o.stretch_max_busy);
   c.cite("stretch_max_gap_ns", static_cast<double>(o.stretch_max_gap_ns));
-  const double limit = c.threshold("min_stretch_idle_pct", 1.0);
+  const double limit = c.threshold("min_stretch_idle_pct");
   auto devs = devices_by(t, [](const DeviceView& v) { return stretch_idle(*v.d); });
   uint64_t most_kernels = 0;
   for (const DeviceView& v : devs) most_kernels = std::max(most_kernels, v.d->kernels);
@@ -309,9 +319,9 @@ bool any_kernels(const TimelineSummary& t) {
 }
 
 CheckResult check_serialized_copies(const TimelineSummary& t, const Thresholds* th) {
-  Check c("session.d2a.serialized_copies", Decision::kD2ADispatch, "Copies overlap compute", th);
-  const double min_overlap = c.threshold("min_overlap_pct", 10.0);
-  const double min_copy = c.threshold("min_copy_time_pct", 5.0);
+  Check c("session.d2a.serialized_copies", th);
+  const double min_overlap = c.threshold("min_overlap_pct");
+  const double min_copy = c.threshold("min_copy_time_pct");
   if (!any_copies(t)) return c.not_evaluated("no copies traced");
   if (!any_kernels(t))
     return c.not_evaluated("no kernels traced: copies have nothing to overlap with");
@@ -351,9 +361,8 @@ CheckResult check_serialized_copies(const TimelineSummary& t, const Thresholds* 
 // ---- session.d2a.pageable_copies ------------------------------------------------------------
 
 CheckResult check_pageable(const TimelineSummary& t, const Thresholds* th) {
-  Check c("session.d2a.pageable_copies", Decision::kD2ADispatch,
-          "Host buffers of copies are pinned", th);
-  const double min_pct = c.threshold("min_pageable_time_pct", 5.0);
+  Check c("session.d2a.pageable_copies", th);
+  const double min_pct = c.threshold("min_pageable_time_pct");
   if (!any_copies(t)) return c.not_evaluated("no copies traced");
   auto devs = devices_by(t, [](const DeviceView& v) { return v.d->pageable_copy_ns; });
   const DeviceView& v = devs.front();
@@ -385,10 +394,9 @@ CheckResult check_pageable(const TimelineSummary& t, const Thresholds* th) {
 
 CheckResult check_isolated(const TimelineSummary& t, const Thresholds* th,
                            const std::function<std::string(uint64_t)>& name_of) {
-  Check c("session.d1.isolated_small_kernels", Decision::kD1WorkloadSize,
-          "Families with a large share of GPU time share the GPU with other work", th);
-  const double max_idle = c.threshold("max_idle_pct", 10.0);
-  const double min_share = c.threshold("min_family_share_pct", 5.0);
+  Check c("session.d1.isolated_small_kernels", th);
+  const double max_idle = c.threshold("max_idle_pct");
+  const double min_share = c.threshold("min_family_share_pct");
   uint64_t unreplayed = 0;
   for (const FamilyTimeStats& f : t.families)
     unreplayed += f.durations.count();  // unprofiled, timed
@@ -456,6 +464,34 @@ CheckResult check_isolated(const TimelineSummary& t, const Thresholds* th,
 }
 
 }  // namespace
+
+const std::vector<SessionCheckDef>& session_checks() {
+  // Never destroyed, like all_rules(): the injected agent triages from an atexit handler.
+  static const std::vector<SessionCheckDef>& checks = *new std::vector<SessionCheckDef>{
+      {"session.d1.isolated_small_kernels", Decision::kD1WorkloadSize,
+       "Families with a large share of GPU time share the GPU with other work",
+       {{"max_idle_pct", 10.0, "as session.d2a.idle_gaps: the GPU sat idle"},
+        {"min_family_share_pct", 5.0,
+         "a family whose removal alone bounds the run at >= 1.05x (Amdahl, method ch. 1 and 5)"}}},
+      {"session.d2a.idle_gaps", Decision::kD2ADispatch, "The GPU is kept busy between operations",
+       {{"max_idle_pct", 10.0, "guide 3.2.4: idle or wait above ~10% of the profiled range"}}},
+      {"session.d2a.launch_bound", Decision::kD2ADispatch, "Short kernels are not waiting on the host's launch rate",
+       {{"min_stretch_idle_pct", 1.0, "method ch. 1: under ~1% device idle, many small launches are not launch-starved"}}},
+      {"session.d2a.serialized_copies", Decision::kD2ADispatch, "Copies overlap compute",
+       {{"min_overlap_pct", 10.0, "cutriage's reading of \"fully serialized\", as d2a.serialized_copy_compute"},
+        {"min_copy_time_pct", 5.0, "the floor below which copies do not matter"}}},
+      {"session.d2a.pageable_copies", Decision::kD2ADispatch, "Host buffers of copies are pinned",
+       {{"min_pageable_time_pct", 5.0, "the floor below which copies do not matter, for pageable copies"}}},
+  };
+  return checks;
+}
+
+const SessionCheckDef* find_session_check(std::string_view id) {
+  for (const SessionCheckDef& c : session_checks()) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
 
 std::vector<CheckResult> triage_timeline(const TimelineSummary& timeline) {
   return triage_timeline(timeline, Thresholds{}, {});

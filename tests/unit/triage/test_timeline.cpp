@@ -81,6 +81,14 @@ bool has_threshold(const CheckResult& c, std::string_view name) {
                      [&](const ThresholdUse& t) { return t.name == name; });
 }
 
+// The value a check read for threshold `name` (NaN when it read none).
+double threshold_value(const CheckResult& c, std::string_view name) {
+  for (const ThresholdUse& t : c.thresholds) {
+    if (t.name == name) return t.value;
+  }
+  return std::nan("");
+}
+
 // Every device number two summaries of the same spans must agree on.
 void require_same_devices(const TimelineSummary& a, const TimelineSummary& b) {
   REQUIRE(a.devices.size() == b.devices.size());
@@ -632,6 +640,12 @@ TEST_CASE("session.d2a.idle_gaps fired, not fired, not evaluated", "[timeline]")
     lenient.set("session.d2a.idle_gaps.max_idle_pct", 50);
     CHECK(check(triage_timeline(acc.summary(), lenient), "session.d2a.idle_gaps").outcome ==
           Outcome::kNotFired);
+    // Through a thresholds file's text, as CUTRIAGE_THRESHOLDS and --thresholds give it.
+    Thresholds from_text;
+    REQUIRE_FALSE(from_text.parse("session.d2a.idle_gaps.max_idle_pct = 40\n").has_value());
+    const CheckResult overridden = check(triage_timeline(acc.summary(), from_text), "session.d2a.idle_gaps");
+    CHECK(overridden.outcome == Outcome::kNotFired);
+    CHECK(threshold_value(overridden, "session.d2a.idle_gaps.max_idle_pct") == 40.0);
   }
   SECTION("not fired: busy back to back") {
     TimelineAccumulator acc;
@@ -658,6 +672,16 @@ TEST_CASE("session.d2a.idle_gaps fired, not fired, not evaluated", "[timeline]")
       INFO(c.rule_id);
       CHECK(c.outcome == Outcome::kNotEvaluated);
       CHECK_FALSE(c.reason.empty());
+      // Each check's title, decision and thresholds come from session_checks(), where the
+      // thresholds parser finds them: a threshold read but missing there would be NaN.
+      const SessionCheckDef* def = find_session_check(c.rule_id);
+      REQUIRE(def != nullptr);
+      CHECK(c.title == def->title);
+      CHECK(c.decision == def->decision);
+      for (const ThresholdUse& t : c.thresholds) {
+        INFO(t.name);
+        CHECK(std::isfinite(t.value));
+      }
     }
   }
 }

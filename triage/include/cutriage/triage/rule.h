@@ -34,7 +34,10 @@ struct ThresholdDef {
 // Threshold overrides, read from a config text of `key = value` lines (`#` comments).
 class Thresholds {
  public:
-  // Parses `text`; on error returns a message naming the line, and leaves *this unchanged.
+  // Parses `text`; on error returns a message naming the line, and leaves *this unchanged. Keys
+  // are a kernel rule's or a session check's thresholds; values finite and not negative (every
+  // threshold is a share, a ratio, a count or a time); a key given twice in one text is an error
+  // (which one was meant?). Text quoted from the input is cut to 80 characters.
   std::optional<std::string> parse(std::string_view text);
   void set(std::string key, double value) { overrides_[std::move(key)] = value; }
   [[nodiscard]] std::optional<double> override_for(std::string_view key) const;
@@ -131,6 +134,19 @@ struct Rule {
 const std::vector<Rule>& all_rules();
 std::vector<const Rule*> rules_for(Decision decision);
 const Rule* find_rule(std::string_view id);
+
+// A session-level check of the timeline (triage_timeline, timeline.h). It reads the run's trace,
+// not one kernel's counters, so it is not a Rule; its thresholds are named and overridden the same
+// way ("session.d2a.idle_gaps.max_idle_pct = 20" in a thresholds file), and this table is where
+// their defaults live. Built once; never mutated.
+struct SessionCheckDef {
+  std::string_view id;  // "session.d2a.idle_gaps"
+  Decision decision = Decision::kUnspecified;
+  std::string_view title;
+  std::vector<ThresholdDef> thresholds;
+};
+const std::vector<SessionCheckDef>& session_checks();
+const SessionCheckDef* find_session_check(std::string_view id);
 
 // Every metric name any rule reads (required or optional), sorted, without duplicates: what a
 // collector should ask for. Derived metrics (launch__*) are included; callers filter them.
