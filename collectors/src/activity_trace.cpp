@@ -193,6 +193,15 @@ Status ActivityTrace::start(ActivityObserver* observer, const TraceOptions& opti
   }
   Status status = Status::ok();
   if (!callbacks_registered_) {
+    // One global buffer queue, as the delivery code assumes. CUPTI 13.0 defaults to buffers per
+    // thread: every thread that ever launched holds a partly filled buffer until it fills, so a
+    // process with many launching threads exhausts max_buffers and CUPTI drops records. Seen on
+    // the H200: under torch.compile(mode="reduce-overhead") every graph kernel's record was
+    // dropped (tests/data/graphs/). Must be set before the callbacks are registered (header).
+    uint8_t per_thread = 0;
+    size_t size = sizeof(per_thread);
+    (void)CUTRIAGE_CUPTI_STATUS(
+        cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &per_thread));
     status = CUTRIAGE_CUPTI_STATUS(
         cuptiActivityRegisterCallbacks(&ActivityTraceCallbacks::requested, &ActivityTraceCallbacks::completed));
     callbacks_registered_ = status.is_ok();

@@ -15,7 +15,7 @@ build=build-gpu
 logs=$(mktemp -d)
 sum="$out/summary.txt"
 t0=$(date +%s)
-cmake -S . -B "$build" -G Ninja -DCUTRIAGE_BUILD_EXAMPLES=OFF -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
+cmake -S . -B "$build" -G Ninja -DCUTRIAGE_BUILD_EXAMPLES=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
   >"$logs/configure.log" 2>&1 &&
   cmake --build "$build" -j16 --target graph_probe cutriage_agent cutriage_cli gpu_graphs >"$logs/build.log" 2>&1
 rc=$?
@@ -66,7 +66,7 @@ for f in a2 b1; do
 done
 
 CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" CUTRIAGE_OUTPUT="$logs/graphs.pb" CUTRIAGE_SELECT=all \
-  timeout 60 "$build/tests/gpu_graphs" >"$logs/graphs.out" 2>&1
+  timeout 60 "$build/tests/gpu/gpu_graphs" >"$logs/graphs.out" 2>&1
 echo "gpu_graphs under the agent (select all): exit $? ($(tail -1 "$logs/graphs.out"))" >>"$sum"
 "$cli" report "$logs/graphs.pb" >"$logs/graphs.report.txt" 2>&1
 tar -C "$logs" --exclude='inductor-*' -czf "$out/logs.tgz" .

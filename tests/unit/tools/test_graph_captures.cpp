@@ -1,0 +1,112 @@
+// Graph workloads traced by the agent on the H200 (tests/data/graphs/, made by
+// tests/gpu/run_graph_check.sh and run_trace_drop_check.sh; the commands and their output are in
+// run-graph-check.txt and trace-drop-check.txt there), replayed on CI: each graph is a workload
+// with the numbers the run printed, every family that ran inside it names its captured nodes and
+// why it has no counters, and the report's two paths (the agent's summary, the summary recomputed
+// from the trace) fold the graphs alike.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "catch.h"
+#include "file_reader.h"
+#include "report.h"
+
+using namespace cutriage;
+
+namespace {
+
+tools::ReadResult load(const std::string& name) {
+  tools::ReadResult r =
+      tools::read_cutriage_file((std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "graphs" / name).string());
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  return r;
+}
+
+const v1::TraceSummary& summary_of(const tools::ReadResult& r) {
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_trace_summary()) return rec.trace_summary();
+  }
+  FAIL("no trace summary");
+  return r.file.records(0).trace_summary();
+}
+
+struct Expected {
+  const char* file;
+  uint64_t replays;
+  uint64_t kernel_nodes;
+  double min_share;  // the graph's share of all kernel time, at least
+};
+
+}  // namespace
+
+TEST_CASE("graph captures: each graph a workload, its families attributed to captured nodes", "[graphs][h200]") {
+  // graph_mlp: 300 replays of a 12-node forward pass; torch.compile reduce-overhead: 202 replays
+  // of a 17-node graph (200 steps and Inductor's warm-up), recorded with no trace record dropped.
+  const Expected cases[] = {{"graph_mlp.pb", 300, 12, 0.95}, {"compile_reduce_overhead.pb", 202, 17, 0.8}};
+  for (const Expected& want : cases) {
+    INFO(want.file);
+    const tools::ReadResult r = load(want.file);
+    const v1::TraceSummary& ts = summary_of(r);
+    CHECK(ts.dropped_records() == 0);
+    REQUIRE(ts.graphs_size() >= 1);
+    const v1::GraphStats& g = ts.graphs(0);
+    CHECK(g.replays() == want.replays);
+    CHECK(g.kernel_nodes() == want.kernel_nodes);
+    CHECK(g.kernel_busy_ns() / ts.total_kernel_ns() >= want.min_share);
+    CHECK(g.idle_between_nodes_ns() == Approx(g.span_ns() - g.kernel_busy_ns()).margin(1));
+    CHECK(g.idle_between_nodes_ns() > 0);
+
+    // Every family with executions in graphs: its nodes, captured, and why it has no counters.
+    int in_graphs = 0;
+    for (const v1::FamilyStats& fs : ts.families()) {
+      if (fs.graph_launches() == 0) continue;
+      ++in_graphs;
+      INFO(tools::family_name(r, fs.family_id()));
+      REQUIRE(fs.graph_nodes_size() > 0);
+      for (const v1::GraphNodeRef& n : fs.graph_nodes()) {
+        CHECK(n.graph_id() != 0);
+        CHECK(n.captured());
+        CHECK(n.created_node_id() != 0);
+        CHECK(n.created_node_id() != n.node_id());  // records name the instantiated clone
+      }
+      if (ts.selection().mode() == v1::SelectionPolicy::MODE_NONE) {
+        // A trace-only run (the torch.compile one): that is the reason, whatever the graph.
+        CHECK(fs.selection() == v1::FamilyStats::SELECTION_TRACE_ONLY);
+      } else if (fs.selection() != v1::FamilyStats::SELECTION_PROFILED) {
+        CHECK((fs.selection() == v1::FamilyStats::SELECTION_GRAPH_ONLY ||
+               fs.selection() == v1::FamilyStats::SELECTION_MOSTLY_IN_GRAPHS));
+        CHECK(fs.selection_detail().find("inside CUDA graph launches") != std::string::npos);
+      }
+    }
+    CHECK(in_graphs >= 3);
+    if (ts.selection().mode() != v1::SelectionPolicy::MODE_NONE) {
+      // graph_mlp (deep, top 5): its three graph families are the top three and none is profiled.
+      CHECK(ts.families(0).selection() == v1::FamilyStats::SELECTION_MOSTLY_IN_GRAPHS);
+    }
+
+    // The recomputed summary (what a killed run's report shows) folds the same graphs.
+    const std::optional<v1::TraceSummary> again = tools::recompute_summary(r);
+    REQUIRE(again.has_value());
+    REQUIRE(again->graphs_size() == ts.graphs_size());
+    CHECK(again->graphs(0).graph_id() == g.graph_id());
+    CHECK(again->graphs(0).replays() == g.replays());
+    CHECK(again->graphs(0).kernel_busy_ns() == Approx(g.kernel_busy_ns()).epsilon(1e-9));
+    CHECK(again->graphs(0).span_ns() == Approx(g.span_ns()).epsilon(1e-9));
+
+    const std::string text = tools::render_report(r, {});
+    CHECK(text.find("CUDA graphs as workloads") != std::string::npos);
+    CHECK(text.find("graph " + std::to_string(g.graph_id()) + ": " + std::to_string(want.replays) + " replays") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("graph captures: the agent before graph support left the graph view out", "[graphs][h200]") {
+  // The same loop recorded by the agent of 409a012: no GraphStats, no nodes; the report has no
+  // graph section and the older reason (a reader of old files must not make one up).
+  const tools::ReadResult r = load("graph_mlp-before.pb");
+  const v1::TraceSummary& ts = summary_of(r);
+  CHECK(ts.graphs_size() == 0);
+  for (const v1::FamilyStats& fs : ts.families()) CHECK(fs.graph_nodes_size() == 0);
+  CHECK(tools::render_report(r, {}).find("CUDA graphs as workloads") == std::string::npos);
+}
