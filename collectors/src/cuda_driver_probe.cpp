@@ -59,6 +59,11 @@ Result<int> cuda_device_count() {
     return Status(StatusCode::kUnavailable,
                   "the CUDA driver is not initialized yet (cuInit has not run in this process)");
   }
+  if (result == CUDA_ERROR_STUB_LIBRARY) {
+    return Status(StatusCode::kUnavailable,
+                  "libcuda.so.1 is CUDA's stub library (lib64/stubs, found first on the library path), "
+                  "not a driver");
+  }
   if (result != CUDA_SUCCESS) {
     return Status(StatusCode::kUnavailable,
                   "cuDeviceGetCount failed with CUresult " + std::to_string(static_cast<int>(result)) +
@@ -66,6 +71,16 @@ Result<int> cuda_device_count() {
   }
   if (count <= 0) return Status(StatusCode::kUnavailable, "the CUDA driver reports no device");
   return count;
+}
+
+Status driver_unusable_reason() {
+  const DriverHandle& driver = driver_handle();
+  if (driver.device_get_count == nullptr) return Status(StatusCode::kUnavailable, "no CUDA driver: " + driver.error);
+  int count = 0;
+  const CUresult result = driver.device_get_count(&count);
+  if (result == CUDA_ERROR_NOT_INITIALIZED) return Status::ok();
+  Result<int> devices = cuda_device_count();
+  return devices.is_ok() ? Status::ok() : devices.status();
 }
 
 }  // namespace cutriage::collectors

@@ -30,4 +30,10 @@ const CudaDriverLibrary& cuda_driver_library();
 // Thread-safe.
 Result<int> cuda_device_count();
 
+// Why no CUDA driver is usable in this process, for when a CUPTI call failed without saying
+// (CUPTI_ERROR_UNKNOWN): kUnavailable when libcuda.so.1 cannot be loaded, is CUDA's stub library
+// (found first on the library path), or reports no device or an insufficient driver; ok
+// otherwise, also while the driver is merely not initialized yet (nothing known then).
+Status driver_unusable_reason();
+
 }  // namespace cutriage::collectors

@@ -238,8 +238,16 @@ class CuptiPlatform final : public Platform {
   Status subscribe(LaunchObserver* observer) override {
     if (!driver().ok()) return Status(StatusCode::kUnavailable, "no CUDA driver: " + driver().error);
     observer_.store(observer);
-    CUTRIAGE_CUPTI_RETURN_IF_ERROR(
-        cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&CuptiPlatform::callback), this));
+    const CUptiResult subscribed =
+        cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&CuptiPlatform::callback), this);
+    if (subscribed != CUPTI_SUCCESS) {
+      // CUDA's stub libcuda.so.1 found first on the library path (or a driver without a device)
+      // makes cuptiSubscribe fail with CUPTI_ERROR_UNKNOWN: say what is wrong instead.
+      if (subscribed != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        CUTRIAGE_RETURN_IF_ERROR(driver_unusable_reason());
+      }
+      return cupti_status(subscribed, "cuptiSubscribe");
+    }
     subscribed_ = true;
     const CUpti_CallbackId launches[] = {
         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,

@@ -3,7 +3,7 @@
 #  - it exports the C API and nothing else, and pulls no libprotobuf, spdlog, fmt or libcuda;
 #  - its RUNPATH has no empty or relative entry (which would be the application's working directory);
 #  - loaded like the driver loads it, it prints one clear line and leaves the app alone, for no
-#    driver, bad configuration, an unknown key, the off switch and a bad output pattern, and for a
+#    driver, CUDA's stub driver library found first, bad configuration, an unknown key, the off switch and a bad output pattern, and for a
 #    FIFO, /dev/zero, a directory or an oversized file as CUTRIAGE_THRESHOLDS or CUTRIAGE_LOG_FILE.
 # usage: test_library.sh LIBCUTRIAGE.so LOAD_AGENT
 set -u
@@ -77,6 +77,26 @@ if [ "$has_driver" = 0 ]; then
   check "no driver: no output file" test -z "$(ls "$tmpdir")"
 else
   echo "skip - no-driver check (this machine has a driver)"
+fi
+
+# CUDA's stub libcuda.so (lib64/stubs of the toolkit) found first on the library path: CUPTI fails
+# without saying why, and the agent must say what is wrong instead of a line of source code.
+stub=""
+for d in /usr/local/cuda/lib64/stubs /usr/local/cuda/targets/x86_64-linux/lib/stubs; do
+  if [ -e "$d/libcuda.so" ]; then stub="$d/libcuda.so"; break; fi
+done
+if [ -n "$stub" ]; then
+  stubdir=$(mktemp -d)
+  ln -s "$stub" "$stubdir/libcuda.so.1"
+  run LD_LIBRARY_PATH="$stubdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  check "stub driver: the app runs" test "$rc" = 0 -a "$out" = "app: ok (InitializeInjection returned 1)"
+  check "stub driver: exactly one line on stderr (got: $err)" test "$(lines "$err")" = 1
+  check "stub driver: says no usable GPU and names the stub" \
+    bash -c 'grep -q "no usable GPU or driver" <<<"$1" && grep -q "stub library" <<<"$1"' _ "$err"
+  check "stub driver: no source code in the message" bash -c '! grep -q "reinterpret_cast\|&subscriber_" <<<"$1"' _ "$err"
+  rm -rf "$stubdir"
+else
+  echo "skip - stub-driver check (no CUDA toolkit stub on this machine)"
 fi
 
 run CUTRIAGE_LAUNCH_COUNT=ten
