@@ -308,7 +308,7 @@ void Agent::flush_tick() {
 }
 
 void Agent::flush() {
-  if (finished_.load()) return;
+  if (finished_.load() || in_forked_child()) return;
   if (trace_started_.load()) {
     // Never wait on a replay in progress on another thread: the flush thread collects then.
     std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
@@ -423,6 +423,10 @@ void Agent::finish_trace() {
 }
 
 void Agent::finish() {
+  // A child the application forked inherits the agent with the parent's output descriptor: a
+  // finish there would write a second summary and session end into the parent's file (and join
+  // a flush thread the child does not have). The child is off: nothing written, nothing printed.
+  if (in_forked_child()) return;
   if (finished_.exchange(true)) return;
   try {
     const bool saw_gpu_work =

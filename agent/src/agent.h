@@ -21,6 +21,8 @@
 // permission, another subscriber) is said once and the application runs on unprofiled.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -138,6 +140,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
 
   std::atomic<wire::AgentState> state_{wire::AgentState::kActive};
   std::atomic<bool> finished_{false};
+  // The process that built the agent; in any other (a fork of it) the agent does nothing.
+  const pid_t owner_pid_ = ::getpid();
+  [[nodiscard]] bool in_forked_child() const { return ::getpid() != owner_pid_; }
   std::atomic<bool> subscribed_{false};
   std::atomic<bool> trace_started_{false};
   std::atomic<bool> paused_{false};
