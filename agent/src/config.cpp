@@ -312,7 +312,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 38> kOptions = {{
+const std::array<Option, 39> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -331,6 +331,22 @@ const std::array<Option, 38> kOptions = {{
        std::string error = check_path_pattern(v);
        if (!error.empty()) return bad(std::move(error));
        c.output_pattern = std::string(v);
+       return ok();
+     }},
+    {{"CUTRIAGE_OUTPUT_MODE", "--output-mode", "MODE", "0600",
+      "permissions of the files the agent writes (output, segments), octal; they hold the "
+      "command line and host name, so only their owner reads them by default"},
+     "an octal mode from 0600 to 0666 that lets the owner read and write (0600, 0640, 0644)",
+     [](std::string_view v, AgentConfig& c) {
+       const std::string_view t = trim(v);
+       if (t.size() < 3 || t.size() > 4 || (t.size() == 4 && t[0] != '0')) return bad();
+       unsigned mode = 0;
+       for (char ch : t) {
+         if (ch < '0' || ch > '7') return bad();
+         mode = mode * 8 + static_cast<unsigned>(ch - '0');
+       }
+       if ((mode & 0600U) != 0600U || (mode & 0111U) != 0 || mode > 0666U) return bad();
+       c.output_mode = mode;
        return ok();
      }},
     {{"CUTRIAGE_KERNEL_NAME", "--kernel-name", "NAME|regex:RE", "(all kernels)",

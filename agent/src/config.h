@@ -103,6 +103,7 @@ struct AgentConfig {
   bool enabled = true;
   AgentMode mode = AgentMode::kDeep;
   std::string output_pattern = "cutriage-%h-%p.pb";
+  unsigned output_mode = 0600;  // CUTRIAGE_OUTPUT_MODE: permissions of the files it creates
   KernelFilter kernel_filter;
   uint64_t launch_skip = 0;     // matching launches to let pass before profiling starts
   uint64_t launch_count = 0;    // profile at most this many launches in all; 0 = no limit
@@ -243,6 +244,16 @@ struct PathContext {
 // [A-Za-z_][A-Za-z0-9_]*. An expansion to the empty path is an error.
 std::optional<std::string> expand_path_pattern(std::string_view pattern, const PathContext& ctx,
                                                std::string* error);
+
+// The pattern with everything but %n resolved (errors as expand_path_pattern's): build(n) is the
+// path for sequence number n, the same path for every n when the pattern has no %n. The output
+// sink claims the first free number itself, atomically (output.h, OutputFileOptions::sequence).
+struct PreparedPath {
+  bool has_sequence = false;
+  std::function<std::string(uint64_t)> build;
+};
+std::optional<PreparedPath> prepare_path_pattern(std::string_view pattern, const PathContext& ctx,
+                                                 std::string* error);
 
 inline constexpr uint64_t kMaxPathSequence = 100000;
 

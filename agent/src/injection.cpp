@@ -153,9 +153,14 @@ bool start_agent() {
     segments.max_bytes = config.segment_mb << 20;
     segments.max_seconds = config.segment_seconds;
     segments.keep = config.segment_keep;
-    sink = make_segment_sink(*path, std::move(segments), log);
+    sink = make_segment_sink(*path, std::move(segments), log, config.output_mode);
   } else {
-    sink = make_file_sink(*path, log);
+    OutputFileOptions file;
+    file.mode = config.output_mode;
+    // %n: the number seen free above is claimed, atomically, when the file is created.
+    std::optional<PreparedPath> prepared = prepare_path_pattern(config.output_pattern, ctx, &error);
+    if (prepared && prepared->has_sequence) file.sequence = std::move(prepared->build);
+    sink = make_file_sink(*path, log, std::move(file));
   }
   g.agent = new Agent(std::move(config), *platform, std::move(sink), log, std::move(process), std::move(thresholds));
   if (!g.agent->start()) return false;

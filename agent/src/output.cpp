@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,15 +13,64 @@
 #include <filesystem>
 #include <system_error>
 
+#include "config.h"
 #include "log.h"
 
 namespace cutriage::agent {
 
 namespace {
 
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+}  // namespace
+
+int open_output_file(const std::string& path, bool exclusive, unsigned mode, std::string* error) {
+  // O_NONBLOCK: opening a FIFO for writing blocks until a reader comes; refused below instead.
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | (exclusive ? O_EXCL : 0);
+  const int fd = ::open(path.c_str(), flags, static_cast<mode_t>(mode));
+  if (fd < 0) {
+    const int err = errno;
+    if (error != nullptr) {
+      *error = err == ELOOP ? std::string("is a symbolic link (outputs are never written through one)")
+               : err == ENXIO ? std::string("is a named pipe (FIFO) with no reader, not a regular file")
+                              : errno_text(err);
+    }
+    errno = err;
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    if (error != nullptr) {
+      *error = S_ISFIFO(st.st_mode) ? "is a named pipe (FIFO), not a regular file"
+               : S_ISCHR(st.st_mode) ? "is a character device, not a regular file"
+               : S_ISDIR(st.st_mode) ? "is a directory"
+                                     : "is not a regular file";
+    }
+    errno = EINVAL;
+    return -1;
+  }
+  // Blocking writes from here: a regular file never blocks on O_NONBLOCK anyway, but say so.
+  (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  if (!exclusive) {
+    // An earlier output at the same name: ours to replace, with the permissions asked for.
+    if (::ftruncate(fd, 0) != 0 || ::fchmod(fd, static_cast<mode_t>(mode)) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (error != nullptr) *error = errno_text(err);
+      errno = err;
+      return -1;
+    }
+  }
+  return fd;
+}
+
+namespace {
+
 class FileSink final : public RecordSink {
  public:
-  FileSink(std::string path, Logger& log) : path_(std::move(path)), log_(log) {}
+  FileSink(std::string path, Logger& log, OutputFileOptions options)
+      : path_(std::move(path)), log_(log), options_(std::move(options)) {}
   ~FileSink() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -29,10 +79,7 @@ class FileSink final : public RecordSink {
 
   bool append(std::string_view bytes) override {
     if (failed_) return false;
-    if (fd_ < 0) {
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd_ < 0) return fail("cannot create");
-    }
+    if (fd_ < 0 && !open_file()) return false;
     size_t done = 0;
     while (done < bytes.size()) {
       ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
@@ -46,26 +93,55 @@ class FileSink final : public RecordSink {
   [[nodiscard]] bool failed() const override { return failed_; }
 
  private:
-  bool fail(const char* what) {
+  bool open_file() {
+    std::string why;
+    if (!options_.sequence) {
+      fd_ = open_output_file(path_, /*exclusive=*/false, options_.mode, &why);
+      return fd_ >= 0 || fail("cannot create", why);
+    }
+    // %n: the first free number from the one seen free at start, claimed atomically.
+    for (uint64_t n = first_number(); n <= kMaxPathSequence; ++n) {
+      const std::string candidate = options_.sequence(n);
+      fd_ = open_output_file(candidate, /*exclusive=*/true, options_.mode, &why);
+      if (fd_ >= 0) {
+        path_ = candidate;
+        return true;
+      }
+      if (errno != EEXIST) {
+        path_ = candidate;
+        return fail("cannot create", why);
+      }
+    }
+    return fail("cannot create", "every %n up to " + std::to_string(kMaxPathSequence) + " is taken");
+  }
+  // The number of the path given at construction (the expansion at start), else 1.
+  uint64_t first_number() const {
+    for (uint64_t n = 1; n <= 64; ++n) {
+      if (options_.sequence(n) == path_) return n;
+    }
+    return 1;
+  }
+  bool fail(const char* what, const std::string& why = {}) {
     int err = errno;
     failed_ = true;
     // Not strerror: its buffer is shared by every thread of the application we run in.
     log_.error(std::string(what) + " " + path_ + " (" +
-               (err ? std::generic_category().message(err) : std::string("short write")) +
+               (!why.empty() ? why : err ? errno_text(err) : std::string("short write")) +
                "); the application continues, profiling results are not saved");
     return false;
   }
 
   std::string path_;
   Logger& log_;
+  OutputFileOptions options_;
   int fd_ = -1;
   bool failed_ = false;
 };
 
 class SegmentSink final : public RecordSink {
  public:
-  SegmentSink(std::string path, SegmentOptions options, Logger& log)
-      : path_(std::move(path)), options_(std::move(options)), log_(log) {
+  SegmentSink(std::string path, SegmentOptions options, Logger& log, unsigned mode)
+      : path_(std::move(path)), options_(std::move(options)), log_(log), mode_(mode) {
     if (!options_.now_seconds) {
       options_.now_seconds = [] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -106,8 +182,9 @@ class SegmentSink final : public RecordSink {
   bool open_next() {
     ++number_;
     const std::string partial = segment_path(path_, number_, true);
-    fd_ = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return fail("cannot create", partial);
+    std::string why;
+    fd_ = open_output_file(partial, /*exclusive=*/false, mode_, &why);
+    if (fd_ < 0) return fail("cannot create", partial, why);
     bytes_ = 0;
     opened_at_ = options_.now_seconds();
     return true;
@@ -129,11 +206,11 @@ class SegmentSink final : public RecordSink {
       published_.pop_front();
     }
   }
-  bool fail(const char* what, const std::string& path) {
+  bool fail(const char* what, const std::string& path, const std::string& why = {}) {
     int err = errno;
     failed_ = true;
     log_.error(std::string(what) + " " + path + " (" +
-               (err ? std::generic_category().message(err) : std::string("short write")) +
+               (!why.empty() ? why : err ? errno_text(err) : std::string("short write")) +
                "); the application continues, profiling results are not saved");
     return false;
   }
@@ -141,6 +218,7 @@ class SegmentSink final : public RecordSink {
   std::string path_;
   SegmentOptions options_;
   Logger& log_;
+  const unsigned mode_;
   int fd_ = -1;
   uint64_t number_ = 0;   // segment in progress (or last published), 1-based
   uint64_t bytes_ = 0;    // in the segment in progress
@@ -151,12 +229,12 @@ class SegmentSink final : public RecordSink {
 
 }  // namespace
 
-std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log) {
-  return std::make_unique<FileSink>(std::move(path), log);
+std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log, OutputFileOptions options) {
+  return std::make_unique<FileSink>(std::move(path), log, std::move(options));
 }
 
-std::unique_ptr<RecordSink> make_segment_sink(std::string path, SegmentOptions options, Logger& log) {
-  return std::make_unique<SegmentSink>(std::move(path), std::move(options), log);
+std::unique_ptr<RecordSink> make_segment_sink(std::string path, SegmentOptions options, Logger& log, unsigned mode) {
+  return std::make_unique<SegmentSink>(std::move(path), std::move(options), log, mode);
 }
 
 std::string segment_path(const std::string& path, uint64_t n, bool partial) {

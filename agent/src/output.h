@@ -41,14 +41,34 @@ struct SegmentOptions {
   std::function<double()> now_seconds;
 };
 
-// A file created (truncated) on the first append. Failures (cannot create, disk full) are logged
-// once as an error naming the path and the reason.
-std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log);
+// How the agent creates its output files (open_output_file below).
+struct OutputFileOptions {
+  // Permission bits of a file the agent creates (CUTRIAGE_OUTPUT_MODE): owner only by default,
+  // since a file holds the command line and host name and arguments can carry secrets.
+  unsigned mode = 0600;
+  // Set when the path pattern has %n: the path for sequence number n. The first append then
+  // claims the first free number with O_EXCL, so two processes expanding the pattern at once
+  // never share a file (the `path` given to the sink is only the number seen free at start).
+  std::function<std::string(uint64_t)> sequence;
+};
+
+// Opens `path` for writing as an output of the agent: never through a symbolic link
+// (O_NOFOLLOW), never blocking (a FIFO is refused, not waited on), only a regular file. With
+// `exclusive`, only a file it creates (O_EXCL: false with errno EEXIST when the name is taken);
+// otherwise an existing regular file is truncated and given `mode`. Returns the descriptor, or -1
+// with *error saying why (errno is kept).
+int open_output_file(const std::string& path, bool exclusive, unsigned mode, std::string* error);
+
+// A file created (truncated) on the first append, through open_output_file. Failures (cannot
+// create, not a regular file, disk full) are logged once as an error naming the path and the
+// reason.
+std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log, OutputFileOptions options = {});
 
 // Segments of `path` ("out.pb"): written as ".out.000001.pb.partial" in the same directory, each
 // published by rename(2) to "out.000001.pb" when it is rotated or closed, so a reader listing
 // *.pb never sees a half-written file; beyond `keep`, the oldest published segments are deleted.
-std::unique_ptr<RecordSink> make_segment_sink(std::string path, SegmentOptions options, Logger& log);
+std::unique_ptr<RecordSink> make_segment_sink(std::string path, SegmentOptions options, Logger& log,
+                                              unsigned mode = 0600);
 // The name of segment `n` (1-based) of `path`, published or in progress.
 std::string segment_path(const std::string& path, uint64_t n, bool partial);
 // The published segments of `path` found on disk, oldest first (names as segment_path gives them).

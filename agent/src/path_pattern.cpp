@@ -96,6 +96,51 @@ std::string check_path_pattern(std::string_view pattern) {
   }
 }
 
+std::optional<PreparedPath> prepare_path_pattern(std::string_view pattern, const PathContext& ctx,
+                                                 std::string* error) {
+  std::string local_error;
+  std::string& err = error != nullptr ? *error : local_error;
+  try {
+    std::optional<std::vector<PatternPart>> parts = split_pattern(pattern, &err);
+    if (!parts) return std::nullopt;
+    bool has_sequence = false;
+    for (PatternPart& part : *parts) {
+      switch (part.kind) {
+        case PatternPart::Kind::kLiteral: break;
+        case PatternPart::Kind::kPid: part.text = std::to_string(ctx.pid); break;
+        case PatternPart::Kind::kHost: part.text = ctx.host; break;
+        case PatternPart::Kind::kSequence: has_sequence = true; continue;
+        case PatternPart::Kind::kEnv: {
+          std::optional<std::string> value;
+          if (ctx.getenv) value = ctx.getenv(part.text);
+          if (!value) {
+            err = "%q{" + part.text + "}: environment variable " + part.text + " is not set";
+            return std::nullopt;
+          }
+          part.text = std::move(*value);
+          break;
+        }
+      }
+      part.kind = PatternPart::Kind::kLiteral;
+    }
+    PreparedPath out;
+    out.has_sequence = has_sequence;
+    out.build = [parts = std::move(*parts)](uint64_t n) {
+      std::string path;
+      const std::string number = std::to_string(n);
+      for (const PatternPart& part : parts) path += part.kind == PatternPart::Kind::kSequence ? number : part.text;
+      return path;
+    };
+    return out;
+  } catch (...) {
+    try {
+      err = "cannot expand the path pattern";
+    } catch (...) {
+    }
+    return std::nullopt;
+  }
+}
+
 std::optional<std::string> expand_path_pattern(std::string_view pattern, const PathContext& ctx,
                                                std::string* error) {
   std::string local_error;

@@ -46,6 +46,7 @@ std::vector<ConfigIssue> warnings(const ConfigResult& r) { return issues_of(r, C
 std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_ENABLE") return "0";
   if (env == "CUTRIAGE_OUTPUT") return "out-%p.pb";
+  if (env == "CUTRIAGE_OUTPUT_MODE") return "0640";
   if (env == "CUTRIAGE_KERNEL_NAME") return "regex:gemm";
   if (env == "CUTRIAGE_KERNEL_NAME_BASE") return "demangled";
   if (env == "CUTRIAGE_LAUNCH_SKIP") return "2";
@@ -430,7 +431,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 38);
+  REQUIRE(options.size() == 39);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -482,10 +483,11 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.budget_rate != d.budget_rate || c.pc_sampling_interval_s != d.pc_sampling_interval_s ||
                          c.control_file != d.control_file || c.control_signal != d.control_signal ||
                          c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target ||
-                         c.release_ms != d.release_ms || c.resume_path != d.resume_path;
+                         c.release_ms != d.release_ms || c.resume_path != d.resume_path ||
+                         c.output_mode != d.output_mode;
     CHECK(changed);
   }
-  CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_KERNEL_NAME",
+  CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_OUTPUT_MODE", "CUTRIAGE_KERNEL_NAME",
                                        "CUTRIAGE_KERNEL_NAME_BASE", "CUTRIAGE_LAUNCH_SKIP",
                                        "CUTRIAGE_LAUNCH_COUNT", "CUTRIAGE_MAX_PROFILES_PER_KERNEL",
                                        "CUTRIAGE_METRICS", "CUTRIAGE_LOG_LEVEL", "CUTRIAGE_LOG_FILE",
