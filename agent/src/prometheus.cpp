@@ -1,6 +1,7 @@
 #include "prometheus.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -220,7 +221,21 @@ std::string write_atomically(const std::string& path, std::string_view text) {
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   const std::string tmp = dir + "." + base + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Created here or not at all (O_EXCL, O_NOFOLLOW): a symbolic link or anything else planted at
+  // the temporary name is never written through. A leftover of our own (a regular file of this
+  // user, from a process with the same pid) is removed first. 0644: node_exporter reads the file
+  // as another user; it holds no command line.
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY;
+  int fd = ::open(tmp.c_str(), flags, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    struct stat st {};
+    if (::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) {
+      (void)::unlink(tmp.c_str());
+      fd = ::open(tmp.c_str(), flags, 0644);
+    } else {
+      return "cannot create " + tmp + ": something that is not a file of ours is there";
+    }
+  }
   if (fd < 0) return "cannot create " + tmp + ": " + error_text(errno);
   size_t done = 0;
   std::string error;

@@ -3,6 +3,7 @@
 // real H200 counter values. tests/agent_lib/prometheus_parse.py reads the same output with the
 // prometheus_client parser (CTest agent.prometheus_parses).
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "agent_harness.h"
@@ -151,6 +152,30 @@ TEST_CASE("prometheus: the file is replaced atomically, no temporary left", "[ag
   // An unwritable place: an error naming the path, nothing left behind.
   const std::string error = agent::write_atomically((dir / "missing" / "x.prom").string(), "x");
   CHECK(error.find("missing") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("prometheus: a symbolic link planted at the temporary name is never written through", "[agent][prometheus]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("cutriage-prom-link-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto victim = dir / "victim.txt";
+  { std::ofstream(victim) << "keep me"; }
+  const auto path = dir / "cutriage.prom";
+  const auto tmp = dir / (".cutriage.prom.tmp." + std::to_string(::getpid()));
+  std::filesystem::create_symlink(victim, tmp);
+  const std::string error = agent::write_atomically(path.string(), "series 1\n");
+  CHECK_FALSE(error.empty());
+  CHECK(testing::slurp(victim) == "keep me");  // before: the link's target was truncated and written
+  CHECK(std::filesystem::is_symlink(tmp));       // not ours: left where it was
+  CHECK_FALSE(std::filesystem::exists(path));
+  // A leftover regular file of our own at that name (a crashed process with the same pid) is
+  // replaced.
+  std::filesystem::remove(tmp);
+  { std::ofstream(tmp) << "stale"; }
+  CHECK(agent::write_atomically(path.string(), "series 2\n").empty());
+  CHECK(testing::slurp(path) == "series 2\n");
+  CHECK_FALSE(std::filesystem::exists(tmp));
   std::filesystem::remove_all(dir);
 }
 
