@@ -7,38 +7,32 @@ namespace {
 constexpr int kMaxCloneHops = 16;
 }  // namespace
 
+GraphTable::Node* GraphTable::node_locked(uint64_t id) {
+  auto it = nodes_.find(id);
+  if (it != nodes_.end()) return &it->second;
+  if (nodes_.size() >= kMaxNodes) {
+    ++dropped_;
+    return nullptr;
+  }
+  return &nodes_.emplace(id, Node{}).first->second;
+}
+
 void GraphTable::on_event(const collectors::GraphEvent& e) {
   using Kind = collectors::GraphEvent::Kind;
   // The NVTX path belongs to the calling thread: read it before taking the lock.
   const uint32_t path = e.kind == Kind::kNodeCreated ? nvtx_.current_path() : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   switch (e.kind) {
-    case Kind::kNodeCreated: {
-      auto it = nodes_.find(e.node_id);
-      if (it == nodes_.end()) {
-        if (nodes_.size() >= kMaxNodes) {
-          ++dropped_;
-          return;
-        }
-        it = nodes_.emplace(e.node_id, Node{}).first;
+    case Kind::kNodeCreated:
+      if (Node* n = node_locked(e.node_id)) {
+        n->nvtx_path = path;
+        n->captured = e.capture_correlation_id != 0;
       }
-      it->second.nvtx_path = path;
-      it->second.captured = e.capture_correlation_id != 0;
       break;
-    }
-    case Kind::kNodeCloned: {
+    case Kind::kNodeCloned:
       if (e.node_id == e.original_node_id) return;
-      auto it = nodes_.find(e.node_id);
-      if (it == nodes_.end()) {
-        if (nodes_.size() >= kMaxNodes) {
-          ++dropped_;
-          return;
-        }
-        it = nodes_.emplace(e.node_id, Node{}).first;
-      }
-      it->second.cloned_from = e.original_node_id;
+      if (Node* n = node_locked(e.node_id)) n->cloned_from = e.original_node_id;
       break;
-    }
     case Kind::kExecCreated: ++execs_; break;
   }
 }

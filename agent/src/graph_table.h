@@ -46,6 +46,9 @@ class GraphTable {
     bool captured = false;
   };
 
+  // The entry of node `id`, made when new; nullptr (and counted in dropped_) beyond kMaxNodes.
+  Node* node_locked(uint64_t id);
+
   NvtxTracker& nvtx_;
   mutable std::mutex mutex_;
   std::unordered_map<uint64_t, Node> nodes_;

@@ -99,8 +99,9 @@ class FileSink final : public RecordSink {
       fd_ = open_output_file(path_, /*exclusive=*/false, options_.mode, &why);
       return fd_ >= 0 || fail("cannot create", why);
     }
-    // %n: the first free number from the one seen free at start, claimed atomically.
-    for (uint64_t n = first_number(); n <= kMaxPathSequence; ++n) {
+    // %n: the first free number, claimed atomically (the path given at construction is only the
+    // number seen free at start; another process may have taken it since).
+    for (uint64_t n = 1; n <= kMaxPathSequence; ++n) {
       const std::string candidate = options_.sequence(n);
       fd_ = open_output_file(candidate, /*exclusive=*/true, options_.mode, &why);
       if (fd_ >= 0) {
@@ -113,13 +114,6 @@ class FileSink final : public RecordSink {
       }
     }
     return fail("cannot create", "every %n up to " + std::to_string(kMaxPathSequence) + " is taken");
-  }
-  // The number of the path given at construction (the expansion at start), else 1.
-  uint64_t first_number() const {
-    for (uint64_t n = 1; n <= 64; ++n) {
-      if (options_.sequence(n) == path_) return n;
-    }
-    return 1;
   }
   bool fail(const char* what, const std::string& why = {}) {
     int err = errno;

@@ -145,45 +145,16 @@ std::optional<std::string> expand_path_pattern(std::string_view pattern, const P
                                                std::string* error) {
   std::string local_error;
   std::string& err = error != nullptr ? *error : local_error;
+  std::optional<PreparedPath> prepared = prepare_path_pattern(pattern, ctx, &err);
+  if (!prepared) return std::nullopt;
   try {
-    std::optional<std::vector<PatternPart>> parts = split_pattern(pattern, &err);
-    if (!parts) return std::nullopt;
-    // Resolve everything but %n once; %n parts stay as kSequence markers.
-    bool has_sequence = false;
-    for (PatternPart& part : *parts) {
-      switch (part.kind) {
-        case PatternPart::Kind::kLiteral: break;
-        case PatternPart::Kind::kPid: part.text = std::to_string(ctx.pid); break;
-        case PatternPart::Kind::kHost: part.text = ctx.host; break;
-        case PatternPart::Kind::kSequence: has_sequence = true; continue;
-        case PatternPart::Kind::kEnv: {
-          std::optional<std::string> value;
-          if (ctx.getenv) value = ctx.getenv(part.text);
-          if (!value) {
-            err = "%q{" + part.text + "}: environment variable " + part.text + " is not set";
-            return std::nullopt;
-          }
-          part.text = std::move(*value);
-          break;
-        }
-      }
-      part.kind = PatternPart::Kind::kLiteral;
-    }
-    auto build = [&parts](uint64_t n) {
-      std::string path;
-      const std::string number = std::to_string(n);
-      for (const PatternPart& part : *parts) {
-        path += part.kind == PatternPart::Kind::kSequence ? number : part.text;
-      }
-      return path;
-    };
     std::string path;
-    if (!has_sequence || !ctx.exists) {
-      path = build(1);
+    if (!prepared->has_sequence || !ctx.exists) {
+      path = prepared->build(1);
     } else {
       uint64_t n = 1;
       for (; n <= kMaxPathSequence; ++n) {
-        path = build(n);
+        path = prepared->build(n);
         if (!ctx.exists(path)) break;
       }
       if (n > kMaxPathSequence) {

@@ -77,8 +77,8 @@ Status driver_unusable_reason() {
   const DriverHandle& driver = driver_handle();
   if (driver.device_get_count == nullptr) return Status(StatusCode::kUnavailable, "no CUDA driver: " + driver.error);
   int count = 0;
-  const CUresult result = driver.device_get_count(&count);
-  if (result == CUDA_ERROR_NOT_INITIALIZED) return Status::ok();
+  // Not initialized yet says nothing about the driver: the caller's failure stands on its own.
+  if (driver.device_get_count(&count) == CUDA_ERROR_NOT_INITIALIZED) return Status::ok();
   Result<int> devices = cuda_device_count();
   return devices.is_ok() ? Status::ok() : devices.status();
 }
