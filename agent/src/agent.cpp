@@ -62,7 +62,10 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
       selector_(config_, families_, always_on_ ? static_cast<SelectionPolicy&>(*always_on_) : deep_policy_, state_,
                 trace_started_, [this] { return monotonic_now(); }),
       trace_(config_, platform, log, families_, nvtx_, graphs_, output_, cupti_gate_,
-             [this](const triage::TimelineAccumulator& timeline) { selector_.apply_ranking(timeline); },
+             [this](const triage::TimelineAccumulator& timeline) {
+               selector_.apply_ranking(timeline);
+               graph_profiler_.retarget_locked(timeline);
+             },
              [this](wire::Severity s, const std::string& code, const std::string& message) {
                write_notice(s, code, message);
              }),
@@ -76,6 +79,13 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
             write_notice(s, code, message, family);
           },
           [this] { deep_.check(); }}),
+      graph_profiler_(GraphProfiler::Parts{
+          config_, platform, log, families_, always_on_.get(), devices_, builds_, contexts_, trace_, graphs_, output_,
+          cubins_, cupti_gate_, triage_options_, trace_started_, paused_, [this] { return monotonic_now(); },
+          [this](wire::AgentState s, const std::string& detail) { set_inactive(s, detail); },
+          [this](wire::Severity s, const std::string& code, const std::string& message, uint64_t family) {
+            write_notice(s, code, message, family);
+          }}),
       view_(SessionView::Parts{config_, families_, trace_, trace_started_, nvtx_, devices_, always_on_.get(),
                                triage_options_, counts_, state_, process_.host}),
       deep_(DeepCaptures::Parts{
@@ -205,7 +215,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     if (finished_.load(std::memory_order_relaxed)) return false;
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
-      return false;
+      return graph_profiler_.enter(event);
     }
     Family* family = families_.for_launch(event);
     if (family == nullptr) return false;
@@ -250,7 +260,13 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
   return false;
 }
 
-void Agent::on_launch_exit(const collectors::LaunchEvent& event) { profiler_.exit(event); }
+void Agent::on_launch_exit(const collectors::LaunchEvent& event) {
+  if (event.api == collectors::LaunchApi::kGraphLaunch) {
+    graph_profiler_.exit(event);
+  } else {
+    profiler_.exit(event);
+  }
+}
 
 void Agent::on_nvtx(const collectors::NvtxEvent& event) {
   try {
@@ -400,6 +416,7 @@ void Agent::finish_trace() {
   } catch (...) {
   }
   trace_.close();
+  graph_profiler_.finish();
   std::unique_lock<std::mutex> trace_lock = trace_.lock();
   const triage::TimelineSummary timeline = trace_.timeline_locked().summary();
   // Profiled records again, with every unprofiled duration and the session's timeline numbers.

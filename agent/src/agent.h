@@ -43,6 +43,7 @@
 #include "deep_capture.h"
 #include "devices.h"
 #include "family.h"
+#include "graph_profiler.h"
 #include "graph_table.h"
 #include "flush_thread.h"
 #include "launch_profiler.h"
@@ -173,6 +174,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   Selector selector_;
   TraceFolder trace_;
   LaunchProfiler profiler_;
+  GraphProfiler graph_profiler_;
   SessionView view_;
 
   DeepCaptures deep_;

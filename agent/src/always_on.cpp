@@ -243,6 +243,14 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
   return choice;
 }
 
+bool AlwaysOnPolicy::admit_graph(CostKind kind) {
+  const uint64_t now = clocks_.monotonic_ns();
+  const bool on_credit = kind == CostKind::kSameGroup;
+  if (!on_credit && !budget_.ready(now)) return false;
+  std::lock_guard<std::mutex> lock(families_.mutex());
+  return budget_.admit(now, kind, on_credit);
+}
+
 void AlwaysOnPolicy::charge_since(CostKind kind, uint64_t started_mono_ns) {
   const uint64_t now = clocks_.monotonic_ns();
   std::lock_guard<std::mutex> lock(families_.mutex());

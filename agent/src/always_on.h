@@ -63,6 +63,11 @@ class AlwaysOnPolicy final : public SelectionPolicy {
   // null returned.
   std::shared_ptr<const MetricGroups> groups_for(const std::string& chip, bool may_plan);
   void plan_pending_groups();  // flush thread
+  // A graph launch the graph profiler would make a pass of (the first of a stage: kGroupSwitch;
+  // the stage's later passes: kSameGroup, on credit, since a stage abandoned halfway is wasted)
+  // or sample (kPcSampling): whether the budget admits it now (the lock NOT held). Lock-free
+  // false while the budget is not ready.
+  bool admit_graph(CostKind kind);
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);
   // A configured profiler may be taken on credit until then (monotonic ns).

@@ -43,18 +43,20 @@ std::shared_ptr<ContextState> ContextTable::for_launch(const collectors::LaunchE
   return ctx;
 }
 
-std::shared_ptr<ContextState> ContextTable::claim(const collectors::LaunchEvent& event) {
+std::shared_ptr<ContextState> ContextTable::claim(const collectors::LaunchEvent& event, uint32_t graph_exec,
+                                                  uint64_t now_ns) {
   std::shared_ptr<ContextState> ctx = for_launch(event);
+  if (ctx->held_by_graph(graph_exec, now_ns)) return nullptr;
   bool expected = false;
   if (!ctx->busy.compare_exchange_strong(expected, true)) return nullptr;
-  if (!claim_device(ctx)) {
+  if (!claim_device(ctx, now_ns)) {
     ctx->busy.store(false);
     return nullptr;
   }
   return ctx;
 }
 
-bool ContextTable::claim_device(const std::shared_ptr<ContextState>& ctx) {
+bool ContextTable::claim_device(const std::shared_ptr<ContextState>& ctx, uint64_t now_ns) {
   std::vector<std::shared_ptr<ContextState>> others;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -66,7 +68,7 @@ bool ContextTable::claim_device(const std::shared_ptr<ContextState>& ctx) {
     // busy is re-read under the other context's lock: its owner sets busy before taking the
     // lock to begin, so a profile that started meanwhile is seen here and never disabled.
     std::lock_guard<std::mutex> lock(other->profiler_mutex);
-    if (other->busy.load()) return false;
+    if (other->busy.load() || other->held_by_graph(0, now_ns)) return false;
     if (other->profiler) (void)other->profiler->disable();
     other->configured_group.store(-1);
   }
@@ -78,7 +80,7 @@ std::vector<std::shared_ptr<ContextState>> ContextTable::idle_since(uint64_t now
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [id, ctx] : contexts_) {
     const uint64_t ended = ctx ? ctx->profiled_end_mono_ns.load() : 0;
-    if (ended != 0 && now_ns >= ended + idle_ns) idle.push_back(ctx);
+    if (ended != 0 && now_ns >= ended + idle_ns && !ctx->held_by_graph(UINT32_MAX, now_ns)) idle.push_back(ctx);
   }
   return idle;
 }

@@ -38,6 +38,18 @@ struct ContextState {
   // Always-on: when the last profiled launch on this context ended, while its range profiler is
   // still enabled; 0 once released or never used.
   std::atomic<uint64_t> profiled_end_mono_ns{0};
+  // A graph's counter stage in progress over the application's launches of exec `graph_exec`
+  // (0 = none): its range profiler holds that stage's configuration between the passes, and
+  // another plan would abandon it, so other launches leave the context alone until the stage ends
+  // or its exec has not been launched for kGraphHoldNs (graph_pass_mono_ns: the last pass).
+  std::atomic<uint32_t> graph_exec{0};
+  std::atomic<uint64_t> graph_pass_mono_ns{0};
+  static constexpr uint64_t kGraphHoldNs = 2'000'000'000;
+  // Whether a graph stage holds the context from a launch that is not of `exec` at `now_ns`.
+  [[nodiscard]] bool held_by_graph(uint32_t exec, uint64_t now_ns) const {
+    const uint32_t holder = graph_exec.load();
+    return holder != 0 && holder != exec && now_ns < graph_pass_mono_ns.load() + kGraphHoldNs;
+  }
 
   // Disables the range profiler and forgets its group (profiler_mutex held).
   void release_locked();
@@ -52,13 +64,16 @@ class ContextTable {
   std::shared_ptr<ContextState> for_launch(const collectors::LaunchEvent& event);
   // The launch's context, marked busy, with the device's other contexts' range profilers
   // disabled; null when this context or another one of the device has a profile in flight.
-  std::shared_ptr<ContextState> claim(const collectors::LaunchEvent& event);
+  // A graph stage's hold (ContextState::graph_exec) refuses launches of other execs and kernel
+  // launches (`graph_exec` 0) until it lapses at `now_ns`.
+  std::shared_ptr<ContextState> claim(const collectors::LaunchEvent& event, uint32_t graph_exec = 0,
+                                      uint64_t now_ns = 0);
   // Contexts whose range profiler has been idle `idle_ns` since their last profiled launch.
   std::vector<std::shared_ptr<ContextState>> idle_since(uint64_t now_ns, uint64_t idle_ns) const;
   [[nodiscard]] uint64_t seen() const;  // contexts created or first launched on
 
  private:
-  bool claim_device(const std::shared_ptr<ContextState>& ctx);
+  bool claim_device(const std::shared_ptr<ContextState>& ctx, uint64_t now_ns);
 
   mutable std::mutex mutex_;
   std::map<uint64_t, std::shared_ptr<ContextState>> contexts_;

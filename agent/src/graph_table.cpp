@@ -1,5 +1,7 @@
 #include "graph_table.h"
 
+#include <iterator>
+
 namespace cutriage::agent {
 namespace {
 // Clone chains are short (captured graph -> instantiated graph, a cudaGraphClone or two); the
@@ -54,6 +56,43 @@ GraphTable::Origin GraphTable::origin(uint64_t node_id) const {
     id = it->second.cloned_from;
   }
   return o;
+}
+
+void GraphTable::note_launch(uint32_t exec_id, uint64_t correlation_id) {
+  if (exec_id == 0 || correlation_id == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (graph_of_exec_.count(exec_id) != 0) return;
+  if (pending_launches_.size() >= kMaxPendingLaunches) pending_launches_.clear();
+  pending_launches_[correlation_id] = exec_id;
+  any_pending_.store(true, std::memory_order_relaxed);
+}
+
+void GraphTable::note_execution(uint32_t graph_id, uint64_t correlation_id) {
+  if (graph_id == 0 || !any_pending_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pending_launches_.empty() || exec_of_graph_.count(graph_id) != 0) return;
+  auto it = pending_launches_.find(correlation_id);
+  if (it == pending_launches_.end()) return;
+  const uint32_t exec = it->second;
+  exec_of_graph_[graph_id] = exec;
+  graph_of_exec_[exec] = graph_id;
+  // Every other pending launch of this exec is bridged now too.
+  for (auto p = pending_launches_.begin(); p != pending_launches_.end();) {
+    p = p->second == exec ? pending_launches_.erase(p) : std::next(p);
+  }
+  any_pending_.store(!pending_launches_.empty(), std::memory_order_relaxed);
+}
+
+uint32_t GraphTable::exec_of(uint32_t graph_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = exec_of_graph_.find(graph_id);
+  return it == exec_of_graph_.end() ? 0 : it->second;
+}
+
+uint32_t GraphTable::graph_of(uint32_t exec_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = graph_of_exec_.find(exec_id);
+  return it == graph_of_exec_.end() ? 0 : it->second;
 }
 
 uint64_t GraphTable::dropped() const {

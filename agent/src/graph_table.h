@@ -8,6 +8,7 @@
 // build graphs, never a launch's hot path), origin() on the trace's.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -36,6 +37,17 @@ class GraphTable {
   };
   // Follows clones back to the node the application created.
   [[nodiscard]] Origin origin(uint64_t node_id) const;
+  // The bridge between the executable graph a launch names (LaunchEvent::graph_exec_id) and the
+  // graph id its kernels' records carry (another numbering): the launch's correlation id is on
+  // both. note_launch from the launch callback (the few launches of an exec not bridged yet),
+  // note_execution from the trace for each graph kernel.
+  void note_launch(uint32_t exec_id, uint64_t correlation_id);
+  void note_execution(uint32_t graph_id, uint64_t correlation_id);
+  [[nodiscard]] uint32_t exec_of(uint32_t graph_id) const;  // 0 = not bridged
+  [[nodiscard]] uint32_t graph_of(uint32_t exec_id) const;  // 0 = not bridged
+  // Launches waiting for their records to bridge them; beyond it the oldest are forgotten (the
+  // exec's next noted launch bridges it).
+  static constexpr size_t kMaxPendingLaunches = 1024;
   [[nodiscard]] uint64_t dropped() const;
   [[nodiscard]] uint64_t execs_created() const;
 
@@ -52,6 +64,10 @@ class GraphTable {
   NvtxTracker& nvtx_;
   mutable std::mutex mutex_;
   std::unordered_map<uint64_t, Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> pending_launches_;  // correlation id -> exec id
+  std::atomic<bool> any_pending_{false};  // the trace's check, without the lock
+  std::unordered_map<uint32_t, uint32_t> exec_of_graph_;
+  std::unordered_map<uint32_t, uint32_t> graph_of_exec_;
   uint64_t dropped_ = 0;
   uint64_t execs_ = 0;
 };

@@ -163,7 +163,7 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
 void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, uint64_t launch_index,
                                     const Selection& selection, const std::shared_ptr<const MetricGroups>& groups,
                                     uint64_t started_mono) {
-  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event);
+  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, 0, p_.monotonic_ns());
   if (!ctx) {
     // Undo the selection's bookkeeping: this launch ends up unprofiled after all.
     std::lock_guard<std::mutex> lock(p_.families.mutex());
@@ -271,7 +271,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
 }
 
 void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t deep) {
-  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event);
+  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, 0, p_.monotonic_ns());
   if (!ctx) {  // this launch is not sampled after all: the next one will be
     std::lock_guard<std::mutex> lock(p_.families.mutex());
     family.pc_started = false;

@@ -92,6 +92,12 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   if (k.stats.profiled > 0) {
     o.selection = S::kProfiled;
     if (k.last_record) o.profiled_launch_index = k.last_record->input.launch_index;
+    if (k.last_record && k.last_record->input.graph_scope) {
+      const triage::GraphScope& g = *k.last_record->input.graph_scope;
+      o.selection_detail = "profiled through CUDA graph " + std::to_string(g.graph_id) +
+                           ": its counters are the whole graph launch's, over " + std::to_string(g.replays_profiled) +
+                           " of the application's launches of it (CUPTI 13.0 cannot count one node)";
+    }
   } else if (k.not_replayable.load() > 0) {
     o.selection = S::kNotReplayable;
     o.selection_detail = k.last_detail;
@@ -146,8 +152,9 @@ std::string SessionView::graph_detail_locked(const Family& k, const triage::Fami
   std::string d = "ran " + std::to_string(f.launches) + " times, " + std::to_string(f.graph_launches) +
                   " of them inside CUDA graph launches";
   if (direct > 0) d += " and " + std::to_string(direct) + " directly";
-  d += ". Kernels in graphs are traced and ranked, not profiled: CUPTI 13.0 cannot count one node of a "
-       "graph launch, and replaying a graph launch changes its results (docs/graphs.md)";
+  d += ". Kernels in graphs are profiled through their graph (CUPTI 13.0 cannot count one node of a graph "
+       "launch, docs/graphs.md); this one's graph was not: it was not launched again once the kernel was "
+       "ranked, or other graphs took the agent's graph slots";
   if (direct > 0) {
     // Launch callbacks seen when it was first ranked: those came before its rank was known.
     const uint64_t callbacks = k.launches.load(std::memory_order_relaxed);

@@ -1,5 +1,6 @@
 #include "trace_folder.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -21,7 +22,7 @@ size_t TraceFolder::ActivityKeyHash::operator()(const ActivityKey& k) const noex
 }
 
 TraceFolder::TraceFolder(const AgentConfig& config, collectors::Platform& platform, Logger& log,
-                         FamilyTable& families, NvtxTracker& nvtx, const GraphTable& graph_table,
+                         FamilyTable& families, NvtxTracker& nvtx, GraphTable& graph_table,
                          RecordOutput& output, std::shared_mutex& gate, OnRanked on_ranked, Notify notify)
     : config_(config),
       platform_(platform),
@@ -144,6 +145,24 @@ void TraceFolder::add_execution_locked(Family& family, const collectors::KernelA
   // the pause, no duration of its own.
   triage::cut_at_pause(span, pause_starts_);
   timeline_.add_kernel(span);
+  if (span.from_graph) {
+    graph_table_.note_execution(a.graph_id, a.correlation_id);
+    triage::LaunchConfig& lc = graph_launch_[family.family_id];
+    lc.grid = a.grid;
+    lc.block = a.block;
+    lc.cluster = a.cluster;
+    lc.registers_per_thread = a.registers_per_thread;
+    lc.static_shared_bytes = a.static_shared_bytes;
+    lc.dynamic_shared_bytes = a.dynamic_shared_bytes;
+    lc.local_bytes_per_thread = a.local_bytes_per_thread;
+    if (!watched_.empty()) {
+      if (auto w = watched_.find(a.correlation_id); w != watched_.end()) {
+        auto& [first, last] = w->second;
+        first = first == 0 ? a.start_ns : std::min(first, a.start_ns);
+        last = std::max(last, a.end_ns);
+      }
+    }
+  }
   if (span.from_graph && !replayed && !span.cut_by_pause) {
     graphs_.add(triage::GraphKernel{a.graph_id, a.correlation_id, a.graph_node_id, family.family_id, a.start_ns,
                                     span.end_ns});
@@ -217,10 +236,47 @@ void TraceFolder::fill_inputs_locked(uint64_t family_id, triage::KernelInput& in
   if (family == nullptr) return;
   std::optional<triage::Dim3> grid;
   if (input.launch) grid = input.launch->grid;
-  input.unprofiled_durations_ns = family->recent_durations(grid);
+  if (input.graph_scope) {
+    // The counters are the graph launch's: Decision 0 compares them with its replays, and the
+    // kernel's part of the graph is what the trace says by now.
+    triage::GraphScope& g = *input.graph_scope;
+    input.unprofiled_durations_ns = graphs_.recent_spans(g.graph_id);
+    if (std::optional<triage::GraphAccumulator::Share> share = graphs_.family_share(g.graph_id, family_id)) {
+      g.share_of_graph = share->share;
+      g.other_families = share->other_families;
+      g.mean_replay_ns = share->mean_replay_ns;
+    }
+  } else {
+    input.unprofiled_durations_ns = family->recent_durations(grid);
+  }
   const double total = timeline_.total_kernel_ns();
   if (total > 0) input.time_share = family->total_ns / total;
   input.ran_concurrently = family->concurrent_launches > 0;
+}
+
+std::vector<triage::GraphStats> TraceFolder::graphs_locked() const {
+  std::vector<triage::GraphStats> out = graphs_.summary();
+  for (triage::GraphStats& g : out) g.exec_id = graph_table_.exec_of(g.graph_id);
+  return out;
+}
+
+std::optional<triage::LaunchConfig> TraceFolder::graph_launch_locked(uint64_t family_id) const {
+  auto it = graph_launch_.find(family_id);
+  if (it == graph_launch_.end()) return std::nullopt;
+  return it->second;
+}
+
+void TraceFolder::watch_graph_launch(uint64_t correlation_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (watched_.size() >= kMaxWatchedLaunches) watched_.erase(watched_.begin());  // the oldest launch
+  watched_.emplace(correlation_id, std::make_pair(uint64_t{0}, uint64_t{0}));
+}
+
+std::optional<double> TraceFolder::graph_launch_span(uint64_t correlation_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = watched_.find(correlation_id);
+  if (it == watched_.end() || it->second.first == 0 || it->second.second < it->second.first) return std::nullopt;
+  return static_cast<double>(it->second.second - it->second.first);
 }
 
 void TraceFolder::fill_inputs(uint64_t family_id, triage::KernelInput& input) const {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -44,7 +45,7 @@ class TraceFolder {
 
   // `gate`: held shared by profiled launches, exclusively by whatever pauses or flushes CUPTI.
   TraceFolder(const AgentConfig& config, collectors::Platform& platform, Logger& log, FamilyTable& families,
-              NvtxTracker& nvtx, const GraphTable& graph_table, RecordOutput& output, std::shared_mutex& gate,
+              NvtxTracker& nvtx, GraphTable& graph_table, RecordOutput& output, std::shared_mutex& gate,
               OnRanked on_ranked, Notify notify);
 
   // The trace is running from now: its clock and the duty cycle's windows start here.
@@ -77,8 +78,18 @@ class TraceFolder {
   // The family's executions by NVTX path id (for graph kernels, the path open when their node
   // was captured).
   [[nodiscard]] const std::map<uint32_t, uint64_t>* nvtx_launches_locked(uint64_t family_id) const;
-  // Each CUDA graph as one workload (its traced kernels), most kernel time first.
-  [[nodiscard]] std::vector<triage::GraphStats> graphs_locked() const { return graphs_.summary(); }
+  // Each CUDA graph as one workload (its traced kernels), most kernel time first, with the exec
+  // it runs as where the graph table has bridged it.
+  [[nodiscard]] std::vector<triage::GraphStats> graphs_locked() const;
+  [[nodiscard]] const triage::GraphAccumulator& graph_accumulator_locked() const { return graphs_; }
+  // A profiled graph launch: its kernels' span (first start to last end) is kept for
+  // graph_launch_span, a few launches at a time (the oldest forgotten first).
+  void watch_graph_launch(uint64_t correlation_id);
+  [[nodiscard]] std::optional<double> graph_launch_span(uint64_t correlation_id) const;
+  static constexpr size_t kMaxWatchedLaunches = 64;
+  // The launch shape of a family's latest traced graph execution (grid, block, registers, shared
+  // and local memory, from its record): graph kernels have no launch callback to read it from.
+  [[nodiscard]] std::optional<triage::LaunchConfig> graph_launch_locked(uint64_t family_id) const;
   [[nodiscard]] const GraphTable& graph_table() const { return graph_table_; }
 
  private:
@@ -114,7 +125,7 @@ class TraceFolder {
   Logger& log_;
   FamilyTable& families_;
   NvtxTracker& nvtx_;
-  const GraphTable& graph_table_;
+  GraphTable& graph_table_;
   RecordOutput& output_;
   std::shared_mutex& gate_;
   OnRanked on_ranked_;
@@ -127,6 +138,9 @@ class TraceFolder {
   std::vector<bool> defined_;  // by family id: its definition was handed to the output
   std::map<uint64_t, std::map<uint32_t, uint64_t>> nvtx_launches_;  // family id -> path id -> executions
   std::set<uint64_t> replayed_;                        // profiled launches' correlation ids
+  // Watched graph launches: correlation id -> (first kernel start, last kernel end), 0 = none yet.
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> watched_;
+  std::unordered_map<uint64_t, triage::LaunchConfig> graph_launch_;  // family id -> latest graph execution's shape
   std::unordered_map<uint64_t, uint32_t> correlation_nvtx_;  // correlation id -> NVTX path id
   uint64_t events_ = 0;         // kernels, copies and NVTX ranges written (the cap)
   uint64_t kernel_events_ = 0;  // kernel executions among them

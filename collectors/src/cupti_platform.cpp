@@ -216,12 +216,14 @@ bool decode_launch(CUpti_CallbackId cbid, const void* params, LaunchEvent& ev) {
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
       ev.api = LaunchApi::kGraphLaunch;
       ev.stream = static_cast<const cuGraphLaunch_params*>(params)->hStream;
+      ev.graph_exec = static_cast<const cuGraphLaunch_params*>(params)->hGraph;
       have_config = false;
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
       ev.api = LaunchApi::kGraphLaunch;
       ev.per_thread_stream = true;
       ev.stream = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hStream;
+      ev.graph_exec = static_cast<const cuGraphLaunch_ptsz_params*>(params)->hGraphExec;
       have_config = false;
       break;
     default:
@@ -598,7 +600,14 @@ class CuptiPlatform final : public Platform {
     ev.context_id = t.context_id;
     ev.device = t.device;
 
-    if (ev.api != LaunchApi::kGraphLaunch) {
+    if (ev.api == LaunchApi::kGraphLaunch) {
+      // CUPTI's id of the executable graph (a lookup, no driver call): what the agent profiles
+      // a graph by, one launch of it after another.
+      if (ev.graph_exec == nullptr ||
+          cuptiGetGraphExecId(static_cast<CUgraphExec>(ev.graph_exec), &ev.graph_exec_id) != CUPTI_SUCCESS) {
+        ev.graph_exec_id = 0;
+      }
+    } else {
       if (cb->symbolName != nullptr) {
         // Points into CUPTI's callback data: valid during this callback, as LaunchEvent says.
         ev.mangled_name = cb->symbolName;

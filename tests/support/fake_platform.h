@@ -157,6 +157,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
         began_(std::move(began)), context_id_(context_id), device_(device % 8) {}
   ~FakeRangeProfiler() override { (void)disable(); }
   Status disable() override {
+    app_pass_ = 0;  // abandons a kApplication collection, as CUPTI's Disable does
     uint64_t mine = context_id_;
     if (stats_.enabled_context[device_].compare_exchange_strong(mine, 0)) ++stats_.disables;
     return Status::ok();
@@ -174,7 +175,11 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     if (cfg_.mono_ns != nullptr) {
       *cfg_.mono_ns += plan.config_image == configured_ ? cfg_.cost_same_ns : cfg_.cost_switch_ns;
     }
+    // Like the collector: another plan (or a disable since) starts a kApplication collection over.
+    if (plan.config_image != configured_ || plan.replay != replay_) app_pass_ = 0;
     configured_ = plan.config_image;
+    replay_ = plan.replay;
+    passes_ = plan.passes;
     if (stats_.pc_context[device_].load() == context_id_) {
       return Status(StatusCode::kInvalidArgument, "cuptiRangeProfilerStart: CUPTI_ERROR_INVALID_PARAMETER "
                                                   "(fake: PC sampling enabled on the context)");
@@ -197,6 +202,14 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
       return Status(StatusCode::kInternal, "cuptiRangeProfilerDecodeData: CUPTI_ERROR_UNKNOWN (injected)");
     }
     collectors::CounterData d;
+    if (replay_ == collectors::PlanReplay::kApplication) {
+      // One pass per begin()/end(): no image until the plan's last.
+      if (++app_pass_ < passes_) {
+        d.passes_pending = passes_ - app_pass_;
+        return d;
+      }
+      app_pass_ = 0;
+    }
     d.image.assign(kernel_.begin(), kernel_.end());
     d.ranges = 1;
     return d;
@@ -212,6 +225,9 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   uint32_t device_;
   std::string kernel_;
   std::vector<uint8_t> configured_;  // the plan's config image last begun
+  collectors::PlanReplay replay_ = collectors::PlanReplay::kKernel;
+  uint32_t passes_ = 0;
+  uint32_t app_pass_ = 0;  // kApplication passes done of the collection in progress
 };
 
 // Hands out the configured batch of the kernel in flight at begin(), stamped with the period asked
@@ -455,6 +471,47 @@ class FakePlatform final : public collectors::Platform {
     if (config.deliver_each_launch) deliver();
   }
   std::atomic<int> exits_wanted{0};
+
+  // One kernel node of a fake graph: its kernel, duration and node id.
+  struct GraphNode {
+    std::string mangled;
+    uint64_t duration_ns = 10000;
+    uint64_t node_id = 0;
+    triage::Dim3 grid{64, 1, 1};
+    triage::Dim3 block{128, 1, 1};
+  };
+  // One cuGraphLaunch of exec `exec_id` (correlation `correlation`), whose kernels' records carry
+  // graph id `graph_id`: the launch callbacks, then one record per node. The counters (and PC
+  // samples) a range profiled around it reads are those FakeCounters (and pc_batches) hold under
+  // `counters_key`.
+  void launch_graph(uint32_t exec_id, uint32_t graph_id, uint64_t correlation, const std::vector<GraphNode>& nodes,
+                    const std::string& counters_key) {
+    collectors::LaunchEvent ev;
+    ev.context_id = 1;
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): an opaque fake handle, never dereferenced.
+    ev.context = reinterpret_cast<void*>(static_cast<uintptr_t>(0x1001));
+    ev.stream_id = 7;
+    ev.correlation_id = correlation;
+    ev.api = collectors::LaunchApi::kGraphLaunch;
+    ev.graph_exec_id = exec_id;
+    current_kernel() = counters_key;
+    if (observer_ == nullptr) return;
+    if (observer_->on_launch_enter(ev)) {
+      ++exits_wanted;
+      if (std::exchange(began_on_this_thread(), false)) advance_clock(50000);
+      observer_->on_launch_exit(ev);
+    }
+    bool tracing = false;
+    {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      tracing = activity_ != nullptr;
+    }
+    if (!tracing || trace_paused.load()) return;
+    for (const GraphNode& n : nodes) {
+      queue_kernel(n.mangled, n.duration_ns, n.grid, n.block, graph_id, 7, correlation, n.node_id);
+    }
+    if (config.deliver_each_launch) deliver();
+  }
 
   // Without a configured duration, a kernel runs as long as its capture says (the replayed
   // duration then agrees with the traced ones); 10 us for a kernel without a capture.

@@ -371,6 +371,35 @@ void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
   put_wrapped(out, "    assembled ", "              ", text);
 }
 
+// A kernel inside a CUDA graph: its counters are the whole graph launch's (CUPTI counts a graph
+// launch as one range), collected over the application's own launches of it. One line says so,
+// with the kernel's part of the graph, which is what the verdict's weight rests on.
+void render_graph_scope(std::ostringstream& out, const v1::KernelProfile& k) {
+  const v1::GraphScope& g = k.graph_scope();
+  double min_ns = 0, max_ns = 0;
+  for (const v1::AssembledLaunch& a : k.assembled_launches()) {
+    if (!(a.duration_ns() > 0)) continue;
+    min_ns = min_ns == 0 ? a.duration_ns() : std::min(min_ns, a.duration_ns());
+    max_ns = std::max(max_ns, a.duration_ns());
+  }
+  std::string text = "the whole graph " + std::to_string(g.graph_id()) + "'s (exec " + std::to_string(g.exec_id()) +
+                     "), as one workload, over " + std::to_string(g.replays_profiled()) +
+                     (g.replays_profiled() == 1 ? " of its launches" : " of its launches") +
+                     " (the application's own, none replayed";
+  if (max_ns > 0) {
+    text += "; " + short_duration(min_ns);
+    if (max_ns > min_ns) text += "\u2013" + short_duration(max_ns);
+    text += " each";
+  }
+  text += "); this kernel is " + fmt(100 * g.share_of_graph()) + "% of the graph's kernel time";
+  if (g.other_families() > 0) {
+    text += ", " + std::to_string(g.other_families()) + (g.other_families() == 1 ? " other kernel" : " other kernels") +
+            " the rest";
+  }
+  if (g.mean_replay_ns() > 0) text += "; the graph takes " + short_duration(g.mean_replay_ns()) + " per replay";
+  put_wrapped(out, "    counters  ", "              ", text);
+}
+
 // Always-on: the family's "always_on_complete" notice, if the file has one: by family id, or in
 // files whose notices carry none (agents before 2026-11-30) by the kernel name the message starts
 // with.
@@ -440,7 +469,9 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     }
     out << "\n";
   }
-  if (k.assembled_launches_size() > 0) {
+  if (k.has_graph_scope()) {
+    render_graph_scope(out, k);
+  } else if (k.assembled_launches_size() > 0) {
     render_assembled(out, k);
     render_completeness(out, file, k, std::string(lookup(file, k.function_name_iid())));
   }

@@ -36,6 +36,7 @@ void GraphAccumulator::add(const GraphKernel& k) {
   GraphFamilyTime& f = g.families[k.family];
   f.family = k.family;
   f.total_ns += static_cast<double>(k.end_ns - k.start_ns);
+  g.kernel_ns += static_cast<double>(k.end_ns - k.start_ns);
   ++f.executions;
   if (f.node_ids.size() < kMaxNodeIdsPerFamily &&
       std::find(f.node_ids.begin(), f.node_ids.end(), k.node_id) == f.node_ids.end()) {
@@ -46,7 +47,14 @@ void GraphAccumulator::add(const GraphKernel& k) {
 void GraphAccumulator::close(Graph& g, const Replay& r) {
   if (r.intervals.empty()) return;
   ++g.stats.replays;
-  g.stats.span_ns += static_cast<double>(r.last_end_ns - r.first_start_ns);
+  const auto span = static_cast<double>(r.last_end_ns - r.first_start_ns);
+  g.stats.span_ns += span;
+  if (g.recent_spans.size() < kRecentSpans) {
+    g.recent_spans.push_back(span);
+  } else {
+    g.recent_spans[g.recent_next] = span;
+  }
+  g.recent_next = (g.recent_next + 1) % kRecentSpans;
   std::vector<std::pair<uint64_t, uint64_t>> iv = r.intervals;
   std::sort(iv.begin(), iv.end());
   uint64_t start = iv.front().first;
@@ -61,6 +69,30 @@ void GraphAccumulator::close(Graph& g, const Replay& r) {
   }
   busy += static_cast<double>(end - start);
   g.stats.kernel_busy_ns += busy;
+}
+
+std::vector<double> GraphAccumulator::recent_spans(uint32_t graph_id) const {
+  auto it = graphs_.find(graph_id);
+  if (it == graphs_.end()) return {};
+  const Graph& g = it->second;
+  std::vector<double> out;
+  out.reserve(g.recent_spans.size());
+  const size_t n = g.recent_spans.size();
+  const size_t first = n < kRecentSpans ? 0 : g.recent_next;
+  for (size_t i = 0; i < n; ++i) out.push_back(g.recent_spans[(first + i) % n]);
+  return out;
+}
+
+std::optional<GraphAccumulator::Share> GraphAccumulator::family_share(uint32_t graph_id, uint64_t family) const {
+  auto it = graphs_.find(graph_id);
+  if (it == graphs_.end() || !(it->second.kernel_ns > 0)) return std::nullopt;
+  auto f = it->second.families.find(family);
+  if (f == it->second.families.end()) return std::nullopt;
+  Share s;
+  s.share = f->second.total_ns / it->second.kernel_ns;
+  s.other_families = static_cast<uint32_t>(it->second.families.size() - 1);
+  s.mean_replay_ns = it->second.stats.mean_replay_ns();
+  return s;
 }
 
 std::vector<GraphStats> GraphAccumulator::summary() const {

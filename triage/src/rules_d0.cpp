@@ -2,9 +2,10 @@
 //
 // Blocking rules (a firing one makes the diagnosis untrusted, and routing stops):
 //   d0.duration_divergence, d0.metric_out_of_range, d0.metric_contradiction,
-//   d0.assembled_launches.
+//   d0.assembled_launches, d0.graph_share.
 // Non-blocking rules become trust notes (trust = suspect): d0.metric_slight_overshoot,
-//   d0.collection_settings, d0.build_config, d0.profiled_clock, d0.pc_samples_dropped.
+//   d0.collection_settings, d0.build_config, d0.profiled_clock, d0.pc_samples_dropped,
+//   d0.graph_scope.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -439,6 +440,39 @@ RuleVerdict eval_assembled(RuleContext& ctx) {
                                 " us)");
 }
 
+// Counters of a whole graph launch stand for one of its kernels only as far as that kernel holds
+// the graph's time: below the share the counters describe other kernels more than this one.
+RuleVerdict eval_graph_share(RuleContext& ctx) {
+  const std::optional<GraphScope>& g = ctx.kernel().graph_scope;
+  if (!g) return RuleVerdict::not_fired("the counters are this kernel's own launch's");
+  ctx.note("cutriage__share_of_graph_kernel_time", 100.0 * g->share_of_graph, "%");
+  const double min_share = ctx.threshold("min_share");
+  const std::string reading = "the counters are graph " + std::to_string(g->graph_id) + "'s whole launch, " +
+                              "of whose kernel time this kernel holds " + pct(100.0 * g->share_of_graph, 1);
+  if (g->share_of_graph < min_share) {
+    RuleVerdict v = RuleVerdict::fired(reading + " (< " + pct(100.0 * min_share, 0) + ")",
+                                       min_share / std::max(g->share_of_graph, 0.01) - 1.0);
+    v.next_action = "The graph's counters describe its other kernels more than this one. Read this kernel's "
+                    "stall reasons and hot lines (PC sampling, per function), or profile it outside the graph: "
+                    "run the captured step once eagerly under `cutriage run`, or `ncu --graph-profiling node`.";
+    return v;
+  }
+  return RuleVerdict::not_fired(reading + " (>= " + pct(100.0 * min_share, 0) + ")");
+}
+
+// The same counters, when the kernel holds most of the graph: trusted, but mixed with the rest.
+RuleVerdict eval_graph_scope(RuleContext& ctx) {
+  const std::optional<GraphScope>& g = ctx.kernel().graph_scope;
+  if (!g) return RuleVerdict::not_fired("the counters are this kernel's own launch's");
+  const double max_share = ctx.threshold("pure_share");
+  const std::string reading = "counters of graph " + std::to_string(g->graph_id) + " over " +
+                              std::to_string(g->replays_profiled) + " replay(s); this kernel is " +
+                              pct(100.0 * g->share_of_graph, 1) + " of its kernel time, " +
+                              std::to_string(g->other_families) + " other kernel(s) the rest";
+  if (g->share_of_graph < max_share) return RuleVerdict::fired(reading, 1.0 - g->share_of_graph);
+  return RuleVerdict::not_fired(reading + " (>= " + pct(100.0 * max_share, 0) + ")");
+}
+
 }  // namespace
 
 std::vector<Rule> make_d0_rules() {
@@ -497,6 +531,37 @@ std::vector<Rule> make_d0_rules() {
       .priority = 15,
       .blocking = true,
       .evaluate = eval_assembled,
+  });
+  rules.push_back(Rule{
+      .id = "d0.graph_share",
+      .decision = Decision::kD0Trust,
+      .title = "Counters of a graph launch describe this kernel",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"min_share", 0.5,
+                      "project: below half of the graph's kernel time, the graph's counters are "
+                      "mostly other kernels' (CUPTI 13.0 counts a graph launch as one range)"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The counters are a whole graph launch's, and most of its time is other kernels'.",
+      .next_action = "Read the kernel's PC samples, or profile it outside the graph.",
+      .priority = 16,
+      .blocking = true,
+      .evaluate = eval_graph_share,
+  });
+  rules.push_back(Rule{
+      .id = "d0.graph_scope",
+      .decision = Decision::kD0Trust,
+      .title = "Counters are this kernel's alone",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"pure_share", 0.95,
+                      "project: from 95% of the graph's kernel time on, the other kernels' part "
+                      "of the graph's counters is within the counters' own run-to-run spread"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The counters are a whole graph launch's: they mix this kernel with the graph's others.",
+      .next_action = "Weigh the verdict by the kernel's share of the graph; its PC samples are its own.",
+      .priority = 45,
+      .evaluate = eval_graph_scope,
   });
   rules.push_back(Rule{
       .id = "d0.metric_out_of_range",

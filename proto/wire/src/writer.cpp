@@ -443,6 +443,17 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
       put_u64(al, A::kEarlierPid, a.earlier_pid);
       put_u64(al, A::kEarlierStartUnixNs, a.earlier_start_unix_ns);
     }
+    if (in.graph_scope) {
+      using G = schema::GraphScope;
+      const triage::GraphScope& g = *in.graph_scope;
+      protozero::pbf_writer gs(m, K::kGraphScope);
+      put_u32(gs, G::kGraphId, g.graph_id);
+      put_u32(gs, G::kExecId, g.exec_id);
+      put_double(gs, G::kShareOfGraph, g.share_of_graph);
+      put_u32(gs, G::kOtherFamilies, g.other_families);
+      put_u64(gs, G::kReplaysProfiled, g.replays_profiled);
+      put_double(gs, G::kMeanReplayNs, g.mean_replay_ns);
+    }
   }
   out += as_record(schema::Record::kKernel, payload);
   return out;
@@ -737,6 +748,7 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
         put_u64(gf, GF::kExecutions, f.executions);
         if (!f.node_ids.empty()) gf.add_packed_uint64(GF::kNodeIds, f.node_ids.begin(), f.node_ids.end());
       }
+      put_u32(gs, GS::kExecId, g.exec_id);
     }
   }
   out += as_record(schema::Record::kTraceSummary, payload);

@@ -68,6 +68,10 @@ struct LaunchEvent {
   // only (they cost driver calls).
   std::optional<base::LaunchConfig> launch;
   void* function = nullptr;  // CUfunction, opaque; null for graph launches
+  // Graph launches: the CUgraphExec (opaque) and CUPTI's id of it (cuptiGetGraphExecId; 0 =
+  // unknown). The same id on every launch of one executable graph.
+  void* graph_exec = nullptr;
+  uint32_t graph_exec_id = 0;
 };
 
 // An NVTX call of the application, seen through CUPTI's NVTX callbacks. Strings are valid only

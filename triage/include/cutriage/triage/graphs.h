@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -32,6 +33,7 @@ struct GraphFamilyTime {
 
 struct GraphStats {
   uint32_t graph_id = 0;
+  uint32_t exec_id = 0;        // the executable graph it runs as, when the caller knows it; 0 = unknown
   uint64_t replays = 0;        // graph launches with at least one kernel traced
   double span_ns = 0;          // sum over replays of (last node end - first node start)
   double kernel_busy_ns = 0;   // sum over replays of the union of its kernels' intervals
@@ -58,6 +60,18 @@ class GraphAccumulator {
   [[nodiscard]] std::vector<GraphStats> summary() const;
   [[nodiscard]] uint64_t untracked_executions() const { return untracked_; }
   [[nodiscard]] bool empty() const { return graphs_.empty(); }
+  // The latest closed replays' spans (first node start to last node end) of a graph, oldest
+  // first, at most kRecentSpans: the unprofiled timings Decision 0 compares a profiled replay with.
+  [[nodiscard]] std::vector<double> recent_spans(uint32_t graph_id) const;
+  // The family's time in graph `graph_id` over the graph's kernel time (sum of its kernels'
+  // durations), and how many other families ran in it; nullopt for an unknown graph or family.
+  struct Share {
+    double share = 0;
+    uint32_t other_families = 0;
+    double mean_replay_ns = 0;  // over the closed replays
+  };
+  [[nodiscard]] std::optional<Share> family_share(uint32_t graph_id, uint64_t family) const;
+  static constexpr size_t kRecentSpans = 32;
 
  private:
   struct Replay {
@@ -70,6 +84,9 @@ class GraphAccumulator {
     std::map<uint64_t, GraphFamilyTime> families;
     std::set<uint64_t> nodes;
     std::map<uint64_t, Replay> open;  // by launch
+    std::vector<double> recent_spans;  // ring of kRecentSpans, next write at recent_next
+    size_t recent_next = 0;
+    double kernel_ns = 0;  // sum of its kernels' durations
   };
   static void close(Graph& graph, const Replay& replay);
 

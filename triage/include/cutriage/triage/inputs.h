@@ -110,6 +110,19 @@ struct AssembledLaunch {
   [[nodiscard]] bool from_earlier_process() const { return earlier_pid != 0 || earlier_start_unix_ns != 0; }
 };
 
+// Counters measured on a whole CUDA graph launch rather than on this kernel's own launch
+// (docs/graphs.md: CUPTI 13.0 counts a graph launch as one range, never one node): the graph's
+// counters describe this kernel only as far as it holds the graph's kernel time. Decision 0
+// reads it (d0.graph_share, d0.graph_scope).
+struct GraphScope {
+  uint32_t graph_id = 0;         // the id the kernel records carry
+  uint32_t exec_id = 0;          // CUPTI's id of the executable graph that was profiled
+  double share_of_graph = 0;     // this kernel's share of the graph's traced kernel time, [0, 1]
+  uint32_t other_families = 0;   // other kernels whose executions the counters include
+  uint64_t replays_profiled = 0; // graph launches the counters were collected over
+  double mean_replay_ns = 0;     // the graph's traced time per replay (first node start to last end)
+};
+
 struct KernelInput {
   std::string mangled_name;
   std::string demangled_name;
@@ -130,6 +143,10 @@ struct KernelInput {
   // Launches the metrics were assembled from, one single-pass group each (empty when one launch,
   // replayed, gave them all).
   std::vector<AssembledLaunch> assembled_launches;
+  // Set when the metrics are a graph launch's (the kernel ran inside it); durations above are
+  // then the graph's too: unprofiled_durations_ns are its traced replays, and
+  // gpu__time_duration.sum is the profiled replay's.
+  std::optional<GraphScope> graph_scope;
 };
 
 }  // namespace cutriage::triage

@@ -1,0 +1,190 @@
+// Kernels inside CUDA graphs get verdicts: the agent profiles a graph launch as one workload over
+// the application's own launches of its exec (docs/graphs.md), on the fake platform. The counters
+// are a real H200 capture (cublas_gemm, from the zoo) standing for the graph's; the graph's shape
+// (a GEMM node holding most of its time, a norm node the rest) and the PC sample batch are
+// synthetic, labelled as such.
+#include <string>
+#include <vector>
+
+#include "agent_harness.h"
+#include "report.h"
+
+using namespace cutriage;
+using namespace cutriage::testing;
+
+namespace {
+
+constexpr uint32_t kExec = 5;
+constexpr uint32_t kGraph = 9;
+const char* const kGemm = "_Z4gemmPf";
+const char* const kNorm = "_Z4normPf";
+const char* const kKey = "graph:9";  // what the fake profiler reads around the graph launch
+
+AgentConfig top(uint32_t n) {
+  AgentConfig c;
+  c.select = agent::SelectMode::kTop;
+  c.select_top = n;
+  return c;
+}
+
+// Synthetic: samples of both kernels in one continuous collection, as the H200 returned them for a
+// graph launch (correlation id 0, attributed by function only).
+collectors::PcSampleBatch graph_batch() {
+  collectors::PcSampleBatch b;
+  b.reason_names = {"smsp__pcsamp_warps_issue_stalled_selected", "smsp__pcsamp_warps_issue_stalled_long_scoreboard"};
+  auto pc = [&](const char* function, uint64_t off, uint64_t selected, uint64_t long_sb) {
+    collectors::PcSampleRecord r;
+    r.function = function;
+    r.pc_offset = off;
+    r.stalls = {{0, selected}, {1, long_sb}};
+    b.pcs.push_back(r);
+    b.total_samples += selected + long_sb;
+  };
+  pc(kGemm, 0x100, 800, 200);
+  pc(kGemm, 0x180, 300, 100);
+  pc(kNorm, 0x40, 50, 450);
+  return b;
+}
+
+struct GraphRun {
+  Captured gemm = capture_of("cublas_gemm");
+  FakeCounters counters() const {
+    FakeCounters c;
+    c.by_kernel[kKey] = gemm.metrics;
+    return c;
+  }
+};
+
+std::vector<FakePlatform::GraphNode> nodes() {
+  // Synthetic graph: GEMM 800 us, norm 200 us, per replay.
+  return {{kGemm, 800000, 100, {132, 1, 1}, {256, 1, 1}}, {kNorm, 200000, 101, {4096, 1, 1}, {128, 1, 1}}};
+}
+
+const v1::KernelProfile* record_of(const tools::ReadResult& r, const std::vector<const v1::KernelProfile*>& ks,
+                                   const std::string& mangled) {
+  for (const v1::KernelProfile* k : ks) {
+    if (tools::lookup(r, k->mangled_name_iid()) == mangled) return k;
+  }
+  return nullptr;
+}
+
+// Replays the graph until the agent has nothing more to do with it (or `max` launches).
+int replay(Harness& h, uint64_t& correlation, int max) {
+  int n = 0;
+  for (; n < max; ++n) h.platform.launch_graph(kExec, kGraph, ++correlation, nodes(), kKey);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("graphs: a graph's kernels get verdicts from its counters, over the application's own launches",
+          "[agent][graphs]") {
+  GraphRun run;
+  Harness h(top(2), run.counters());
+  h.platform.config.pc_batches[kKey] = graph_batch();
+  REQUIRE(h.ag->start());
+  uint64_t correlation = 100;
+  replay(h, correlation, 40);
+  h.ag->finish();
+
+  tools::ReadResult r = h.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  const v1::KernelProfile* gemm = record_of(r, ks, kGemm);
+  const v1::KernelProfile* norm = record_of(r, ks, kNorm);
+  REQUIRE(gemm != nullptr);
+  REQUIRE(norm != nullptr);
+  CHECK(gemm->status() == v1::PROFILE_STATUS_PROFILED);
+  CHECK(gemm->launch_api() == v1::LAUNCH_API_GRAPH);
+  CHECK(gemm->replay_mode() == v1::REPLAY_MODE_APPLICATION);
+  REQUIRE(gemm->has_graph_scope());
+  CHECK(gemm->graph_scope().graph_id() == kGraph);
+  CHECK(gemm->graph_scope().exec_id() == kExec);
+  CHECK(gemm->graph_scope().share_of_graph() == Approx(0.8).epsilon(0.01));
+  CHECK(gemm->graph_scope().other_families() == 1);
+  CHECK(gemm->graph_scope().replays_profiled() >= 1);
+  // Every pass ran on a launch of the application, never replayed: one assembled entry each,
+  // with the graph's traced span for Decision 0.
+  CHECK(gemm->assembled_launches_size() == static_cast<int>(gemm->graph_scope().replays_profiled()));
+  for (const v1::AssembledLaunch& a : gemm->assembled_launches()) CHECK(a.duration_ns() > 1e6 * 0.99);
+  // The kernel's own shape, from its traced records.
+  CHECK(gemm->launch().grid().x() == 132);
+  CHECK(gemm->launch().block().x() == 256);
+  // The verdict rests on the graph's counters and says so; the GEMM holds 80%: trusted, noted.
+  CHECK(gemm->diagnosis().trust() != v1::TRUST_UNTRUSTED);
+  CHECK(gemm->diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+  bool scope_noted = false;
+  for (const std::string& n : gemm->diagnosis().trust_notes()) scope_noted = scope_noted || n.find("d0.graph_scope") != std::string::npos;
+  CHECK(scope_noted);
+  // Its own PC samples, split from the graph launch's by function.
+  REQUIRE(gemm->has_pc_sampling());
+  CHECK(gemm->pc_sampling().total_samples() == 1400);
+
+  // The norm holds 20% of the graph: the graph's counters are not its own, so no verdict from them.
+  REQUIRE(norm->has_graph_scope());
+  CHECK(norm->graph_scope().share_of_graph() == Approx(0.2).epsilon(0.01));
+  CHECK(norm->diagnosis().trust() == v1::TRUST_UNTRUSTED);
+  CHECK(norm->diagnosis().headline().find("graph") != std::string::npos);
+  REQUIRE(norm->has_pc_sampling());
+  CHECK(norm->pc_sampling().total_samples() == 500);
+
+  // Only kApplication plans went to the profiler, and its passes came from graph launches.
+  {
+    std::lock_guard<std::mutex> lock(h.platform.stats.mutex);
+    REQUIRE(!h.platform.stats.begin_replays.empty());
+    for (collectors::PlanReplay rp : h.platform.stats.begin_replays) CHECK(rp == collectors::PlanReplay::kApplication);
+  }
+  CHECK(h.platform.stats.pc_begins.load() == 1);
+  CHECK(h.platform.stats.pc_options.back().continuous);
+
+  const std::string text = tools::render_report(r, {});
+  CHECK(text.find("the whole graph 9's (exec 5), as one workload") != std::string::npos);
+}
+
+TEST_CASE("graphs: nothing is profiled before the exec is bridged to its records, nor for an unranked graph",
+          "[agent][graphs]") {
+  GraphRun run;
+  SECTION("select none: trace only") {
+    AgentConfig c;
+    c.select = agent::SelectMode::kNone;
+    Harness h(c, run.counters());
+    REQUIRE(h.ag->start());
+    uint64_t correlation = 100;
+    replay(h, correlation, 20);
+    h.ag->finish();
+    CHECK(h.platform.stats.begins.load() == 0);
+    CHECK(h.platform.stats.pc_begins.load() == 0);
+  }
+  SECTION("launches without an exec id (the platform could not name it)") {
+    Harness h(top(2), run.counters());
+    REQUIRE(h.ag->start());
+    for (uint64_t c = 1; c <= 20; ++c) h.platform.launch_graph(0, kGraph, c, nodes(), kKey);
+    h.ag->finish();
+    CHECK(h.platform.stats.begins.load() == 0);
+  }
+}
+
+TEST_CASE("graphs: a kernel launched directly keeps the counters of its own launch", "[agent][graphs]") {
+  GraphRun run;
+  Harness h(top(2), run.counters());
+  REQUIRE(h.ag->start());
+  // A graph first, so that the graph profiler targets it; then the GEMM launched directly once
+  // profiled on its own launch (select top ranks it).
+  uint64_t correlation = 100;
+  replay(h, correlation, 30);
+  h.platform.config.durations_ns[kGemm] = 800000;
+  FakeCounters direct;
+  h.platform.launch(make_launch(kGemm, ++correlation, {132, 1, 1}, {256, 1, 1}));
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  for (const v1::KernelProfile* k : ks) {
+    if (tools::lookup(r, k->mangled_name_iid()) != kGemm || k->status() != v1::PROFILE_STATUS_PROFILED) continue;
+    // Either its graph record, or (when the direct launch was profiled) its own: never the graph's
+    // counters relabelled as its own launch's.
+    if (k->launch_api() == v1::LAUNCH_API_GRAPH) {
+      CHECK(k->has_graph_scope());
+    } else {
+      CHECK(!k->has_graph_scope());
+    }
+  }
+}
