@@ -1,6 +1,7 @@
 #include "graph_profiler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "cutriage/triage/plan.h"
 #include "stages.h"
@@ -67,7 +68,8 @@ struct GraphProfiler::Active {
   uint64_t begin_trace_ns = 0;
 };
 
-GraphProfiler::GraphProfiler(Parts parts) : p_(std::move(parts)), instance_id_(g_next_instance.fetch_add(1)) {}
+GraphProfiler::GraphProfiler(Parts parts)
+    : p_(std::move(parts)), instance_id_(g_next_instance.fetch_add(1)), start_mono_ns_(p_.monotonic_ns()) {}
 
 GraphProfiler::~GraphProfiler() = default;
 
@@ -623,6 +625,18 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
     }
   }
   for (const wire::KernelRecord& r : records) p_.output.write_kernel(r);
+  if (!write || records.empty()) return;
+  const uint64_t now = p_.monotonic_ns();
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f", now > start_mono_ns_ ? static_cast<double>(now - start_mono_ns_) * 1e-9 : 0.0);
+  const std::string message = "graph " + std::to_string(t.graph_id) + " (exec " + std::to_string(t.exec_id) +
+                              "): verdicts for " + std::to_string(records.size()) + " kernel(s) from its counters over " +
+                              std::to_string(t.replays_profiled) + " of its launches (" + std::to_string(t.stages) +
+                              (t.stages == 1 ? " stage" : " stages") +
+                              (t.phase == Target::Phase::kDone ? ", complete" : ", more to come") + "), " + elapsed +
+                              " s after the agent started";
+  p_.log.info(message);
+  p_.notify(wire::Severity::kInfo, "graph_verdicts", message, 0);
 }
 
 void GraphProfiler::retarget_locked(const triage::TimelineAccumulator& timeline) {

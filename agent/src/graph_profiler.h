@@ -121,6 +121,7 @@ class GraphProfiler {
 
   Parts p_;
   const uint64_t instance_id_;
+  const uint64_t start_mono_ns_;  // the agent's start, for the log's "s after the agent started"
   // Fast path: whether any exec is a target (no lock on a graph launch otherwise).
   std::atomic<bool> any_target_{false};
   std::atomic<uint64_t> last_retarget_ns_{0};  // monotonic; retargeting is rate-limited

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Issue 20 on the device: verdicts for kernels inside CUDA graphs, deep and always-on, on the two
+# graph workloads (tests/gpu/workloads), outputs compared plain vs agent. Results under $OUT:
+# summary.txt, the agent files (committed under tests/data/graphs/ for CI's replay), the reports.
+#
+#   PHASE=deep bash tests/gpu/run_graph_verdicts.sh     # build, MLP and torch.compile in deep mode,
+#                                                       # the CUDA-graph program of the GPU suite
+#   PHASE=always bash tests/gpu/run_graph_verdicts.sh   # always-on at the default budget: the MLP
+#                                                       # loop timed plain and under the agent
+# On the device, carry .carry (protozero headers). AO_SECONDS (default 240) sets the always-on run.
+set -u -o pipefail
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+phase="${PHASE:-deep}"
+build=build-gpu
+logs=$(mktemp -d)
+sum="$out/summary.txt"
+t0=$(date +%s)
+cmake -S . -B "$build" -G Ninja -DCUTRIAGE_BUILD_EXAMPLES=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
+  >"$logs/configure.log" 2>&1 &&
+  cmake --build "$build" -j16 --target cutriage_agent cutriage_cli gpu_graphs >"$logs/build.log" 2>&1
+rc=$?
+echo "build: exit $rc, $(( $(date +%s) - t0 )) s" | tee "$sum"
+if [ $rc -ne 0 ]; then tail -40 "$logs/build.log" | tee -a "$sum"; exit 1; fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$sum"
+echo "commit $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%F)" >>"$sum"
+
+cli="$PWD/$build/tools/cutriage"
+w=tests/gpu/workloads
+run_one() {  # LABEL CMD...: the workload's own lines into the summary
+  local label=$1 s
+  shift
+  s=$(date +%s.%N)
+  timeout 560 "$@" >"$logs/$label.out" 2>"$logs/$label.err"
+  local rc=$?
+  echo "$label: exit $rc, $(python3 -c "print('%.1f' % ($(date +%s.%N) - $s))") s: $(grep -E '^(graph_mlp|compile_reduce_overhead):' "$logs/$label.out") $(grep -E '_per_s=' "$logs/$label.err")" >>"$sum"
+}
+same() {  # A B: whether two runs printed the same output line
+  if [ "$(grep -E '^(graph_mlp|compile)' "$logs/$1.out")" = "$(grep -E '^(graph_mlp|compile)' "$logs/$2.out")" ]; then
+    echo "$1 vs $2: outputs identical" >>"$sum"
+  else
+    echo "$1 vs $2: outputs DIFFER" >>"$sum"
+  fi
+}
+verdicts() {  # FILE: each family with >= 5% of the GPU time and its verdict line
+  "$cli" report "$1" >"$1.report.txt" 2>&1
+  python3 - "$1.report.txt" >>"$sum" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+print("  report of %s:" % sys.argv[1].split("/")[-1])
+for line in text.splitlines():
+    if re.search(r"^\s*(verdict|counters|trust)\s", line) or re.match(r"^#\d+ ", line) or "graph " in line[:40]:
+        print("   ", line[:200])
+EOF
+  cp "$logs/agent.log" "$1.log" 2>/dev/null || true
+}
+
+if [ "$phase" = deep ]; then
+  run_one mlp.plain python3 "$w/graph_mlp.py" 300
+  run_one mlp.deep env CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run -o "$out/graph_mlp-deep.pb" -- \
+    python3 "$w/graph_mlp.py" 300
+  same mlp.plain mlp.deep
+  verdicts "$out/graph_mlp-deep.pb"
+
+  # torch.compile: one Inductor cache, filled by a first plain run, shared by the others, so every
+  # run uses the same kernels (autotuning picks them by timing; docs/graphs.md).
+  c=compile_reduce_overhead
+  export TORCHINDUCTOR_CACHE_DIR="$logs/inductor"
+  run_one c.fill python3 "$w/$c.py" 200
+  run_one c.plain python3 "$w/$c.py" 200
+  same c.fill c.plain
+  run_one c.deep env CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run -o "$out/$c-deep.pb" -- python3 "$w/$c.py" 200
+  same c.plain c.deep
+  verdicts "$out/$c-deep.pb"
+  unset TORCHINDUCTOR_CACHE_DIR
+
+  CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" CUTRIAGE_OUTPUT="$out/gpu_graphs.pb" CUTRIAGE_SELECT=all \
+    timeout 120 "$build/tests/gpu/gpu_graphs" >"$logs/graphs.out" 2>&1
+  echo "gpu_graphs under the agent (select all): exit $? ($(tail -1 "$logs/graphs.out"))" >>"$sum"
+  verdicts "$out/gpu_graphs.pb"
+else
+  secs="${AO_SECONDS:-240}"
+  run_one mlp.plain.timed python3 "$w/graph_mlp.py" 0 60
+  run_one mlp.ao env CUTRIAGE_MODE=always-on CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run \
+    -o "$out/graph_mlp-always-on.pb" -- python3 "$w/graph_mlp.py" 0 "$secs"
+  verdicts "$out/graph_mlp-always-on.pb"
+  grep -E "graph|budget|complete" "$logs/agent.log" | head -40 >>"$sum"
+fi
+tar -C "$logs" --exclude='inductor' -czf "$out/logs-$phase.tgz" .
+echo "total: $(( $(date +%s) - t0 )) s" >>"$sum"
