@@ -245,10 +245,25 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
 
 bool AlwaysOnPolicy::admit_graph(CostKind kind) {
   const uint64_t now = clocks_.monotonic_ns();
-  const bool on_credit = kind == CostKind::kSameGroup;
-  if (!on_credit && !budget_.ready(now)) return false;
+  // A stage's first pass (and the sampled launch) waits until the graph's earlier work is paid
+  // back at the budget's share (graph_spent); its later passes follow at once. Neither waits for
+  // the allowance, which the families' own launches on credit keep near zero (on the H200 a graph
+  // stage admitted through it never came in 180 s): the debt they leave holds those back instead.
+  if (kind != CostKind::kSameGroup && now < graph_not_before_ns_.load(std::memory_order_relaxed)) return false;
   std::lock_guard<std::mutex> lock(families_.mutex());
-  return budget_.admit(now, kind, on_credit);
+  budget_.admit_spaced(now, kind);
+  return true;
+}
+
+void AlwaysOnPolicy::graph_spent(uint64_t cost_ns) {
+  const uint64_t now = clocks_.monotonic_ns();
+  const double fraction = config_.budget_fraction > 0 ? config_.budget_fraction : 0.004;
+  const auto pay_back = static_cast<uint64_t>(static_cast<double>(cost_ns) / fraction);
+  uint64_t prev = graph_not_before_ns_.load();
+  uint64_t next = 0;
+  do {
+    next = std::max(prev, now) + pay_back;
+  } while (!graph_not_before_ns_.compare_exchange_weak(prev, next));
 }
 
 void AlwaysOnPolicy::charge_since(CostKind kind, uint64_t started_mono_ns) {

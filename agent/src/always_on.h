@@ -64,10 +64,12 @@ class AlwaysOnPolicy final : public SelectionPolicy {
   std::shared_ptr<const MetricGroups> groups_for(const std::string& chip, bool may_plan);
   void plan_pending_groups();  // flush thread
   // A graph launch the graph profiler would make a pass of (the first of a stage: kGroupSwitch;
-  // the stage's later passes: kSameGroup, on credit, since a stage abandoned halfway is wasted)
-  // or sample (kPcSampling): whether the budget admits it now (the lock NOT held). Lock-free
-  // false while the budget is not ready.
+  // the stage's later passes: kSameGroup, at once, since a stage abandoned halfway is wasted) or
+  // sample (kPcSampling): whether it may go now (the lock NOT held); its estimate is reserved.
   bool admit_graph(CostKind kind);
+  // What a graph pass or sampled graph launch cost: the next graph stage waits until the budget's
+  // share of the time since has paid for it (graph stages go on credit, see admit_graph).
+  void graph_spent(uint64_t cost_ns);
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);
   // A configured profiler may be taken on credit until then (monotonic ns).
@@ -93,6 +95,9 @@ class AlwaysOnPolicy final : public SelectionPolicy {
   Clocks clocks_;
   Budget budget_;
   std::atomic<uint64_t> credit_until_ns_{0};
+  // Graph stages: not before then (monotonic ns). They are spaced by their own measured cost
+  // instead of waiting for the allowance (admit_graph).
+  std::atomic<uint64_t> graph_not_before_ns_{0};
   // CUTRIAGE_RESUME: what the earlier process measured, per family (mangled name, chip, block);
   // written by load_resume() before any callback, then read and erased under the lock.
   std::map<std::tuple<std::string, std::string, uint32_t, uint32_t, uint32_t>, wire::PriorFamily> resume_;

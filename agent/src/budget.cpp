@@ -79,6 +79,14 @@ bool Budget::admit(uint64_t now_ns, CostKind kind, bool on_credit) {
   return true;
 }
 
+void Budget::admit_spaced(uint64_t now_ns, CostKind kind) {
+  accrue(now_ns);
+  allowance_ns_ -= static_cast<double>(estimate_[static_cast<size_t>(kind)]);
+  ++admitted_;
+  if (kind == CostKind::kGroupSwitch) ++group_switches_;
+  update_next(now_ns, 0);
+}
+
 void Budget::charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
   accrue(now_ns);
   const auto k = static_cast<size_t>(kind);

@@ -52,6 +52,10 @@ class Budget {
   // `on_credit` the allowance is not checked (only the rate limit): the launch may leave a debt
   // that later launches wait out, so the long-run share still holds.
   bool admit(uint64_t now_ns, CostKind kind, bool on_credit = false);
+  // Admits without the allowance or the rate limit, reserving the estimate all the same: for work
+  // the caller spaces itself by its measured cost (graph stages, AlwaysOnPolicy::admit_graph). The
+  // debt it leaves holds the other launches back, so the long-run share stays the budget.
+  void admit_spaced(uint64_t now_ns, CostKind kind);
   // The measured cost of an admitted launch (or of one-off work), when it ended.
   void charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns);
   // A selected launch the budget held back.

@@ -20,7 +20,7 @@ constexpr std::string_view kDuration = "gpu__time_duration.sum";
 // graph per batch size), and beyond it new execs are neither bridged nor profiled.
 constexpr size_t kMaxCountedExecs = 4096;
 // Retargeting reads every graph's summary: at most this often.
-constexpr uint64_t kRetargetIntervalNs = 500'000'000;
+constexpr uint64_t kRetargetIntervalNs = 50'000'000;
 
 }  // namespace
 
@@ -98,6 +98,18 @@ bool GraphProfiler::enter(const LaunchEvent& fast_event) {
       if (counted != launches_.end()) {
         const uint64_t n = ++counted->second;
         bridge = (n & (n - 1)) == 0;  // the 1st, 2nd, 4th, 8th... launch, until bridged
+        if (n == kDeepTargetLaunches && p_.always_on == nullptr && p_.config.select != SelectMode::kNone &&
+            targets_.size() < kMaxTargets && targets_.count(exec) == 0) {
+          // Deep mode: a graph launched again is profiled from its next launch on, before the
+          // trace can rank it: a short program's replays may all be over by the time its records
+          // come back (CUPTI returns a buffer when it is full). Its kernels are named when the
+          // trace has them (at the latest at the end).
+          auto t = std::make_unique<Target>();
+          t->exec_id = exec;
+          targets_.emplace(exec, std::move(t));
+          any_target_.store(true, std::memory_order_relaxed);
+          p_.log.info("profiling graph exec " + std::to_string(exec) + " over its next launches: it is launched again");
+        }
       }
       if (any_target_.load(std::memory_order_relaxed)) {
         if (auto it = targets_.find(exec); it != targets_.end() && it->second->phase != Target::Phase::kDone &&
@@ -114,7 +126,10 @@ bool GraphProfiler::enter(const LaunchEvent& fast_event) {
       LaunchEvent event = fast_event;
       p_.platform.fill_launch_details(event);
       // A graph launched into a capturing stream becomes a node of another graph: nothing runs.
-      if (!event.stream_capturing) {
+      if (event.stream_capturing) {
+        p_.log.log_once(LogLevel::kInfo, "graph-capturing-" + std::to_string(exec),
+                        "graph exec " + std::to_string(exec) + ": launched into a capturing stream, left alone");
+      } else {
         const uint64_t started_mono = p_.monotonic_ns();
         Target::Phase phase = Target::Phase::kDone;
         {
@@ -205,7 +220,10 @@ bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t sta
   std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, t.exec_id, started_mono);
   if (!ctx) {
     if (p_.always_on) p_.always_on->charge_since(cost, started_mono);
-    return false;  // another profile holds the context: a later launch of the graph
+    p_.log.log_once(LogLevel::kInfo, "graph-busy-" + std::to_string(t.exec_id),
+                    "graph exec " + std::to_string(t.exec_id) +
+                        ": a launch ran unprofiled, another profile held its context (a later one is taken)");
+    return false;
   }
   auto active = std::make_unique<Active>();
   active->owner = instance_id_;
@@ -347,7 +365,11 @@ void GraphProfiler::exit(const LaunchEvent& event) {
   const uint32_t exec = slot->exec_id;
   if (slot->context) slot->context->busy.store(false);
   try {
-    if (slot->budgeted && p_.always_on) p_.always_on->charge_since(slot->cost, slot->started_mono_ns);
+    if (slot->budgeted && p_.always_on) {
+      p_.always_on->charge_since(slot->cost, slot->started_mono_ns);
+      const uint64_t now = p_.monotonic_ns();
+      p_.always_on->graph_spent(now > slot->started_mono_ns ? now - slot->started_mono_ns : 0);
+    }
   } catch (...) {
   }
   slot.reset();  // releases the flush gate
@@ -435,7 +457,7 @@ void GraphProfiler::stage_done(Target& t, const std::vector<collectors::MetricRe
     // The graph routed as one workload (no launch shape of its own): its route says which
     // counters the next stage collects.
     triage::KernelInput workload;
-    workload.mangled_name = "graph " + std::to_string(t.graph_id);
+    workload.mangled_name = "graph exec " + std::to_string(t.exec_id);
     workload.function_name = workload.mangled_name;
     workload.device = t.device;
     if (std::optional<collectors::DeviceInfo> d = p_.devices.known(t.device)) workload.device_limits = d->limits;
@@ -528,7 +550,10 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
     t.sample_error = src.sample_error;
     t.sample_period_log2 = src.sample_period_log2;
     it->second->records_written = true;
+    if (it->second->graph_id == 0) it->second->graph_id = p_.graphs.graph_of(exec_id);
+    t.graph_id = it->second->graph_id;
   }
+  if (t.graph_id == 0) return;  // its records have not come back yet: written when they have
   // The passes' spans, for Decision 0's comparison of the replays the counters come from.
   std::vector<std::pair<Target::Pass, double>> spans;
   for (const Target::Pass& pass : t.passes) {
@@ -645,12 +670,12 @@ void GraphProfiler::retarget_locked(const triage::TimelineAccumulator& timeline)
     std::lock_guard<std::mutex> lock(mutex_);
     if (targets_.size() >= kMaxTargets) return;
   }
+  if (p_.trace.graph_accumulator_locked().empty()) return;
+  // The scan reads every graph's summary: at most every kRetargetIntervalNs once it has found
+  // families to target (a short program's replays may all run within a second of the first).
   const uint64_t now = p_.monotonic_ns();
   const uint64_t last = last_retarget_ns_.load(std::memory_order_relaxed);
   if (last != 0 && now < last + kRetargetIntervalNs) return;
-  last_retarget_ns_.store(now, std::memory_order_relaxed);
-  const std::vector<triage::GraphStats> graphs = p_.trace.graph_accumulator_locked().summary();
-  if (graphs.empty()) return;
   // The families wanted: ranked (top:N or share), or every one under CUTRIAGE_SELECT=all.
   std::set<uint64_t> wanted;
   {
@@ -668,6 +693,8 @@ void GraphProfiler::retarget_locked(const triage::TimelineAccumulator& timeline)
     }
   }
   if (wanted.empty()) return;
+  last_retarget_ns_.store(now, std::memory_order_relaxed);
+  const std::vector<triage::GraphStats> graphs = p_.trace.graph_accumulator_locked().summary();
   std::vector<std::pair<uint32_t, uint32_t>> picks;  // (graph, exec)
   for (uint64_t family : wanted) {
     const triage::GraphStats* best = nullptr;

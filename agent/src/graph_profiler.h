@@ -9,8 +9,10 @@
 // the graph gets a record with the graph's counters, its own launch shape, durations and samples,
 // and the scope said (GraphScope; Decision 0's d0.graph_share and d0.graph_scope weigh it).
 //
-// Which graphs: after each ranking, the graph holding most of each ranked family's time, when
-// most of that family's time is in graphs. The exec is known through the graph table's bridge.
+// Which graphs: in deep mode every exec launched a second time (up to kMaxTargets), since a short
+// program's replays can be over before the trace ranks anything; in both modes, after each
+// ranking, the graph holding most of each ranked family's time when most of that family's time is
+// in graphs (the exec known through the graph table's bridge).
 //
 // Threading: targets sit behind mutex_, a leaf except that it is taken inside the trace's lock
 // (retarget_locked) and before the family table's and the output's (records). A pass runs from
@@ -79,6 +81,9 @@ class GraphProfiler {
   static constexpr size_t kMaxFamiliesPerGraph = 16;
   // A family gets a record from its graph's counters from this share of the graph's kernel time.
   static constexpr double kMinRecordShare = 0.01;
+  // Deep mode: an exec becomes a target at this launch (a graph launched again), before the trace
+  // ranks it; always-on waits for the ranking.
+  static constexpr uint64_t kDeepTargetLaunches = 2;
 
   // A cuGraphLaunch's entry: true when this launch is a pass or a sampled launch (its exit then
   // completes it). Counts the exec's launches and bridges it to its records' graph id.

@@ -5,6 +5,7 @@
 #
 #   PHASE=deep bash tests/gpu/run_graph_verdicts.sh     # build, MLP and torch.compile in deep mode,
 #                                                       # the CUDA-graph program of the GPU suite
+#   PHASE=mlp bash tests/gpu/run_graph_verdicts.sh      # the MLP in deep mode only
 #   PHASE=always bash tests/gpu/run_graph_verdicts.sh   # always-on at the default budget: the MLP
 #                                                       # loop timed plain and under the agent
 # On the device, carry .carry (protozero headers). AO_SECONDS (default 240) sets the always-on run.
@@ -56,30 +57,33 @@ EOF
   cp "$logs/agent.log" "$1.log" 2>/dev/null || true
 }
 
-if [ "$phase" = deep ]; then
+if [ "$phase" = deep ] || [ "$phase" = mlp ]; then
   run_one mlp.plain python3 "$w/graph_mlp.py" 300
   run_one mlp.deep env CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run -o "$out/graph_mlp-deep.pb" -- \
     python3 "$w/graph_mlp.py" 300
   same mlp.plain mlp.deep
   verdicts "$out/graph_mlp-deep.pb"
+fi
+if [ "$phase" = deep ]; then
 
   # torch.compile: one Inductor cache, filled by a first plain run, shared by the others, so every
   # run uses the same kernels (autotuning picks them by timing; docs/graphs.md).
   c=compile_reduce_overhead
-  export TORCHINDUCTOR_CACHE_DIR="$logs/inductor"
+  export TORCHINDUCTOR_CACHE_DIR="$logs/inductor" DETERMINISTIC=1
   run_one c.fill python3 "$w/$c.py" 200
   run_one c.plain python3 "$w/$c.py" 200
   same c.fill c.plain
   run_one c.deep env CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run -o "$out/$c-deep.pb" -- python3 "$w/$c.py" 200
   same c.plain c.deep
   verdicts "$out/$c-deep.pb"
-  unset TORCHINDUCTOR_CACHE_DIR
+  unset TORCHINDUCTOR_CACHE_DIR DETERMINISTIC
 
   CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" CUTRIAGE_OUTPUT="$out/gpu_graphs.pb" CUTRIAGE_SELECT=all \
     timeout 120 "$build/tests/gpu/gpu_graphs" >"$logs/graphs.out" 2>&1
   echo "gpu_graphs under the agent (select all): exit $? ($(tail -1 "$logs/graphs.out"))" >>"$sum"
   verdicts "$out/gpu_graphs.pb"
-else
+fi
+if [ "$phase" = always ]; then
   secs="${AO_SECONDS:-240}"
   run_one mlp.plain.timed python3 "$w/graph_mlp.py" 0 60
   run_one mlp.ao env CUTRIAGE_MODE=always-on CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run \

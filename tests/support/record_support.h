@@ -34,11 +34,29 @@ inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v
   lc.local_bytes_per_thread = k.launch().local_bytes_per_thread();
   in.launch = lc;
   in.device_limits = limits;
-  const bool no_replay = k.replay_mode() == v1::REPLAY_MODE_NONE;  // always-on: assembled launches
-  in.collection.replay_mode = no_replay ? triage::ReplayMode::kNone : triage::ReplayMode::kKernel;
+  // Always-on's assembled launches and a graph's own launches ran once each, nothing replayed.
+  const bool no_replay = k.replay_mode() == v1::REPLAY_MODE_NONE;
+  const bool application = k.replay_mode() == v1::REPLAY_MODE_APPLICATION;
+  in.collection.replay_mode = no_replay     ? triage::ReplayMode::kNone
+                              : application ? triage::ReplayMode::kApplication
+                                            : triage::ReplayMode::kKernel;
   in.collection.clock_control = triage::ClockControl::kNone;
   in.collection.passes = k.passes();
-  in.collection.cache_control = no_replay ? "none" : "all";
+  in.collection.cache_control = no_replay || application ? "none" : "all";
+  if (k.has_graph_scope()) {
+    // Decision 0's comparison: the graph's traced replays, as their median on the record.
+    if (k.unprofiled_duration_ns() > 0) in.unprofiled_durations_ns = {k.unprofiled_duration_ns()};
+    if (k.time_share() > 0) in.time_share = k.time_share();
+    const v1::GraphScope& g = k.graph_scope();
+    triage::GraphScope scope;
+    scope.graph_id = g.graph_id();
+    scope.exec_id = g.exec_id();
+    scope.share_of_graph = g.share_of_graph();
+    scope.other_families = g.other_families();
+    scope.replays_profiled = g.replays_profiled();
+    scope.mean_replay_ns = g.mean_replay_ns();
+    in.graph_scope = scope;
+  }
   for (const v1::AssembledLaunch& a : k.assembled_launches()) {
     triage::AssembledLaunch t;
     t.launch_index = a.launch_index();

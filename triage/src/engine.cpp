@@ -421,7 +421,17 @@ Diagnosis Router::run() {
 Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options) {
   try {
     Router router(kernel, options);
-    return router.run();
+    Diagnosis d = router.run();
+    if (kernel.graph_scope && d.trust != Trust::kUntrusted) {
+      // The counters are a whole graph launch's: the verdict is the graph's, weighted by this
+      // kernel's part of it, and the headline says so before anything else.
+      const size_t colon = d.headline.find(": ");
+      const std::string scope = "graph " + std::to_string(kernel.graph_scope->graph_id) + " as a whole (this kernel " +
+                                detail::pct(100.0 * kernel.graph_scope->share_of_graph, 0) + " of it)";
+      d.headline = colon == std::string::npos ? scope + ": " + d.headline
+                                              : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
+    }
+    return d;
   } catch (const std::exception& e) {
     Diagnosis d;
     d.classification = Classification::kInconclusive;

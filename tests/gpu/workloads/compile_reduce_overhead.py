@@ -3,11 +3,20 @@
 # must be identical with and without the agent, and on stderr the step rate.
 #
 #   python3 compile_reduce_overhead.py [STEPS] [SECONDS]
+#
+# DETERMINISTIC=1: deterministic algorithms only (and cuBLAS's fixed workspace), so that two runs
+# sharing one Inductor cache compute the same outputs (without it, plain runs differed on the H200).
 import hashlib
+import os
 import sys
 import time
 
+if os.environ.get("DETERMINISTIC") == "1":
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch
+
+if os.environ.get("DETERMINISTIC") == "1":
+    torch.use_deterministic_algorithms(True)
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0

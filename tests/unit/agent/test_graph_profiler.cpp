@@ -112,6 +112,7 @@ TEST_CASE("graphs: a graph's kernels get verdicts from its counters, over the ap
   // The verdict rests on the graph's counters and says so; the GEMM holds 80%: trusted, noted.
   CHECK(gemm->diagnosis().trust() != v1::TRUST_UNTRUSTED);
   CHECK(gemm->diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+  CHECK(gemm->diagnosis().headline().find("graph 9 as a whole (this kernel 80% of it): ") != std::string::npos);
   bool scope_noted = false;
   for (const std::string& n : gemm->diagnosis().trust_notes()) scope_noted = scope_noted || n.find("d0.graph_scope") != std::string::npos;
   CHECK(scope_noted);
@@ -187,4 +188,51 @@ TEST_CASE("graphs: a kernel launched directly keeps the counters of its own laun
       CHECK(!k->has_graph_scope());
     }
   }
+}
+
+TEST_CASE("graphs: always-on profiles a ranked graph within its budget, stages spaced by their cost",
+          "[agent][graphs][always-on]") {
+  GraphRun run;
+  AgentConfig c = top(2);
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.budget_fraction = 0.004;
+  c.summary = false;
+  c.trace_flush_ms = 0;
+  Harness h(c, run.counters());
+  h.platform.config.pc_batches[kKey] = graph_batch();
+  REQUIRE(h.ag->start());
+  // A service replaying its graph every millisecond of the fake clock, for ten fake minutes, with
+  // a direct launch before each replay (the input copy of graph_mlp.py) that always-on profiles
+  // on the same budget: as on the H200, its launches keep the allowance near zero.
+  uint64_t correlation = 100;
+  const uint64_t start = h.platform.mono_ns.load();
+  uint64_t first_pass_at = 0;
+  for (int i = 0; i < 600000 && h.platform.mono_ns.load() - start < 600'000'000'000ULL; ++i) {
+    h.platform.launch(make_launch("_Z4copyPf", ++correlation, {4, 1, 1}, {256, 1, 1}));
+    const int before = h.platform.stats.begins.load();
+    h.platform.launch_graph(kExec, kGraph, ++correlation, nodes(), kKey);
+    if (first_pass_at == 0 && h.platform.stats.begins.load() > before) first_pass_at = h.platform.mono_ns.load();
+    h.platform.mono_ns += 1'000'000;
+  }
+  h.ag->finish();
+  REQUIRE(first_pass_at != 0);
+  tools::ReadResult r = h.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  const v1::KernelProfile* gemm = record_of(r, ks, kGemm);
+  REQUIRE(gemm != nullptr);
+  CHECK(gemm->status() == v1::PROFILE_STATUS_PROFILED);
+  REQUIRE(gemm->has_graph_scope());
+  CHECK(gemm->diagnosis().trust() != v1::TRUST_UNTRUSTED);
+  REQUIRE(gemm->has_pc_sampling());
+  // What the graph's passes and sampling cost, against the budget: the profiled launches' time
+  // (the fake's begin costs) over the run stays near the budget's share.
+  const v1::SessionEnd* end = nullptr;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_session_end()) end = &rec.session_end();
+  }
+  REQUIRE(end != nullptr);
+  REQUIRE(end->has_overhead());
+  CHECK(end->overhead().spent_ns() > 0);
+  const double elapsed = static_cast<double>(h.platform.mono_ns.load() - start);
+  CHECK(static_cast<double>(end->overhead().spent_ns()) / elapsed < 0.004 * 1.5);
 }

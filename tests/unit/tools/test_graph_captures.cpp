@@ -4,12 +4,16 @@
 // with the numbers the run printed, every family that ran inside it names its captured nodes and
 // why it has no counters, and the report's two paths (the agent's summary, the summary recomputed
 // from the trace) fold the graphs alike.
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "catch.h"
+#include "cutriage/triage/engine.h"
 #include "file_reader.h"
+#include "record_support.h"
 #include "report.h"
 
 using namespace cutriage;
@@ -109,4 +113,65 @@ TEST_CASE("graph captures: the agent before graph support left the graph view ou
   CHECK(ts.graphs_size() == 0);
   for (const v1::FamilyStats& fs : ts.families()) CHECK(fs.graph_nodes_size() == 0);
   CHECK(tools::render_report(r, {}).find("CUDA graphs as workloads") == std::string::npos);
+}
+
+// Verdicts for kernels in graphs, deep mode (tests/gpu/run_graph_verdicts.sh PHASE=deep and
+// PHASE=mlp on the H200, 2026-12-02; outputs plain vs agent identical, docs/graphs.md): every
+// family with 5% of the GPU time or more has a profiled record whose counters are its graph's, the
+// graph's dominant kernel gets a verdict and the others say why the graph's counters are not
+// theirs, and today's engine gives each record's verdict again from the record's own numbers.
+TEST_CASE("graph captures: families in graphs get verdicts from their graph's counters", "[graphs][h200]") {
+  for (const char* file : {"graph_mlp-deep.pb", "compile_reduce_overhead-deep.pb"}) {
+    INFO(file);
+    const tools::ReadResult r = load(file);
+    const v1::TraceSummary& ts = summary_of(r);
+    REQUIRE(ts.graphs_size() >= 1);
+    CHECK(ts.graphs(0).exec_id() != 0);
+    std::map<uint64_t, const v1::KernelProfile*> latest;  // family id -> highest revision
+    for (const v1::Record& rec : r.file.records()) {
+      if (!rec.has_kernel() || rec.kernel().family_id() == 0) continue;
+      const v1::KernelProfile*& k = latest[rec.kernel().family_id()];
+      if (k == nullptr || rec.kernel().revision() >= k->revision()) k = &rec.kernel();
+    }
+    int dominant = 0;
+    int checked = 0;
+    for (const v1::FamilyStats& f : ts.families()) {
+      if (f.total_ns() < 0.05 * ts.total_kernel_ns() || f.graph_launches() * 2 < f.launches()) continue;
+      INFO("family " << f.family_id());
+      const v1::KernelProfile* k = latest[f.family_id()];
+      REQUIRE(k != nullptr);
+      CHECK(k->status() == v1::PROFILE_STATUS_PROFILED);
+      CHECK(f.selection() == v1::FamilyStats::SELECTION_PROFILED);
+      REQUIRE(k->has_graph_scope());
+      const v1::GraphScope& g = k->graph_scope();
+      CHECK(g.graph_id() == ts.graphs(0).graph_id());
+      CHECK(g.replays_profiled() >= 9);
+      CHECK(k->replay_mode() == v1::REPLAY_MODE_APPLICATION);
+      CHECK(k->metrics_size() > 50);
+      // Every pass a launch of the application, timed by the trace; comparable (Decision 0).
+      REQUIRE(k->assembled_launches_size() == static_cast<int>(g.replays_profiled()));
+      double lo = 0, hi = 0;
+      for (const v1::AssembledLaunch& a : k->assembled_launches()) {
+        REQUIRE(a.duration_ns() > 0);
+        lo = lo == 0 ? a.duration_ns() : std::min(lo, a.duration_ns());
+        hi = std::max(hi, a.duration_ns());
+      }
+      CHECK(hi / lo < 1.5);
+      if (g.share_of_graph() >= 0.5) {
+        ++dominant;
+        CHECK(k->diagnosis().trust() != v1::TRUST_UNTRUSTED);
+      } else {
+        CHECK(k->diagnosis().trust() == v1::TRUST_UNTRUSTED);
+        CHECK(k->diagnosis().headline().find("whole launch") != std::string::npos);
+      }
+      // The same verdict from the record's numbers through today's engine.
+      const triage::KernelInput in = testing::input_from_record(r, *k, *triage::known_device_limits("GH100"));
+      const triage::Diagnosis again = triage::triage_kernel(in);
+      CHECK(static_cast<int>(again.classification) == static_cast<int>(k->diagnosis().classification()));
+      CHECK(static_cast<int>(again.trust) == static_cast<int>(k->diagnosis().trust()));
+      ++checked;
+    }
+    CHECK(dominant == 1);
+    CHECK(checked >= 2);
+  }
 }
