@@ -151,7 +151,18 @@ bool GraphProfiler::enter(const LaunchEvent& fast_event) {
   } catch (...) {
     p_.log.log_once(LogLevel::kError, "graph-enter", "internal error at a graph launch");
   }
-  active_slot().reset();
+  try {
+    // The exit will not come: the target must not stay taken, nor its context held.
+    std::unique_ptr<Active>& slot = active_slot();
+    if (slot && slot->owner == instance_id_ && slot->context) {
+      slot->context->graph_exec.store(0);
+      slot->context->busy.store(false);
+    }
+    slot.reset();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = targets_.find(fast_event.graph_exec_id); it != targets_.end()) it->second->in_flight = false;
+  } catch (...) {
+  }
   return false;
 }
 
@@ -216,7 +227,11 @@ bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t sta
   // Always-on: a stage's first pass is admitted like a group switch (it configures the profiler);
   // its later passes go on credit (charged all the same), so that a stage is not left halfway.
   const CostKind cost = first_pass ? CostKind::kGroupSwitch : CostKind::kSameGroup;
-  if (p_.always_on && !p_.always_on->admit_graph(cost)) return false;
+  if (p_.always_on && !p_.always_on->admit_graph(cost)) {
+    p_.log.log_once(LogLevel::kInfo, "graph-budget-" + std::to_string(t.exec_id),
+                    "graph exec " + std::to_string(t.exec_id) + ": waiting for the budget to pay for its next stage");
+    return false;
+  }
   std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, t.exec_id, started_mono);
   if (!ctx) {
     if (p_.always_on) p_.always_on->charge_since(cost, started_mono);

@@ -364,7 +364,7 @@ void SessionView::print_summary(Logger& log, const wire::SessionEnd& end, const 
   auto tail = [&] {
     if (end.graph_launches > 0) {
       log.summary("  " + std::to_string(end.graph_launches) +
-                  " CUDA graph launches: their kernels are traced and ranked, not profiled");
+                  " CUDA graph launches: their kernels are traced, ranked and profiled through their graph");
     }
     if (end.captured_launches > 0) {
       log.summary("  " + std::to_string(end.captured_launches) +

@@ -803,7 +803,7 @@ std::string graph_nodes_text(const ReadResult& file, const v1::FamilyStats& fs, 
 // families inside it.
 void render_graphs(std::ostringstream& out, const ReadResult& file, const v1::TraceSummary& ts,
                    const ReportOptions& options) {
-  out << "CUDA graphs as workloads (kernels in graphs are traced, not profiled: docs/graphs.md)\n";
+  out << "CUDA graphs as workloads (a graph's counters are the whole launch's, never one node's: docs/graphs.md)\n";
   const int limit = options.verbose ? ts.graphs_size() : std::min(ts.graphs_size(), 5);
   for (int i = 0; i < limit; ++i) {
     const v1::GraphStats& g = ts.graphs(i);
@@ -1170,7 +1170,7 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
         << " profiled";
     if (end->failed_profiles() != 0) out << ", " << end->failed_profiles() << " failed";
     if (end->graph_launches() != 0) {
-      out << "; " << end->graph_launches() << " CUDA graph launches (kernels in graphs are not profiled)";
+      out << "; " << end->graph_launches() << " CUDA graph launches (their kernels are profiled through their graph)";
     }
     if (end->captured_launches() != 0) {
       out << "; " << end->captured_launches() << " launches into streams under capture (not profiled)";
