@@ -532,16 +532,17 @@ void GraphProfiler::complete_sampling(Active& active) {
 }
 
 void GraphProfiler::fail(Target& t, const std::string& why) {
+  uint32_t graph = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     t.failure = why;
     t.phase = Target::Phase::kDone;
     t.plan.reset();
+    graph = t.graph_id;
   }
-  p_.log.log_once(LogLevel::kWarn, "graph-fail-" + std::to_string(t.exec_id),
-                  "could not profile graph " + std::to_string(t.graph_id) + ": " + why);
-  p_.notify(wire::Severity::kWarning, "graph_profile_failed",
-            "graph " + std::to_string(t.graph_id) + " (exec " + std::to_string(t.exec_id) + "): " + why, 0);
+  const std::string name = "graph " + std::to_string(graph) + " (exec " + std::to_string(t.exec_id) + ")";
+  p_.log.log_once(LogLevel::kWarn, "graph-fail-" + std::to_string(t.exec_id), "could not profile " + name + ": " + why);
+  p_.notify(wire::Severity::kWarning, "graph_profile_failed", name + ": " + why, 0);
 }
 
 void GraphProfiler::write_records(uint32_t exec_id, bool write) {

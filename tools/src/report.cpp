@@ -384,8 +384,8 @@ void render_graph_scope(std::ostringstream& out, const v1::KernelProfile& k) {
   }
   std::string text = "the whole graph " + std::to_string(g.graph_id()) + "'s (exec " + std::to_string(g.exec_id()) +
                      "), as one workload, over " + std::to_string(g.replays_profiled()) +
-                     (g.replays_profiled() == 1 ? " of its launches" : " of its launches") +
-                     " (the application's own, none replayed";
+                     (g.replays_profiled() == 1 ? " of its launches (the application's own, not replayed"
+                                                : " of its launches (the application's own, none replayed");
   if (max_ns > 0) {
     text += "; " + short_duration(min_ns);
     if (max_ns > min_ns) text += "\u2013" + short_duration(max_ns);
