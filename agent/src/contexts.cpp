@@ -8,6 +8,24 @@ void ContextState::release_locked() {
   profiled_end_mono_ns.store(0);
 }
 
+collectors::Status ContextState::begin_sampling_locked(collectors::Platform& platform,
+                                                      const collectors::PcSamplingOptions& options, bool* failed_now) {
+  *failed_now = false;
+  if (profiler) (void)profiler->disable();
+  configured_group.store(-1);
+  if (!sampler && !sampler_failed) {
+    collectors::Result<std::unique_ptr<collectors::PcSampler>> made = platform.make_pc_sampler(event);
+    if (made.is_ok()) {
+      sampler = std::move(made).value();
+    } else {
+      sampler_failed = true;
+      sampler_error = made.status().message();
+      *failed_now = true;
+    }
+  }
+  return sampler ? sampler->begin(options) : collectors::Status(collectors::StatusCode::kNotSupported, sampler_error);
+}
+
 void ContextTable::created(const collectors::ContextEvent& event) {
   auto ctx = std::make_shared<ContextState>();
   ctx->event = event;

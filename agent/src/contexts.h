@@ -53,6 +53,12 @@ struct ContextState {
 
   // Disables the range profiler and forgets its group (profiler_mutex held).
   void release_locked();
+  // Starts PC sampling on the context (profiler_mutex held): the range profiler disabled first
+  // (CUPTI refuses the two on one context), the sampler made on first use. *failed_now is set
+  // when making it failed just now (the caller says so once); a failure is kept in
+  // sampler_failed/sampler_error and every later call answers kNotSupported with it.
+  collectors::Status begin_sampling_locked(collectors::Platform& platform, const collectors::PcSamplingOptions& options,
+                                           bool* failed_now);
 };
 
 class ContextTable {

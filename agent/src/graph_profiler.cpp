@@ -327,19 +327,8 @@ bool GraphProfiler::begin_sampling(const LaunchEvent& event, Target& t, uint64_t
   collectors::Status started;
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
-    if (ctx->profiler) (void)ctx->profiler->disable();  // CUPTI refuses the two on one context
-    ctx->configured_group.store(-1);
-    if (!ctx->sampler && !ctx->sampler_failed) {
-      collectors::Result<std::unique_ptr<collectors::PcSampler>> sampler = p_.platform.make_pc_sampler(ctx->event);
-      if (sampler.is_ok()) {
-        ctx->sampler = std::move(sampler).value();
-      } else {
-        ctx->sampler_failed = true;
-        ctx->sampler_error = sampler.status().message();
-      }
-    }
-    started = ctx->sampler ? ctx->sampler->begin(options)
-                           : collectors::Status(StatusCode::kNotSupported, ctx->sampler_error);
+    bool failed_now = false;
+    started = ctx->begin_sampling_locked(p_.platform, options, &failed_now);
   }
   if (!started.is_ok()) {
     ctx->busy.store(false);

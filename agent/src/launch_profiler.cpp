@@ -299,21 +299,12 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
   collectors::Status started;
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
-    // CUPTI refuses to enable PC sampling beside an enabled range profiler on one context.
-    if (ctx->profiler) (void)ctx->profiler->disable();
-    ctx->configured_group.store(-1);
-    if (!ctx->sampler && !ctx->sampler_failed) {
-      collectors::Result<std::unique_ptr<collectors::PcSampler>> sampler = p_.platform.make_pc_sampler(ctx->event);
-      if (sampler.is_ok()) {
-        ctx->sampler = std::move(sampler).value();
-      } else {
-        ctx->sampler_failed = true;
-        ctx->sampler_error = sampler.status().message();
-        p_.log.log_once(LogLevel::kWarn, "pc-sampler",
-                        "PC sampling unavailable (" + ctx->sampler_error + "): Decisions 3 and 6 go without source lines");
-      }
+    bool failed_now = false;
+    started = ctx->begin_sampling_locked(p_.platform, options, &failed_now);
+    if (failed_now) {
+      p_.log.log_once(LogLevel::kWarn, "pc-sampler",
+                      "PC sampling unavailable (" + ctx->sampler_error + "): Decisions 3 and 6 go without source lines");
     }
-    started = ctx->sampler ? ctx->sampler->begin(options) : collectors::Status(StatusCode::kNotSupported, ctx->sampler_error);
   }
   if (!started.is_ok()) {
     ctx->busy.store(false);
