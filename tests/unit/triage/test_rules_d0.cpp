@@ -309,3 +309,53 @@ TEST_CASE("d0.assembled_launches (synthetic)", "[d0]") {
   k.assembled_launches[2].duration_ns = 300000;  // this process's launch took 3x as long
   CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kFired);
 }
+
+TEST_CASE("d0.graph_share and d0.graph_scope (synthetic)", "[d0][graphs]") {
+  const Rule* share = find_rule("d0.graph_share");
+  const Rule* scope = find_rule("d0.graph_scope");
+  REQUIRE(share != nullptr);
+  REQUIRE(scope != nullptr);
+  CHECK(share->blocking);
+  CHECK(!scope->blocking);
+  KernelInput k = with_duration(100000);
+  // Counters of the kernel's own launch: neither applies.
+  CHECK(run_one("d0.graph_share", k).outcome == Outcome::kNotFired);
+  CHECK(run_one("d0.graph_scope", k).outcome == Outcome::kNotFired);
+
+  GraphScope g;
+  g.graph_id = 7;
+  g.exec_id = 3;
+  g.replays_profiled = 9;
+  g.other_families = 2;
+  g.share_of_graph = 0.2;  // a minority of the graph's kernel time
+  k.graph_scope = g;
+  CheckResult c = run_one("d0.graph_share", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("graph 7") != std::string::npos);
+  CHECK(c.reason.find("20.0%") != std::string::npos);
+  CHECK(run_one("d0.graph_scope", k).outcome == Outcome::kFired);
+
+  k.graph_scope->share_of_graph = 0.76;  // the graph's dominant kernel: trusted, but noted
+  CHECK(run_one("d0.graph_share", k).outcome == Outcome::kNotFired);
+  c = run_one("d0.graph_scope", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("over 9 replay(s)") != std::string::npos);
+
+  k.graph_scope->share_of_graph = 0.97;  // practically alone in its graph
+  CHECK(run_one("d0.graph_scope", k).outcome == Outcome::kNotFired);
+
+  // The threshold is the rule's, overridable like any other.
+  Thresholds strict;
+  strict.set("d0.graph_share.min_share", 0.8);
+  k.graph_scope->share_of_graph = 0.76;
+  CHECK(run_one("d0.graph_share", k, strict).outcome == Outcome::kFired);
+
+  // Through the engine: the minority kernel's diagnosis is untrusted, the dominant one's headline
+  // names the graph.
+  k.graph_scope->share_of_graph = 0.2;
+  CHECK(triage_kernel(k).trust == Trust::kUntrusted);
+  k.graph_scope->share_of_graph = 0.76;
+  const Diagnosis d = triage_kernel(k);
+  REQUIRE(d.trust != Trust::kUntrusted);
+  CHECK(d.headline.find("graph 7 as a whole (this kernel 76% of it)") != std::string::npos);
+}
