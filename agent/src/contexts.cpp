@@ -8,6 +8,22 @@ void ContextState::release_locked() {
   profiled_end_mono_ns.store(0);
 }
 
+collectors::Status ContextState::ensure_range_profiler_locked(collectors::Platform& platform, bool* failed_now) {
+  *failed_now = false;
+  if (!profiler && !profiler_failed) {
+    collectors::Result<std::unique_ptr<collectors::RangeProfiler>> made = platform.make_range_profiler(event);
+    if (made.is_ok()) {
+      profiler = std::move(made).value();
+    } else {
+      profiler_failed = true;
+      *failed_now = true;
+      return made.status();
+    }
+  }
+  if (!profiler) return {collectors::StatusCode::kUnavailable, "range profiler unavailable on this context"};
+  return collectors::Status::ok();
+}
+
 collectors::Status ContextState::begin_sampling_locked(collectors::Platform& platform,
                                                       const collectors::PcSamplingOptions& options, bool* failed_now) {
   *failed_now = false;

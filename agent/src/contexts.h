@@ -53,6 +53,10 @@ struct ContextState {
 
   // Disables the range profiler and forgets its group (profiler_mutex held).
   void release_locked();
+  // The range profiler, made on first use (profiler_mutex held). Not ok when there is none:
+  // *failed_now set when making it failed just now (the status is CUPTI's: permission denied, ...;
+  // the caller says so once), otherwise an earlier failure (kUnavailable).
+  collectors::Status ensure_range_profiler_locked(collectors::Platform& platform, bool* failed_now);
   // Starts PC sampling on the context (profiler_mutex held): the range profiler disabled first
   // (CUPTI refuses the two on one context), the sampler made on first use. *failed_now is set
   // when making it failed just now (the caller says so once); a failure is kept in

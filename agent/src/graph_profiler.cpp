@@ -52,7 +52,6 @@ struct GraphProfiler::Target {
   std::string sample_error;
   uint32_t sample_period_log2 = 0;
   std::string failure;
-  bool records_written = false;
 };
 
 struct GraphProfiler::Active {
@@ -184,6 +183,21 @@ std::vector<std::string> GraphProfiler::next_stage_locked(Target& t, const std::
   return triage::counters_still_needed(*t.workload, t.measured, {t.attempted.begin(), t.attempted.end()});
 }
 
+std::unique_ptr<GraphProfiler::Active> GraphProfiler::new_active(const LaunchEvent& event, const Target& t,
+                                                                 const std::shared_ptr<ContextState>& ctx,
+                                                                 uint64_t started_mono, CostKind cost) const {
+  auto active = std::make_unique<Active>();
+  active->owner = instance_id_;
+  active->correlation_id = event.correlation_id;
+  active->exec_id = t.exec_id;
+  active->context = ctx;
+  active->started_mono_ns = started_mono;
+  active->budgeted = p_.always_on != nullptr;
+  active->cost = cost;
+  active->gate = std::shared_lock<std::shared_mutex>(p_.gate);  // no activity flush until it ends
+  return active;
+}
+
 bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t started_mono) {
   std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device);
   if (!dev || dev->limits.chip.empty()) {
@@ -240,33 +254,16 @@ bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t sta
                         ": a launch ran unprofiled, another profile held its context (a later one is taken)");
     return false;
   }
-  auto active = std::make_unique<Active>();
-  active->owner = instance_id_;
-  active->correlation_id = event.correlation_id;
-  active->exec_id = t.exec_id;
-  active->context = ctx;
-  active->started_mono_ns = started_mono;
-  active->budgeted = p_.always_on != nullptr;
-  active->cost = cost;
-  active->gate = std::shared_lock<std::shared_mutex>(p_.gate);
+  std::unique_ptr<Active> active = new_active(event, t, ctx, started_mono, cost);
   collectors::Status s;
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
-    if (!ctx->profiler && !ctx->profiler_failed) {
-      collectors::Result<std::unique_ptr<collectors::RangeProfiler>> rp = p_.platform.make_range_profiler(ctx->event);
-      if (rp.is_ok()) {
-        ctx->profiler = std::move(rp).value();
-      } else {
-        ctx->profiler_failed = true;
-        s = rp.status();
-      }
-    }
-    if (ctx->profiler) {
+    bool failed_now = false;
+    s = ctx->ensure_range_profiler_locked(p_.platform, &failed_now);
+    if (s.is_ok()) {
       s = ctx->profiler->begin(*plan);
       // The configuration is the graph's now: always-on's group bookkeeping must not reuse it.
       ctx->configured_group.store(-1);
-    } else if (s.is_ok()) {
-      s = collectors::Status(StatusCode::kUnavailable, "range profiler unavailable on this context");
     }
   }
   if (!s.is_ok()) {
@@ -314,16 +311,8 @@ bool GraphProfiler::begin_sampling(const LaunchEvent& event, Target& t, uint64_t
     if (std::optional<collectors::DeviceInfo> d = p_.devices.known(event.device)) limits = d->limits;
     options.period_log2 = auto_sampling_period_log2(replay_ns, limits.sm_clock_hz, limits.sm_count);
   }
-  auto active = std::make_unique<Active>();
-  active->owner = instance_id_;
-  active->correlation_id = event.correlation_id;
-  active->exec_id = t.exec_id;
-  active->context = ctx;
+  std::unique_ptr<Active> active = new_active(event, t, ctx, started_mono, CostKind::kPcSampling);
   active->sampling = true;
-  active->started_mono_ns = started_mono;
-  active->budgeted = p_.always_on != nullptr;
-  active->cost = CostKind::kPcSampling;
-  active->gate = std::shared_lock<std::shared_mutex>(p_.gate);
   collectors::Status started;
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
@@ -433,10 +422,10 @@ void GraphProfiler::complete_pass(Active& active) {
     fail(*target, "metric evaluation: " + readings.status().message());
     return;
   }
-  stage_done(*target, readings.value(), active);
+  stage_done(*target, readings.value());
 }
 
-void GraphProfiler::stage_done(Target& t, const std::vector<collectors::MetricReading>& readings, const Active&) {
+void GraphProfiler::stage_done(Target& t, const std::vector<collectors::MetricReading>& readings) {
   std::string chip;
   if (std::optional<collectors::DeviceInfo> d = p_.devices.known(t.device)) chip = d->limits.chip;
   {
@@ -554,7 +543,6 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
     t.samples = src.samples;
     t.sample_error = src.sample_error;
     t.sample_period_log2 = src.sample_period_log2;
-    it->second->records_written = true;
     if (it->second->graph_id == 0) it->second->graph_id = p_.graphs.graph_of(exec_id);
     t.graph_id = it->second->graph_id;
   }
@@ -670,7 +658,6 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
 }
 
 void GraphProfiler::retarget_locked(const triage::TimelineAccumulator& timeline) {
-  static_cast<void>(timeline);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (targets_.size() >= kMaxTargets) return;
@@ -741,22 +728,6 @@ void GraphProfiler::finish() {
   // The passes' spans arrived with the last flush: the families' records take them, unwritten
   // (the agent's end of session rewrites every record with the trace's last word).
   for (uint32_t exec : execs) write_records(exec, false);
-}
-
-std::vector<GraphProfiler::GraphState> GraphProfiler::states() const {
-  std::vector<GraphState> out;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& [exec, t] : targets_) {
-    GraphState s;
-    s.graph_id = t->graph_id;
-    s.exec_id = exec;
-    s.replays_profiled = t->replays_profiled;
-    s.sampled = !t->samples.empty();
-    s.complete = t->phase == Target::Phase::kDone && t->failure.empty();
-    s.failure = t->failure;
-    out.push_back(s);
-  }
-  return out;
 }
 
 }  // namespace cutriage::agent

@@ -95,29 +95,24 @@ class GraphProfiler {
   // families' records take the passes' spans the trace knows by then.
   void finish();
 
-  // What the file's summary and the report say of a graph.
-  struct GraphState {
-    uint32_t graph_id = 0;
-    uint32_t exec_id = 0;
-    uint64_t replays_profiled = 0;
-    bool sampled = false;
-    bool complete = false;
-    std::string failure;
-  };
-  [[nodiscard]] std::vector<GraphState> states() const;
 
  private:
   struct Target;
   struct Active;
   static std::unique_ptr<Active>& active_slot();
   [[nodiscard]] bool owns_slot(uint64_t correlation_id) const;
+  // A pass or sampled launch in flight for `event` on `ctx` (claimed by the caller), holding the
+  // CUPTI gate shared.
+  [[nodiscard]] std::unique_ptr<Active> new_active(const collectors::LaunchEvent& event, const Target& t,
+                                                   const std::shared_ptr<ContextState>& ctx, uint64_t started_mono,
+                                                   CostKind cost) const;
 
   bool begin_pass(const collectors::LaunchEvent& event, Target& target, uint64_t started_mono);
   bool begin_sampling(const collectors::LaunchEvent& event, Target& target, uint64_t started_mono);
   void complete_pass(Active& active);
   void complete_sampling(Active& active);
   // A stage's counters are in: merged, the workload routed, the next stage planned or none.
-  void stage_done(Target& target, const std::vector<collectors::MetricReading>& readings, const Active& active);
+  void stage_done(Target& target, const std::vector<collectors::MetricReading>& readings);
   void fail(Target& target, const std::string& why);
   // The records of the graph's families from the target's counters and samples (mutex_ NOT held);
   // with `write` false only the families' last records are updated.

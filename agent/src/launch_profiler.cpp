@@ -217,26 +217,19 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
   active->gate = std::shared_lock<std::shared_mutex>(p_.gate);
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
-    if (!ctx->profiler && !ctx->profiler_failed) {
-      collectors::Result<std::unique_ptr<collectors::RangeProfiler>> rp = p_.platform.make_range_profiler(ctx->event);
-      if (rp.is_ok()) {
-        ctx->profiler = std::move(rp).value();
-      } else {
-        ctx->profiler_failed = true;
-        if (rp.status().code() == StatusCode::kPermissionDenied) {
-          p_.set_inactive(wire::AgentState::kPermissionDenied, rp.status().message());
-          ctx->busy.store(false);
-          record_unprofiled(event, family, wire::ProfileStatus::kNotProfiledPermission, rp.status().message(),
-                            launch_index);
-          return;
-        }
-        p_.notify(wire::Severity::kError, "range_profiler_failed",
-                  "range profiler unavailable on context " + std::to_string(event.context_id) + ": " +
-                      rp.status().message(),
-                  0);
-      }
+    bool failed_now = false;
+    const collectors::Status made = ctx->ensure_range_profiler_locked(p_.platform, &failed_now);
+    if (failed_now && made.code() == StatusCode::kPermissionDenied) {
+      p_.set_inactive(wire::AgentState::kPermissionDenied, made.message());
+      ctx->busy.store(false);
+      record_unprofiled(event, family, wire::ProfileStatus::kNotProfiledPermission, made.message(), launch_index);
+      return;
     }
-    if (!ctx->profiler) {
+    if (failed_now) {
+      p_.notify(wire::Severity::kError, "range_profiler_failed",
+                "range profiler unavailable on context " + std::to_string(event.context_id) + ": " + made.message(), 0);
+    }
+    if (!made.is_ok()) {
       ctx->busy.store(false);
       record_unprofiled(event, family, wire::ProfileStatus::kFailed, "range profiler unavailable on this context",
                         launch_index);

@@ -173,7 +173,6 @@ TEST_CASE("graphs: a kernel launched directly keeps the counters of its own laun
   uint64_t correlation = 100;
   replay(h, correlation, 30);
   h.platform.config.durations_ns[kGemm] = 800000;
-  FakeCounters direct;
   h.platform.launch(make_launch(kGemm, ++correlation, {132, 1, 1}, {256, 1, 1}));
   h.ag->finish();
   tools::ReadResult r = h.read();
