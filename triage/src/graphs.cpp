@@ -56,6 +56,7 @@ void GraphAccumulator::close(Graph& g, const Replay& r) {
   }
   g.recent_next = (g.recent_next + 1) % kRecentSpans;
   std::vector<std::pair<uint64_t, uint64_t>> iv = r.intervals;
+  if (iv.empty()) return;  // never (checked above), but GCC's -Wnull-dereference cannot see it through the copy
   std::sort(iv.begin(), iv.end());
   uint64_t start = iv.front().first;
   uint64_t end = iv.front().second;
