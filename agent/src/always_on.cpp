@@ -501,6 +501,7 @@ std::optional<wire::KernelRecord> AlwaysOnPolicy::resume_locked(Family& f, const
   record.input.collection.replay_mode = triage::ReplayMode::kNone;
   record.input.collection.cache_control = "none";
   record.input.collection.clock_control = triage::ClockControl::kNone;
+  record.input.collection.collector = triage::Collector::kAgent;
   record.input.collection.passes = 0;  // nothing collected on this launch
   record.status = wire::ProfileStatus::kProfiled;
   record.status_detail =

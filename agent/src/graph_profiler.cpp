@@ -590,6 +590,7 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
       in.metrics = t.measured;
       in.collection.replay_mode = triage::ReplayMode::kApplication;
       in.collection.clock_control = triage::ClockControl::kNone;
+      in.collection.collector = triage::Collector::kAgent;
       in.collection.cache_control = "none";
       in.collection.passes = static_cast<uint32_t>(spans.size());
       p_.builds.fill(f->mangled, in);

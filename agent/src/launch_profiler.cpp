@@ -447,6 +447,7 @@ void LaunchProfiler::complete_counters(Active& active) {
     record.input.collection.cache_control = "all";
   }
   record.input.collection.clock_control = triage::ClockControl::kNone;
+  record.input.collection.collector = triage::Collector::kAgent;
   record.input.collection.passes = active.plan.passes;
   record.context_id = active.event.context_id;
   record.stream_id = active.event.stream_id;

@@ -5,6 +5,7 @@
 #define ZLIB_CONST  // next_in is const
 #include <zlib.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -41,6 +42,7 @@ inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v
                               : application ? triage::ReplayMode::kApplication
                                             : triage::ReplayMode::kKernel;
   in.collection.clock_control = triage::ClockControl::kNone;
+  in.collection.collector = triage::Collector::kAgent;  // the records read here are the agent's
   in.collection.passes = k.passes();
   in.collection.cache_control = no_replay || application ? "none" : "all";
   if (k.has_graph_scope()) {
@@ -96,6 +98,24 @@ inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v
   }
   in.pc_samples = std::move(s);
   return in;
+}
+
+// The device limits a session header recorded for its one GPU, over the known chip's table.
+inline triage::DeviceLimits device_limits_from_header(const v1::SessionHeader& header) {
+  REQUIRE(header.gpus_size() == 1);
+  const v1::Gpu& g = header.gpus(0);
+  std::optional<triage::DeviceLimits> known = triage::known_device_limits(g.chip());
+  REQUIRE(known.has_value());
+  triage::DeviceLimits d = *known;
+  d.sm_count = g.sm_count();
+  d.max_threads_per_sm = g.limits().max_threads_per_sm();
+  d.max_warps_per_sm = g.limits().max_warps_per_sm();
+  d.max_blocks_per_sm = g.limits().max_blocks_per_sm();
+  d.registers_per_sm = g.limits().registers_per_sm();
+  d.shared_bytes_per_sm = g.limits().shared_bytes_per_sm();
+  d.shared_bytes_per_block_optin = g.limits().shared_bytes_per_block_optin();
+  d.reserved_shared_bytes_per_block = g.limits().reserved_shared_bytes_per_block();
+  return d;
 }
 
 // One gzip member, inflated (windowBits 15 + 16: gzip framing only, no zlib or raw deflate).

@@ -817,6 +817,7 @@ NcuCsvResult parse_impl(std::string_view text) {
     in.launch = launch_config(rec, cols, in.metrics);
     in.device_limits = device_limits(rec, cols, in.metrics, text_values);
     in.collection.replay_mode = triage::ReplayMode::kKernel;  // ncu's default; the caller may override
+    in.collection.collector = triage::Collector::kNcuImport;
     if (auto passes = in.metrics.get("profiler__replayer_passes")) in.collection.passes = to_u32(*passes);
     if (auto dur = in.metrics.get("gpu__time_duration.sum")) k.duration_ns = *dur;
 

@@ -12,6 +12,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "cutriage/base/demangle.h"
+#include "cutriage/base/numbers.h"
 #include "cutriage/triage/graphs.h"
 #include "cutriage/triage/rule.h"
 #include "cutriage/triage/timeline.h"
@@ -28,6 +29,8 @@ std::string fmt(double v, int precision = 3) {
   if (std::isnan(v)) return "nan";
   char buf[64];
   double a = std::fabs(v);
+  // Whole numbers from five digits on are counts: grouped, never in exponent form.
+  if (a >= 10000 && a < 1e18 && std::fabs(v - std::round(v)) < 1e-9) return base::grouped_integer(v);
   const bool extreme = a != 0 && (a >= 1e7 || a < 1e-3);
   if (!extreme && (a >= 100 || v == std::floor(v))) {
     std::snprintf(buf, sizeof buf, "%.*f", std::fabs(v - std::round(v)) < 1e-9 ? 0 : 1, v);
@@ -436,6 +439,31 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
   out << "    complete  yes" << (when.empty() ? "" : ", " + when) << "\n";
 }
 
+// Decision 7's confirmation in words, with its own unit and threshold (never a fixed number).
+std::string hardware_limit_text(const v1::Diagnosis& d) {
+  for (const auto& visit : d.path()) {
+    for (const auto& c : visit.checks()) {
+      if (c.rule_id() != "d7.limiter_near_peak" || c.outcome() != v1::OUTCOME_FIRED) continue;
+      std::string unit;
+      double value = 0;
+      for (const auto& e : c.evidence()) {
+        if (e.deciding() || unit.empty()) {
+          unit = e.metric();
+          value = e.value();
+        }
+        if (e.deciding()) break;
+      }
+      double limit = 80;
+      for (const auto& t : c.thresholds()) {
+        if (t.name() == "d7.limiter_near_peak.near_peak_pct") limit = t.value();
+      }
+      return "Decision 7: " + unit.substr(0, unit.find('.')) + " runs at " + fmt(value) + "% of its peak, at or above " +
+             fmt(limit) + "%: little is left to gain in this implementation";
+    }
+  }
+  return "Decision 7: the limiting unit runs close to its peak";
+}
+
 void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
                    size_t rank, const ReportOptions& options, SassResolver& sass) {
   std::string name(lookup(file, k.function_name_iid()));
@@ -465,7 +493,9 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     if (k.replay_mode() == v1::REPLAY_MODE_NONE) {
       out << (k.launch_index() != 0 ? ", " : "") << "one pass each, no replay";
     } else if (k.passes() > 0) {
-      out << (k.launch_index() != 0 ? ", " : "") << k.passes() << " replay passes on the last";
+      out << (k.launch_index() != 0 ? ", " : "")
+          << (k.combined_launch_indices_size() > 0 ? "the last replayed in " : "replayed in ") << k.passes()
+          << (k.passes() == 1 ? " pass" : " passes");
     }
     out << "\n";
   }
@@ -482,7 +512,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   }
 
   out << "    verdict   " << verdict_text(d) << "\n";
-  if (d.at_hardware_limit()) out << "              (the limiting unit is within 80% of its peak)\n";
+  if (d.at_hardware_limit()) out << "              (" << hardware_limit_text(d) << ")\n";
 
   out << "    trust     " << enum_words(v1::Trust_Name(d.trust()), "TRUST_");
   // Notes can be long (lists of metrics); the report shows each one's start, --verbose all of it.
@@ -492,6 +522,12 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     out << "\n              - " << note;
   }
   out << "\n";
+  // Source mapping apart from trust: a kernel without a line table is not a doubtful measurement.
+  for (int i = 0; i < d.source_notes_size(); ++i) {
+    std::string note = d.source_notes(i);
+    if (!options.verbose && note.size() > 110) note = note.substr(0, 107) + "...";
+    out << (i == 0 ? "    source    " : "              ") << terminal_safe(note, false) << "\n";
+  }
 
   out << "    path      ";
   for (int i = 0; i < d.path_size(); ++i) {
@@ -517,7 +553,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
       if (e.metric().rfind("cutriage__routed", 0) == 0) continue;  // engine bookkeeping
       if (shown != 0) out << "\n              ";
       out << e.metric() << " = " << fmt(e.value()) << (e.unit().empty() ? "" : " " + e.unit())
-          << (e.derived() ? " (derived)" : "");
+          << (e.derived() ? " (derived)" : "") << (e.deciding() ? "  <- deciding" : "");
       ++shown;
     }
     for (const auto& t : primary->thresholds()) {
@@ -536,8 +572,14 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     }
     if (d.amdahl_ceiling() > 0) {
       if (d.estimated_speedup() > 0) out << "; ";
-      out << "deleting the kernel would speed the captured work by at most "
-          << fmt(d.amdahl_ceiling()) << "x";
+      // Amdahl's bound on the whole run, said as what it is: the kernel's share of the time.
+      const double share = 1.0 - 1.0 / d.amdahl_ceiling();
+      if (share < 0.01) {
+        out << "this kernel is under 1% of the captured GPU time: no change to it speeds the run noticeably";
+      } else {
+        out << "this kernel is " << fmt(100.0 * share) << "% of the captured GPU time: making it faster speeds "
+            << "the run by at most " << fmt(d.amdahl_ceiling()) << "x";
+      }
     }
     out << "\n";
   }
@@ -686,8 +728,10 @@ void render_device(std::ostringstream& out, const v1::SessionHeader* session, co
   if (d.untraced_ns() > 0) {
     out << " (" << short_duration(span) << " traced; the trace was paused for the rest, CUTRIAGE_TRACE_DUTY)";
   }
+  // The session checks below leave the agent's own profiling out of their idle share; this line
+  // keeps it in, and says so, so the two numbers never read as a contradiction.
   out << ", busy " << short_duration(d.busy_ns()) << " (" << percent(d.busy_ns(), span) << "), idle "
-      << short_duration(idle) << " (" << percent(idle, span) << ")\n";
+      << short_duration(idle) << " (" << percent(idle, span) << ", time spent profiling included)\n";
   out << kIndent << "    " << plural(d.kernels(), "kernel", "kernels") << ", busy "
       << short_duration(d.kernel_busy_ns()) << "\n";
   if (d.copies() != 0) {

@@ -9,6 +9,8 @@
 // are listed as unreachable, and a throughput derived without them is a lower bound, which the
 // diagnosis says in its trust notes.
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -123,6 +125,40 @@ std::vector<std::string> derive_from_breakdowns(MetricSet& metrics) {
     derived.push_back(b.metric);
   }
   return derived;
+}
+
+std::vector<std::string> reconcile_breakdowns(MetricSet& metrics) {
+  // Below this many points a difference is rounding between passes, not a contradiction.
+  constexpr double kTolerancePoints = 0.5;
+  std::vector<std::string> notes;
+  const std::vector<ThroughputBreakdown>& all = throughput_breakdowns();
+  for (const ThroughputBreakdown& b : all) {
+    const MetricValue* v = metrics.find(b.metric);
+    if (v == nullptr) continue;
+    std::string top;
+    double top_value = v->value;
+    auto consider = [&](const std::string& name) {
+      std::optional<double> p = metrics.get(name);
+      if (p && std::isfinite(*p) && *p > top_value) {
+        top_value = *p;
+        top = name;
+      }
+    };
+    for (const std::string& part : b.parts) consider(part);
+    for (const ThroughputBreakdown& inner : all) {
+      if (&inner == &b) continue;
+      const bool inside = std::all_of(inner.parts.begin(), inner.parts.end(), [&b](const std::string& p) {
+        return std::find(b.parts.begin(), b.parts.end(), p) != b.parts.end();
+      });
+      if (inside) consider(inner.metric);
+    }
+    if (top.empty() || !(top_value > v->value + kTolerancePoints)) continue;
+    notes.push_back(b.metric.substr(0, b.metric.find('.')) + " raised from " + detail::pct(v->value, 1) + " to " +
+                    detail::pct(top_value, 1) + ": " + top.substr(0, top.find('.')) +
+                    ", part of its breakdown, was measured higher (values from different passes or launches)");
+    metrics.set(b.metric, top_value, v->unit, MetricSource::kDerived);
+  }
+  return notes;
 }
 
 std::vector<std::string> breakdown_notes(const MetricSet& metrics) {

@@ -117,6 +117,12 @@ void Router::assess_trust(size_t d0) {
   for (const CheckResult& c : at(d0).checks) {
     const Rule* rule = find_rule(c.rule_id);
     const bool blocking = rule != nullptr && rule->blocking;
+    if (rule != nullptr && rule->scope == TrustScope::kSourceMapping) {
+      // Said beside the verdict, never a caveat on the counters (rule.h, TrustScope).
+      if (c.outcome == Outcome::kFired) dx_.source_notes.push_back(c.rule_id + ": " + c.reason);
+      if (c.outcome == Outcome::kNotEvaluated) dx_.source_notes.push_back(c.rule_id + " not evaluated: " + c.reason);
+      continue;
+    }
     if (c.outcome == Outcome::kFired) {
       if (blocking) {
         blocked = true;
@@ -187,6 +193,7 @@ Diagnosis Router::run() {
   LaunchStatsResult lr = add_launch_metrics(kernel_, metrics_);
   launch_ = lr.stats;
   add_derived_metrics(metrics_);
+  std::vector<std::string> reconciled = reconcile_breakdowns(metrics_);
   if (kernel_.time_share && *kernel_.time_share >= 0 && *kernel_.time_share < 1) {
     dx_.amdahl_ceiling = 1.0 / (1.0 - *kernel_.time_share);
   }
@@ -196,7 +203,15 @@ Diagnosis Router::run() {
   assess_trust(d0);
   // Throughputs assembled from their breakdowns: said next to Decision 0's notes, since the
   // verdict rests on them like on any counter.
-  for (std::string& note : breakdown_notes(metrics_)) dx_.trust_notes.push_back(std::move(note));
+  for (std::string& note : breakdown_notes(metrics_)) {
+    // A raised throughput is marked derived too; its own line says why.
+    if (std::none_of(reconciled.begin(), reconciled.end(), [&note](const std::string& r) {
+          return r.compare(0, r.find(' '), note, 0, note.find(' ')) == 0;
+        })) {
+      dx_.trust_notes.push_back(std::move(note));
+    }
+  }
+  for (std::string& note : reconciled) dx_.trust_notes.push_back(std::move(note));
   if (dx_.trust == Trust::kUntrusted) {
     dx_.classification = Classification::kUntrusted;
     choose_primary({Decision::kD0Trust});

@@ -204,6 +204,21 @@ CheckResult run_rule(const Rule& rule, const KernelInput& kernel, const MetricSe
   result.reason = std::move(verdict.reading);
   result.evidence = std::move(ctx.evidence);
   result.thresholds = std::move(ctx.thresholds_used);
+  // The deciding number first, the others in the order the rule read them.
+  if (!verdict.deciding.empty()) {
+    auto it = std::find_if(result.evidence.begin(), result.evidence.end(),
+                           [&](const Evidence& e) { return e.metric == verdict.deciding; });
+    if (it != result.evidence.end()) {
+      it->deciding = true;
+      std::rotate(result.evidence.begin(), it, it + 1);
+    }
+  }
+  if (!verdict.deciding_threshold.empty()) {
+    const std::string key = std::string(rule.id) + "." + verdict.deciding_threshold;
+    auto it = std::find_if(result.thresholds.begin(), result.thresholds.end(),
+                           [&](const ThresholdUse& t) { return t.name == key; });
+    if (it != result.thresholds.end()) std::rotate(result.thresholds.begin(), it, it + 1);
+  }
   if (verdict.outcome == Outcome::kFired) {
     Finding f;
     f.limiter = verdict.limiter.value_or(rule.limiter);

@@ -3,14 +3,19 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <system_error>
+
+#include "cutriage/base/numbers.h"
 
 namespace cutriage::triage::detail {
 
 // Fixed-point text of `v` with `precision` decimals ("?" if it cannot be printed).
 inline std::string num(double v, int precision = 2) {
+  // Counts (no decimals) from five digits on are grouped like every other count in a report.
+  if (precision == 0 && std::isfinite(v) && std::fabs(v) >= 10000) return base::grouped_integer(v);
   char buf[128];
   auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
   if (res.ec != std::errc{}) return "?";

@@ -74,6 +74,11 @@ std::string list_offenders(RuleContext& ctx, const std::vector<std::pair<std::st
   return s;
 }
 
+// "1 percentage", "3 percentages": a count said in words, never "percentage(s)".
+std::string counted(size_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 RuleVerdict eval_duration(RuleContext& ctx) {
   std::vector<double> u;
   for (double d : ctx.kernel().unprofiled_durations_ns) {
@@ -96,7 +101,7 @@ RuleVerdict eval_duration(RuleContext& ctx) {
   const double divergence = std::max(ratio, 1.0 / ratio);
   const double limit = ctx.threshold("max_ratio");
   std::string reading = "profiled " + fmt(profiled / 1e3, 2) + " us vs unprofiled median " +
-                        fmt(median / 1e3, 2) + " us over " + std::to_string(n) + " run(s): " +
+                        fmt(median / 1e3, 2) + " us over " + counted(n, "run") + ": " +
                         times(divergence) + " apart";
   // A profiled launch carries a fixed cost of its own (the range start and stop around it, about
   // a microsecond on the H200: a 0.8 us kernel read as 1.7 us): a ratio over a sub-microsecond
@@ -123,8 +128,22 @@ RuleVerdict eval_duration(RuleContext& ctx) {
     causes += "caches warm in one case and cold in the other (replay restores memory between "
               "passes), unprofiled launches that overlapped other kernels while the profiled one "
               "ran alone, or launches of the same shape doing different work (data-dependent "
-              "loops). Compare the durations in the timeline (`cutriage trace`) and profile a "
-              "launch of the steady state (CUTRIAGE_LAUNCH_SKIP).";
+              "loops). ";
+    switch (ctx.kernel().collection.collector) {
+      case Collector::kNcuImport:
+        causes += "Compare with the kernel's duration in an unprofiled run (Nsight Systems, or the timings "
+                  "given to `cutriage triage --timings`) and profile a launch of the steady state "
+                  "(ncu --launch-skip).";
+        break;
+      case Collector::kAgent:
+        causes += "Compare the durations in the timeline (`cutriage trace`) and profile a launch of the "
+                  "steady state (CUTRIAGE_LAUNCH_SKIP).";
+        break;
+      case Collector::kUnspecified:
+        causes += "Compare with the kernel's duration in an unprofiled run and profile a launch of the "
+                  "steady state.";
+        break;
+    }
     v.next_action = causes;
     return v;
   }
@@ -167,13 +186,12 @@ RuleVerdict eval_out_of_range(RuleContext& ctx) {
   std::string reading;
   double severity = 0;
   if (!over.empty()) {
-    reading = std::to_string(over.size()) + " percentage(s) above " + pct(max_pct, 0) + ": " +
-              list_offenders(ctx, over);
+    reading = counted(over.size(), "percentage") + " above " + pct(max_pct, 0) + ": " + list_offenders(ctx, over);
     for (const auto& o : over) severity = std::max(severity, o.second / max_pct - 1.0);
   }
   if (!negative.empty()) {
     if (!reading.empty()) reading += "; ";
-    reading += std::to_string(negative.size()) + " negative value(s): " + list_offenders(ctx, negative);
+    reading += counted(negative.size(), "negative value") + ": " + list_offenders(ctx, negative);
     severity = std::max(severity, 1.0);
   }
   return RuleVerdict::fired(reading, severity);
@@ -192,12 +210,13 @@ RuleVerdict eval_slight_overshoot(RuleContext& ctx) {
   }
   std::string reading;
   if (!over.empty()) {
-    reading = std::to_string(over.size()) + " percentage(s) slightly above 100% (" +
-              list_offenders(ctx, over) + "): typical multi-pass replay artifact";
+    reading = counted(over.size(), "percentage") + " slightly above 100% (" + list_offenders(ctx, over) +
+              "): typical multi-pass replay artifact";
   }
   if (!far.empty()) {
-    if (!reading.empty()) reading += "; ";
-    reading += std::to_string(far.size()) + " percentage(s) far above 100% in metrics no verdict uses (" +
+    // Not "slight": said as what it is, a far overshoot the verdict does not read.
+    if (!reading.empty()) reading += "; also ";
+    reading += counted(far.size(), "percentage") + " far above 100%, in metrics no verdict uses (" +
                list_offenders(ctx, far) + "): max/min rollups and hit rates overshoot on small grids";
   }
   return RuleVerdict::fired(reading + "; not blocking", 0.1);
@@ -466,9 +485,9 @@ RuleVerdict eval_graph_scope(RuleContext& ctx) {
   if (!g) return RuleVerdict::not_fired("the counters are this kernel's own launch's");
   const double max_share = ctx.threshold("pure_share");
   const std::string reading = "counters of graph " + std::to_string(g->graph_id) + " over " +
-                              std::to_string(g->replays_profiled) + " replay(s); this kernel is " +
+                              counted(g->replays_profiled, "replay") + "; this kernel is " +
                               pct(100.0 * g->share_of_graph, 1) + " of its kernel time, " +
-                              std::to_string(g->other_families) + " other kernel(s) the rest";
+                              counted(g->other_families, "other kernel") + " the rest";
   if (g->share_of_graph < max_share) return RuleVerdict::fired(reading, 1.0 - g->share_of_graph);
   return RuleVerdict::not_fired(reading + " (>= " + pct(100.0 * max_share, 0) + ")");
 }
@@ -632,7 +651,7 @@ std::vector<Rule> make_d0_rules() {
   rules.push_back(Rule{
       .id = "d0.build_config",
       .decision = Decision::kD0Trust,
-      .title = "Release build with line information",
+      .title = "Release build with line information (source mapping)",
       .parent = {},
       .metrics = {},
       .thresholds = {},
@@ -640,6 +659,10 @@ std::vector<Rule> make_d0_rules() {
       .finding = "The profiled binary is a debug build or lacks line information.",
       .next_action = "Build with release optimization and -lineinfo, then profile again.",
       .priority = 40,
+      // The counters of a kernel without a line table are as right as any: it only keeps the
+      // samples from source lines (library kernels never have one). A -G build's counters are
+      // right for that build; whether it represents the release is the user's to judge.
+      .scope = TrustScope::kSourceMapping,
       .evaluate = eval_build,
   });
   rules.push_back(Rule{

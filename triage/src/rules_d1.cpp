@@ -48,7 +48,24 @@ RuleVerdict eval_waves(RuleContext& ctx) {
                        " SMs receive a block; spreading the same work over every SM bounds the "
                        "gain at SMs / blocks";
   }
-  return v;
+  // Block slots left empty: more resident warps hide more latency, until the busiest unit reaches
+  // its peak. Bounded by both (1 / waves, 100% / busiest); only with the throughputs measured,
+  // since without them 1 / waves alone can promise far more than latency hiding gives.
+  const std::optional<double> sm = ctx.metric(kSmThroughput);
+  const std::optional<double> mem = ctx.metric(kMemThroughput);
+  if (waves > 0 && sm && mem) {
+    const double busiest = std::max(*sm, *mem);
+    const double fill = limit / waves;
+    const double roof = busiest > 0 ? 100.0 / busiest : fill;
+    const double slots = std::min(fill, roof);
+    if (slots > v.estimated_speedup.value_or(1.0)) {
+      v.estimated_speedup = slots;
+      v.estimate_basis = "the grid fills " + pct(100.0 * waves / limit) + " of one wave of block slots and its busiest " +
+                         "unit runs at " + pct(busiest) + "; filling the slots bounds the gain at " +
+                         (fill <= roof ? "1 / waves" : "where that unit reaches its peak (100% / " + pct(busiest) + ")");
+    }
+  }
+  return std::move(v).decided_by(std::string(kWaves), "min_waves");
 }
 
 RuleVerdict eval_partial_warp(RuleContext& ctx) {
@@ -163,7 +180,7 @@ std::vector<Rule> make_d1_rules() {
       .decision = Decision::kD1WorkloadSize,
       .title = "The grid fills every SM at least once",
       .parent = {},
-      .metrics = {{kWaves, true}, {kGrid, false}, {kSmCount, false}},
+      .metrics = {{kWaves, true}, {kGrid, false}, {kSmCount, false}, {kSmThroughput, false}, {kMemThroughput, false}},
       .thresholds = {{"min_waves", 1.0, "guide 3.2.2: less than one wave leaves SMs idle"}},
       .limiter = Limiter::kSmallGrid,
       .finding = "The grid is smaller than one wave: some SMs or block slots get no work.",

@@ -426,7 +426,8 @@ RuleVerdict eval_dominant_stall(RuleContext& ctx) {
   std::optional<std::string> no_lines;
   if (no_samples && ctx.kernel().pc_samples) no_lines = no_samples;
   return dominant_stall_verdict(ctx, reading + " (> " + share_pct(limit) + ")", above(share, limit),
-                                top->first, no_samples ? nullptr : &view, no_lines);
+                                top->first, no_samples ? nullptr : &view, no_lines)
+      .decided_by("stall_share." + top->first, "dominant_share");
 }
 
 Rule dominant_stall() {

@@ -198,11 +198,14 @@ Rule limiting_pipe() {
         double high = ctx.threshold("high_pct");
         double binding = ctx.threshold("binding_pct");
         std::string reading = top.pipe + " pipe at " + num(top.pct, 1) + "% of peak (" + top.metric + ")";
-        if (pipes.size() > 1) {
-          reading += "; next " + pipes[1].pipe + " " + num(pipes[1].pct, 1) + "%";
-        }
+        // The runner-up is another pipe: one pipe is measured under two names (its cycles
+        // active and its instructions executed), which must not read as a second pipe.
+        auto next = std::find_if(pipes.begin() + 1, pipes.end(),
+                                 [&top](const PipeReading& p) { return p.pipe != top.pipe; });
+        if (next != pipes.end()) reading += "; next " + next->pipe + " " + num(next->pct, 1) + "%";
         if (!(top.pct > high)) {
-          return RuleVerdict::not_fired(reading + ": no pipe above " + num(high, 0) + "%");
+          return RuleVerdict::not_fired(reading + ": no pipe above " + num(high, 0) + "%").decided_by(top.metric,
+                                                                                                       "high_pct");
         }
         bool is_binding = top.pct > binding;
         RuleVerdict v = RuleVerdict::fired(
@@ -212,7 +215,7 @@ Rule limiting_pipe() {
         v.limiter = pipe_limiter(top.pipe);
         v.detail = top.pipe;
         v.next_action = std::string(pipe_action(*v.limiter));
-        return v;
+        return std::move(v).decided_by(top.metric, is_binding ? "binding_pct" : "high_pct");
       },
   };
 }
@@ -268,7 +271,7 @@ Rule pipe_instruction_share() {
         v.limiter = pipe_limiter(best);
         v.detail = best;
         v.next_action = std::string(pipe_action(*v.limiter));
-        return v;
+        return std::move(v).decided_by("pipe_instruction_share." + best, "share");
       },
   };
 }

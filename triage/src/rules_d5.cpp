@@ -450,11 +450,12 @@ Rule l2_atomic_pressure() {
         double share = atom / total;
         ctx.note("l2_atomic_request_share", share);
         double limit = ctx.threshold("atomic_share");
-        std::string reading = num(atom, 0) + " atomic/reduction requests of " +
-                              num(total, 0) + " L2 requests (" + share_pct(share) + ")";
-        if (auto l2 = ctx.metric(kL2)) reading += ", L2 throughput " + num(*l2, 1) + "%";
-        if (!(share > limit)) return RuleVerdict::not_fired(reading + ", <= " + share_pct(limit));
-        return RuleVerdict::fired(reading + " (> " + share_pct(limit) + ")", above(share, limit));
+        // The threshold is said right after the share it applies to, never after another number.
+        std::string reading = num(atom, 0) + " atomic/reduction requests of " + num(total, 0) + " L2 requests (" +
+                              share_pct(share) + (share > limit ? " > " : " <= ") + share_pct(limit) + ")";
+        if (auto l2 = ctx.metric(kL2)) reading += "; L2 throughput " + num(*l2, 1) + "%";
+        if (!(share > limit)) return RuleVerdict::not_fired(reading).decided_by("l2_atomic_request_share", "atomic_share");
+        return RuleVerdict::fired(reading, above(share, limit)).decided_by("l2_atomic_request_share", "atomic_share");
       },
   };
 }

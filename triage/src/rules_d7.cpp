@@ -139,9 +139,10 @@ RuleVerdict eval_near_peak(RuleContext& ctx) {
     if (l != Limiter::kNearHardwareLimit) v.limiter = l;
     v.estimated_speedup = 100.0 / best->value > 1.0 ? 100.0 / best->value : 1.0;
     v.estimate_basis = "the limiting unit can rise at most to 100% of its peak";
-    return v;
+    return std::move(v).decided_by(best->name, "near_peak_pct");
   }
-  return RuleVerdict::not_fired(reading + " (< " + pct(limit, 0) + "): headroom remains");
+  return RuleVerdict::not_fired(reading + " (< " + pct(limit, 0) + "): headroom remains")
+      .decided_by(best->name, "near_peak_pct");
 }
 
 RuleVerdict eval_imbalance(RuleContext& ctx, std::string_view max_name, std::string_view avg_name,
@@ -158,7 +159,8 @@ RuleVerdict eval_imbalance(RuleContext& ctx, std::string_view max_name, std::str
     v.estimated_speedup = ratio;
     v.estimate_basis = "perfect balance would end the kernel when the average " + std::string(level) +
                        " finishes: max / avg active cycles";
-    return v;
+    return std::move(v).decided_by("cutriage__" + std::string(level) + "_cycles_active_max_over_avg.ratio",
+                                   "max_ratio");
   }
   return RuleVerdict::not_fired(reading);
 }

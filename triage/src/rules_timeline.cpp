@@ -444,11 +444,13 @@ CheckResult check_isolated(const TimelineSummary& t, const Thresholds* th,
   c.note("cutriage__isolated_families", static_cast<double>(isolated));
   if (!f.recent.empty())
     c.note("cutriage__family_grid_blocks", static_cast<double>(f.recent.back().first.count()));
+  // Launches the profiler held are left out of the count and the idle share alike (they ran
+  // alone by construction); both say so, so that neither contradicts the family table.
   std::string reading = name + " takes " + pct(share_pct) + " of kernel time over " +
-                        count(static_cast<double>(launches)) + " launch" +
-                        (launches == 1 ? "" : "es") +
-                        " and never overlapped another kernel, while " + gpu(pick_dev) +
-                        " sat idle " + pct(pick_dev.idle_pct) + " of its trace";
+                        count(static_cast<double>(launches)) + " unprofiled launch" + (launches == 1 ? "" : "es");
+  if (f.replayed_launches > 0) reading += " (of " + count(static_cast<double>(f.launches)) + ")";
+  reading += " and never overlapped another kernel, while " + gpu(pick_dev) + " sat idle " +
+             pct(pick_dev.idle_pct) + " of its traced time outside profiling";
   if (isolated > 1) reading += " (" + count(static_cast<double>(isolated)) + " such families)";
   // Running it alongside other work hides at most its own time, and at most the idle time.
   const double hidden = std::min(f.total_ns, pick_dev.idle);

@@ -112,6 +112,7 @@ void put_check(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const tria
     ev.add_double(E::kValue, e.value);
     put_string(ev, E::kUnit, e.unit);
     put_bool(ev, E::kDerived, e.derived);
+    put_bool(ev, E::kDeciding, e.deciding);
   }
   for (const triage::ThresholdUse& t : c.thresholds) {
     protozero::pbf_writer tu(m, C::kThresholds);
@@ -140,6 +141,7 @@ void put_diagnosis(protozero::pbf_writer& w, protozero::pbf_tag_type tag,
   put_double(m, D::kAmdahlCeiling, d.amdahl_ceiling.value_or(0));
   put_enum(m, D::kTrust, d.trust);
   for (const std::string& note : d.trust_notes) put_text(m, D::kTrustNotes, note);
+  for (const std::string& note : d.source_notes) put_text(m, D::kSourceNotes, note);
   put_bool(m, D::kAtHardwareLimit, d.at_hardware_limit);
   put_string(m, D::kPrimaryRuleId, d.primary_rule);
 }

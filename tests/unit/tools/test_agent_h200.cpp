@@ -64,18 +64,7 @@ const v1::KernelProfile& final_of(const AgentFile& f, const char* function) {
 // The engine's input rebuilt from a record, with the device limits the session header recorded.
 triage::KernelInput input_from(const AgentFile& f, const v1::KernelProfile& k) {
   REQUIRE(f.header != nullptr);
-  REQUIRE(f.header->gpus_size() == 1);
-  const v1::Gpu& g = f.header->gpus(0);
-  triage::DeviceLimits d = *triage::known_device_limits(g.chip());
-  d.sm_count = g.sm_count();
-  d.max_threads_per_sm = g.limits().max_threads_per_sm();
-  d.max_warps_per_sm = g.limits().max_warps_per_sm();
-  d.max_blocks_per_sm = g.limits().max_blocks_per_sm();
-  d.registers_per_sm = g.limits().registers_per_sm();
-  d.shared_bytes_per_sm = g.limits().shared_bytes_per_sm();
-  d.shared_bytes_per_block_optin = g.limits().shared_bytes_per_block_optin();
-  d.reserved_shared_bytes_per_block = g.limits().reserved_shared_bytes_per_block();
-  return testing::input_from_record(f.read, k, d);
+  return testing::input_from_record(f.read, k, testing::device_limits_from_header(*f.header));
 }
 
 struct Expected {

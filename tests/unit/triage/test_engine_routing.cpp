@@ -201,7 +201,41 @@ TEST_CASE("trust: suspect with notes when checks cannot run or non-blocking ones
     build_note = build_note || n.find("d0.build_config") != std::string::npos;
   }
   CHECK(duration_note);
-  CHECK(build_note);
+  CHECK_FALSE(build_note);  // source mapping is said apart (next test)
+}
+
+// Synthetic input. Issue 23: missing line info limits source mapping; it never makes the
+// counters doubtful, so it is said in source_notes and leaves trust alone.
+TEST_CASE("trust: no line table, a -G build or unrecorded build flags never make a verdict suspect", "[routing]") {
+  KernelInput k = kernel(30, 25);  // carries an unprofiled duration: every data check can run
+  k.collection.has_line_info = true;
+  k.collection.debug_build = false;
+  const Diagnosis clean = triage_kernel(k);
+  REQUIRE(clean.trust == Trust::kTrusted);
+  CHECK(clean.source_notes.empty());
+
+  k.collection.has_line_info = false;
+  Diagnosis d = triage_kernel(k);
+  CHECK(d.trust == Trust::kTrusted);
+  REQUIRE(d.source_notes.size() == 1);
+  CHECK(d.source_notes[0].rfind("d0.build_config: ", 0) == 0);
+  CHECK(d.source_notes[0].find("no line table") != std::string::npos);
+  for (const auto& n : d.trust_notes) CHECK(n.find("d0.build_config") == std::string::npos);
+
+  k.collection.debug_build = true;
+  d = triage_kernel(k);
+  CHECK(d.trust == Trust::kTrusted);
+  REQUIRE(d.source_notes.size() == 1);
+  CHECK(d.source_notes[0].find("-G") != std::string::npos);
+
+  k.collection.debug_build.reset();
+  k.collection.has_line_info.reset();
+  d = triage_kernel(k);  // an ncu import: the CSV carries no build flags
+  CHECK(d.trust == Trust::kTrusted);
+  REQUIRE(d.source_notes.size() == 1);
+  CHECK(d.source_notes[0].find("d0.build_config not evaluated") == 0);
+  CHECK(d.classification == clean.classification);
+  CHECK(d.primary_rule == clean.primary_rule);
 }
 
 TEST_CASE("missing routing metrics: inconclusive, other checks still run", "[routing]") {
@@ -354,4 +388,26 @@ TEST_CASE("PC samples alone carry a latency-bound kernel to Decision 5 and name 
   bool noted = false;
   for (const auto& n : dropped.trust_notes) noted = noted || n.find("d0.pc_samples_dropped: 300 of 1400") != std::string::npos;
   CHECK(noted);
+}
+
+// Synthetic input with the numbers of issue 23's GEMM: SM 95%, and memory measured in another pass
+// as 70% while l1tex__throughput, a part of it, reads 92.9%. A throughput is never below its own
+// part, so both sides are high: Decision 7's "both high", on every path.
+TEST_CASE("a memory throughput below its own breakdown part is raised, and the route follows", "[routing]") {
+  KernelInput k = kernel(95, 70, 40, 90);
+  const Diagnosis before = triage_kernel(k);
+  CHECK(before.classification != Classification::kSaturated);
+  k.metrics.set("l1tex__throughput.avg.pct_of_peak_sustained_elapsed", 92.9, "%");
+  const Diagnosis d = triage_kernel(k);
+  CHECK(d.classification == Classification::kSaturated);
+  bool raised = false;
+  for (const std::string& n : d.trust_notes) {
+    raised = raised || (n.rfind("gpu__compute_memory_throughput raised from 70.0% to 92.9%: l1tex__throughput", 0) == 0);
+  }
+  CHECK(raised);
+  // Consistent counters are left alone: no note, the same route as before the part was known.
+  k.metrics.set("l1tex__throughput.avg.pct_of_peak_sustained_elapsed", 69.0, "%");
+  const Diagnosis consistent = triage_kernel(k);
+  CHECK(consistent.classification == before.classification);
+  for (const std::string& n : consistent.trust_notes) CHECK(n.find("raised from") == std::string::npos);
 }

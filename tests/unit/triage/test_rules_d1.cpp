@@ -52,6 +52,24 @@ TEST_CASE("d1.waves_below_one (synthetic)", "[d1]") {
   CHECK(c2.outcome == Outcome::kFired);
   CHECK_FALSE(c2.finding->estimated_speedup.has_value());  // every SM got a block
 
+  // torch_loop.pb's multi_tensor_apply_kernel (issue 23 read "UNDERSIZED - 0.25 waves" with a
+  // gain of 1.02x): 130 blocks on 132 SMs, four fit per SM, SM 20%, memory 25%. Filling the block
+  // slots is the gain, bounded where the busier side reaches its peak (synthetic copy of its numbers).
+  KernelInput slots;
+  slots.metrics.set("launch__waves_per_multiprocessor", 0.246);
+  slots.metrics.set("launch__grid_size", 130);
+  slots.metrics.set("launch__sm_count", 132);
+  slots.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 20, "%");
+  slots.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 25, "%");
+  auto s = run_one("d1.waves_below_one", slots);
+  REQUIRE(s.outcome == Outcome::kFired);
+  REQUIRE(s.finding->estimated_speedup.has_value());
+  CHECK(*s.finding->estimated_speedup == Approx(4.0));
+  CHECK(s.finding->estimate_basis.find("100% / 25.0%") != std::string::npos);
+  CHECK(s.evidence.front().metric == "launch__waves_per_multiprocessor");
+  slots.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 10, "%");
+  CHECK(*run_one("d1.waves_below_one", slots).finding->estimated_speedup == Approx(1.0 / 0.246));
+
   auto c3 = run_one("d1.waves_below_one", KernelInput{});
   CHECK(c3.outcome == Outcome::kNotEvaluated);
   CHECK(c3.reason.find("launch__waves_per_multiprocessor") != std::string::npos);

@@ -247,3 +247,25 @@ TEST_CASE("d4.wgmma_count_note on Hopper (synthetic)", "[d4]") {
   CHECK(ne.outcome == Outcome::kNotEvaluated);
   CHECK(contains(ne.reason, "sm__inst_executed_pipe_tensor_op_gmma.sum"));
 }
+
+// Issue 23: zoo_fma_chain's evidence opened with pipe_adu 0.14% and said "next fma 95.4%" for the
+// pipe it had just named. The numbers here are that capture's pipes (synthetic input).
+TEST_CASE("d4.limiting_pipe: the deciding pipe opens the evidence, the runner-up is another pipe (synthetic)",
+          "[d4]") {
+  auto c = run("d4.limiting_pipe",
+               kernel_with({{"sm__inst_executed_pipe_adu.avg.pct_of_peak_sustained_active", 0.14},
+                            {"sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active", 6.02},
+                            {"sm__inst_executed_pipe_cbu.avg.pct_of_peak_sustained_active", 0.0},
+                            {"sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active", 95.4},
+                            {"sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 95.4}}));
+  REQUIRE(c.outcome == Outcome::kFired);
+  REQUIRE(!c.evidence.empty());
+  CHECK(c.evidence.front().deciding);
+  CHECK(c.evidence.front().value == Approx(95.4));
+  CHECK(contains(c.evidence.front().metric, "fma"));
+  for (size_t i = 1; i < c.evidence.size(); ++i) CHECK_FALSE(c.evidence[i].deciding);
+  REQUIRE(!c.thresholds.empty());
+  CHECK(c.thresholds.front().name == "d4.limiting_pipe.binding_pct");
+  CHECK(contains(c.reason, "next alu 6.0%"));
+  CHECK_FALSE(contains(c.reason, "next fma"));
+}

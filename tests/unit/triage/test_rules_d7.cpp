@@ -65,6 +65,12 @@ TEST_CASE("d7.limiter_near_peak (synthetic)", "[d7]") {
   auto p = run_one("d7.limiter_near_peak", pipe);
   CHECK(p.outcome == Outcome::kFired);
   CHECK(p.finding->limiter == Limiter::kNearHardwareLimit);
+  // The unit that decided opens the evidence (issue 23), whatever order the units were read in.
+  REQUIRE(!p.evidence.empty());
+  CHECK(p.evidence.front().metric == "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
+  CHECK(p.evidence.front().deciding);
+  REQUIRE(!p.thresholds.empty());
+  CHECK(p.thresholds.front().name == "d7.limiter_near_peak.near_peak_pct");
 
   k.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 50, "%");
   CHECK(run_one("d7.limiter_near_peak", k).outcome == Outcome::kNotFired);

@@ -113,6 +113,7 @@ struct Evidence {
   double value = 0;
   std::string unit;
   bool derived = false;
+  bool deciding = false;  // the number the check's reading rests on; first in the check's evidence
 };
 
 struct ThresholdUse {
@@ -158,7 +159,10 @@ struct Diagnosis {
   std::optional<double> estimated_speedup;  // of the primary finding (kernel-local)
   std::optional<double> amdahl_ceiling;     // 1 / (1 - time_share): what deleting the kernel buys
   Trust trust = Trust::kUnspecified;
-  std::vector<std::string> trust_notes;
+  std::vector<std::string> trust_notes;  // data caveats: what made the verdict suspect, and notes on the counters
+  // What limits source mapping (no line table, a device-debug build, build flags not recorded):
+  // never a reason to doubt the counters, so never part of `trust`.
+  std::vector<std::string> source_notes;
   bool at_hardware_limit = false;  // Decision 7 confirmed the limiter is within ~80% of peak
 
   // Convenience for reports and tests.

@@ -26,6 +26,14 @@ std::vector<std::string> derive_from_breakdowns(MetricSet& metrics);
 // One line per throughput in `metrics` that was derived from its breakdown: the value, the part
 // that set it, and the parts that could not be collected without replay (a lower bound then).
 std::vector<std::string> breakdown_notes(const MetricSet& metrics);
+// A throughput is by definition the largest of its breakdown parts, so it is never below a part,
+// or below a throughput made of its parts only (l1tex__throughput inside
+// gpu__compute_memory_throughput). Values from different passes or launches (kernel replay,
+// always-on assembly) can break that, and then two paths routed the same kernel differently
+// (issue 23: one GEMM "saturated" from ncu, "compute bound" from adaptive sets). The engine, on
+// its own copy of the metrics, raises such a throughput to its largest part present; one line per
+// raise says from what to what and why. Returns those lines.
+std::vector<std::string> reconcile_breakdowns(MetricSet& metrics);
 
 // Never throws: internal errors become a diagnosis with classification kInconclusive and a note.
 Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options = {});

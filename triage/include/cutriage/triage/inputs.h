@@ -84,7 +84,16 @@ enum class ReplayMode : uint8_t { kUnspecified, kKernel, kApplication, kRange, k
 enum class ClockControl : uint8_t { kUnspecified, kLocked, kNone };
 
 // How the metrics were collected; Decision 0 reads it.
+// Who collected the counters: the advice names that tool's own ways (an ncu import is not told
+// to use the agent's options).
+enum class Collector : uint8_t {
+  kUnspecified = 0,
+  kAgent = 1,      // cutriage's agent (deep or always-on)
+  kNcuImport = 2,  // Nsight Compute's CSV, imported by `cutriage triage --ncu-csv`
+};
+
 struct CollectionSettings {
+  Collector collector = Collector::kUnspecified;
   ReplayMode replay_mode = ReplayMode::kUnspecified;
   ClockControl clock_control = ClockControl::kUnspecified;
   uint32_t passes = 0;

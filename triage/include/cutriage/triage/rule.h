@@ -90,6 +90,17 @@ struct RuleVerdict {
   std::optional<double> estimated_speedup;
   std::string estimate_basis;
   double severity = 0;  // how far past the threshold, >= 0; ranks fired findings of equal priority
+  // The number the reading rests on (a metric or a noted quantity's name) and the local name of
+  // the threshold it was held to: the check's evidence and thresholds open with them. Rules that
+  // read many candidates (pipes, memory tiers, stall reasons) name the one that decided.
+  std::string deciding;
+  std::string deciding_threshold;
+
+  RuleVerdict&& decided_by(std::string metric, std::string threshold = {}) && {
+    deciding = std::move(metric);
+    deciding_threshold = std::move(threshold);
+    return std::move(*this);
+  }
 
   static RuleVerdict fired(std::string reading, double severity = 1.0) {
     RuleVerdict v;
@@ -112,6 +123,15 @@ struct RuleVerdict {
   }
 };
 
+// What a Decision 0 check speaks for. Only data checks (the counters and durations) decide
+// whether the verdict can be trusted; source-mapping checks (line table, device-debug build) limit
+// what can be said about source lines and how far the build represents a release, never whether
+// the counters are right, so they are said beside the verdict (Diagnosis::source_notes).
+enum class TrustScope : uint8_t {
+  kData = 0,
+  kSourceMapping = 1,
+};
+
 struct Rule {
   std::string_view id;        // "d1.waves_below_one": decision prefix + check name
   Decision decision = Decision::kUnspecified;
@@ -127,6 +147,8 @@ struct Rule {
   int priority = 50;
   // Decision 0 only: a firing blocking rule makes the diagnosis untrusted (no verdict).
   bool blocking = false;
+  // Decision 0 only: whether the check speaks for the data (trust) or for source mapping.
+  TrustScope scope = TrustScope::kData;
   std::function<RuleVerdict(RuleContext&)> evaluate;
 };
 
