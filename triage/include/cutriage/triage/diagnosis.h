@@ -53,6 +53,7 @@ enum class Limiter : uint8_t {
   kSmallBlock = 12,
   kLowAchievedOccupancy = 13,
   kIsolatedKernel = 14,
+  kTailWave = 15,  // a few waves, the last one mostly empty (d1.tail_wave)
   // Decision 2 / 2A
   kIssueStarvation = 20,
   kSysmemPeerTraffic = 21,
