@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "cutriage/triage/library.h"
 #include "engine_limits.h"
 #include "engine_regime.h"
 #include "rule_helpers.h"
@@ -470,6 +471,9 @@ Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options)
       d.headline = colon == std::string::npos ? scope + ": " + d.headline
                                               : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
     }
+    // A library's kernel (cuBLAS, NCCL, PyTorch, ...): the verdict stands, the next action becomes
+    // one its caller can take (library.h).
+    apply_library_advice(kernel, d);
     return d;
   } catch (const std::exception& e) {
     Diagnosis d;

@@ -161,6 +161,9 @@ struct Diagnosis {
   Trust trust = Trust::kUnspecified;
   std::vector<std::string> trust_notes;
   bool at_hardware_limit = false;  // Decision 7 confirmed the limiter is within ~80% of peak
+  // The library whose kernel this is, recognized by name (library.h: "cuBLAS", "NCCL", ...); empty
+  // for the program's own kernels. When set, next_action is advice for the library's caller.
+  std::string library;
 
   // Convenience for reports and tests.
   [[nodiscard]] const CheckResult* check(std::string_view rule_id) const;
