@@ -561,6 +561,10 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     }
     out << "\n";
   }
+  if (!d.library().empty()) {
+    out << "    library   " << terminal_safe(d.library(), false)
+        << " kernel, recognized by name: the next action is for its caller\n";
+  }
   if (!d.next_action().empty()) out << "    next      " << d.next_action() << "\n";
   if (d.estimated_speedup() > 0 || d.amdahl_ceiling() > 0) {
     out << "    gain      ";

@@ -72,6 +72,7 @@ std::string_view to_string(Limiter l) {
     case Limiter::kSmallBlock: return "small_block";
     case Limiter::kLowAchievedOccupancy: return "low_achieved_occupancy";
     case Limiter::kIsolatedKernel: return "isolated_kernel";
+    case Limiter::kTailWave: return "tail_wave";
     case Limiter::kIssueStarvation: return "issue_starvation";
     case Limiter::kSysmemPeerTraffic: return "sysmem_peer_traffic";
     case Limiter::kDispatchGaps: return "dispatch_gaps";

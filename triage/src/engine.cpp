@@ -26,7 +26,9 @@
 // among the decisions that classified the kernel (latency: D3, plus D1 for the low/low quadrant;
 // compute: D4; memory: D5; saturated: D7 and D4; undersized: D1; dispatch: D2A); when none of
 // those fired, D1, then D7, then the other visited decisions 3-5, D6, then D2 (whose classifier
-// checks then give the headline; the quadrant only when it decided the route).
+// checks then give the headline; the quadrant only when it decided the route). For the routed
+// regimes, a fired check past its rule's "dominant_ratio" (a severe SM imbalance, a mostly empty
+// last wave) then takes the verdict over that choice (Router::promote_dominant).
 #include "cutriage/triage/engine.h"
 
 #include <algorithm>
@@ -35,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "cutriage/triage/library.h"
 #include "engine_limits.h"
 #include "engine_regime.h"
 #include "rule_helpers.h"
@@ -103,6 +106,7 @@ class Router {
   void assess_trust(size_t d0);
   void choose_primary(const std::vector<Decision>& classifying, std::string_view skip_id = {});
   void wgmma_note();
+  void promote_dominant();
 
   const KernelInput& kernel_;
   const TriageOptions& options_;
@@ -172,6 +176,39 @@ void Router::choose_primary(const std::vector<Decision>& classifying, std::strin
     }
   }
   dx_.headline = std::string(to_string(dx_.classification)) + ": no check fired";
+}
+
+// Issue 23: a severe imbalance or tail outranks the routed regime's own findings. A fired check
+// whose rule declares a "dominant_ratio" threshold becomes the verdict once its estimated gain
+// reaches it (d7.sm_load_imbalance: busiest/average SM active cycles; d1.tail_wave: ceil(waves) /
+// waves); the largest gain wins when several do. Past that point the SMs sit idle for a large share
+// of the kernel (1 - 1/ratio on average), the throughputs Decisions 2-5 read are averages diluted
+// by that idle time, and no per-SM fix can beat the time the busiest SM (or the last wave) takes.
+// The classification stays the routed one: the guide's regimes are Decisions 2-5's reading of the
+// throughputs, while Decision 7's balance check ("limits scaling even when the average case is
+// fully optimized") and Decision 1's waves qualify a regime rather than name a new one; the
+// primary limiter (load_imbalance, tail_wave) and the headline say what the verdict is.
+// Not under one wave (d1.waves_below_one fired): there the idle SMs are the grid's size, which
+// Decision 1 names (the guide, 3.8.5: separate algorithmic imbalance from tiny-grid effects). Not
+// on a graph's counters either: their imbalance spans every kernel of the graph, not this one's
+// blocks.
+void Router::promote_dominant() {
+  if (fired(check("d1.waves_below_one")) || kernel_.graph_scope) return;
+  const CheckResult* best = nullptr;
+  for (const DecisionVisit& v : dx_.path) {
+    for (const CheckResult& c : v.checks) {
+      if (c.outcome != Outcome::kFired || !c.finding || !c.finding->estimated_speedup) continue;
+      const std::optional<double> dominant = threshold_used(&c, c.rule_id + ".dominant_ratio");
+      if (!dominant || *c.finding->estimated_speedup < *dominant) continue;
+      if (best == nullptr || *c.finding->estimated_speedup > *best->finding->estimated_speedup) best = &c;
+    }
+  }
+  if (best == nullptr || best->rule_id == dx_.primary_rule) return;
+  dx_.primary_limiter = best->finding->limiter;
+  dx_.primary_rule = best->rule_id;
+  dx_.headline = std::string(to_string(dx_.classification)) + ": " + best->finding->summary;
+  dx_.next_action = best->finding->next_action;
+  dx_.estimated_speedup = best->finding->estimated_speedup;
 }
 
 void Router::wgmma_note() {
@@ -428,6 +465,9 @@ Diagnosis Router::run() {
   // The quadrant speaks for the kernel only when it decided the route.
   choose_primary(classifying, regime == Regime::kAmbiguous ? std::string_view{}
                                                             : std::string_view{"d2.occupancy_utilization_quadrant"});
+  if (dx_.classification != Classification::kDispatchBound && dx_.classification != Classification::kUndersized) {
+    promote_dominant();
+  }
   return std::move(dx_);
 }
 
@@ -446,6 +486,9 @@ Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options)
       d.headline = colon == std::string::npos ? scope + ": " + d.headline
                                               : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
     }
+    // A library's kernel (cuBLAS, NCCL, PyTorch, ...): the verdict stands, the next action becomes
+    // one its caller can take (library.h).
+    apply_library_advice(kernel, d);
     return d;
   } catch (const std::exception& e) {
     Diagnosis d;

@@ -10,6 +10,7 @@
 #include "engine_regime.h"
 #include "registry.h"
 #include "rule_helpers.h"
+#include "rule_numbers.h"
 
 namespace cutriage::triage::detail {
 
@@ -157,6 +158,64 @@ RuleVerdict eval_low_occupancy(RuleContext& ctx) {
   return v;
 }
 
+// A grid of a few waves whose last wave is mostly empty (Nsight Compute's "tail effect"). With
+// blocks of equal work every wave takes about the same time, so the partial last wave costs a whole
+// wave's time while most block slots sit idle: the kernel runs ceil(W) wave-times for W waves of
+// work. Fires only while that tail is a sizeable share of the kernel (few waves): at 40 waves the
+// last one is 2.5% of the time, whatever its fill.
+RuleVerdict eval_tail_wave(RuleContext& ctx) {
+  const double waves = ctx.required(kWaves);
+  if (!std::isfinite(waves) || !(waves >= 1.0)) {
+    return RuleVerdict::not_evaluated("under one wave (" + fmt(waves, 2) +
+                                      "): d1.waves_below_one speaks for the grid's size");
+  }
+  const double max_fill = ctx.threshold("max_fill");
+  const double min_share = ctx.threshold("min_tail_share");
+  const double whole = std::floor(waves);
+  // Below this the last wave is a rounding of the reported waves, not a real tail.
+  constexpr double kWholeWaveTolerance = 1e-6;
+  const double fill = waves - whole;
+  if (fill <= kWholeWaveTolerance) {
+    return RuleVerdict::not_fired(fmt(waves, 2) + " waves per SM: the grid divides into whole waves");
+  }
+  const double rounds = whole + 1;  // wave-times the kernel takes: ceil(W)
+  const double tail_share = 1.0 / rounds;
+  const double efficiency = waves / rounds;
+  ctx.note("cutriage__last_wave_fill", fill);
+  ctx.note("cutriage__tail_wave_share_of_time", tail_share);
+  ctx.note("cutriage__wave_efficiency", efficiency);
+  std::string reading = fmt(waves, 2) + " waves per SM: the last of " + count(rounds) + " waves is " +
+                        pct(100.0 * fill) + " full";
+  std::optional<double> grid = ctx.metric(kGrid);
+  if (const auto& s = ctx.launch(); s && grid && s->blocks_per_sm != 0) {
+    const std::optional<double> sms = ctx.metric(kSmCount);
+    const double slots = sms ? *sms * s->blocks_per_sm : 0;
+    if (slots > 0) {
+      reading += " (" + count(*grid - whole * slots) + " blocks for " + count(slots) + " block slots)";
+    }
+  }
+  if (tail_share < min_share) {
+    return RuleVerdict::not_fired(reading + ", but it is only " + pct(100.0 * tail_share) +
+                                  " of the kernel's time (< " + pct(100.0 * min_share, 0) + ")");
+  }
+  if (!(fill < max_fill)) {
+    return RuleVerdict::not_fired(reading + " (>= " + pct(100.0 * max_fill, 0) + "): a small tail");
+  }
+  reading += " (< " + pct(100.0 * max_fill, 0) + "): that wave takes " + pct(100.0 * tail_share) +
+             " of the kernel's time with most SMs idle; the waves run " + pct(100.0 * efficiency) +
+             " efficient";
+  // Read for the engine too: past it the tail becomes the verdict (Router::promote_dominant).
+  if (rounds / waves >= ctx.threshold("dominant_ratio")) {
+    reading += ", so the tail, not the average SM, sets the kernel's time";
+  }
+  RuleVerdict v = RuleVerdict::fired(reading, below(fill, max_fill) * tail_share / min_share);
+  v.estimated_speedup = rounds / waves;
+  v.estimate_basis = "with blocks of equal work each wave takes the same time: the same work in whole "
+                     "waves takes " + fmt(waves, 2) + " wave-times instead of " + count(rounds) +
+                     ", ceil(waves) / waves";
+  return v;
+}
+
 RuleVerdict eval_isolated(RuleContext& ctx) {
   const std::optional<bool>& concurrent = ctx.kernel().ran_concurrently;
   if (!concurrent) return RuleVerdict::not_evaluated("no timeline: concurrency with other kernels unknown");
@@ -243,6 +302,30 @@ std::vector<Rule> make_d1_rules() {
                      "below theoretical.",
       .priority = 40,
       .evaluate = eval_low_occupancy,
+  });
+  rules.push_back(Rule{
+      .id = "d1.tail_wave",
+      .decision = Decision::kD1WorkloadSize,
+      .title = "The grid's last wave is not a mostly empty tail",
+      .parent = {},
+      .metrics = {{kWaves, true}, {kGrid, false}, {kSmCount, false}},
+      .thresholds = {{"max_fill", 0.5,
+                      "cutriage: a last wave under half full leaves most block slots idle for a "
+                      "whole wave's time (Nsight Compute's tail-effect rule: partial last wave)"},
+                     {"min_tail_share", 0.2,
+                      "cutriage: the last wave is 1/ceil(waves) of the time; at 5 waves or fewer "
+                      "(>= 20%) the tail matters, beyond that it is negligible"},
+                     {"dominant_ratio", 1.5,
+                      "cutriage: when ceil(waves)/waves reaches this (a third of the wave-time "
+                      "lost), the tail outranks the routed regime's findings"}},
+      .limiter = Limiter::kTailWave,
+      .finding = "The grid's last wave is mostly empty: it runs a whole wave's time on a few SMs.",
+      .next_action = "Make the work divide into whole waves: size the grid to a multiple of SMs x "
+                     "resident blocks per SM (fewer, larger blocks, or more, smaller ones so the "
+                     "partial wave is a smaller share), or launch one persistent wave that loops "
+                     "over the work items (stream-K style for GEMMs).",
+      .priority = 25,
+      .evaluate = eval_tail_wave,
   });
   rules.push_back(Rule{
       .id = "d1.kernel_isolated",

@@ -145,8 +145,11 @@ RuleVerdict eval_near_peak(RuleContext& ctx) {
       .decided_by(best->name, "near_peak_pct");
 }
 
+// `dominant`: the SM level also reads its dominant_ratio threshold, past which the finding says
+// that the imbalance, not the average SM, sets the kernel's time (the engine then makes it the
+// verdict, see Router::promote_dominant in engine.cpp).
 RuleVerdict eval_imbalance(RuleContext& ctx, std::string_view max_name, std::string_view avg_name,
-                           std::string_view level) {
+                           std::string_view level, bool dominant = false) {
   const double mx = ctx.required(max_name);
   const double avg = ctx.required(avg_name);
   if (!(avg > 0)) return RuleVerdict::not_evaluated(std::string(avg_name) + " is zero");
@@ -155,7 +158,15 @@ RuleVerdict eval_imbalance(RuleContext& ctx, std::string_view max_name, std::str
   const double limit = ctx.threshold("max_ratio");
   std::string reading = "busiest " + std::string(level) + " active " + times(ratio) + " the average";
   if (ratio > limit) {
-    RuleVerdict v = RuleVerdict::fired(reading + " (> " + times(limit, 1) + ")", ratio / limit - 1.0);
+    reading += " (> " + times(limit, 1) + ")";
+    if (dominant) {
+      const double dominant_ratio = ctx.threshold("dominant_ratio");
+      if (ratio >= dominant_ratio) {
+        reading += ": the kernel lasts as long as its busiest " + std::string(level) +
+                   ", the average one is idle " + pct(100.0 * (1.0 - 1.0 / ratio), 0) + " of that time";
+      }
+    }
+    RuleVerdict v = RuleVerdict::fired(reading, ratio / limit - 1.0);
     v.estimated_speedup = ratio;
     v.estimate_basis = "perfect balance would end the kernel when the average " + std::string(level) +
                        " finishes: max / avg active cycles";
@@ -221,14 +232,18 @@ std::vector<Rule> make_d7_rules() {
       .title = "Work is balanced across SMs",
       .parent = {},
       .metrics = {{"sm__cycles_active.max", true}, {"sm__cycles_active.avg", true}},
-      .thresholds = {{"max_ratio", 1.2, "guide 3.2.9: max/avg above ~1.2 is SM-level imbalance"}},
+      .thresholds = {{"max_ratio", 1.2, "guide 3.2.9: max/avg above ~1.2 is SM-level imbalance"},
+                     {"dominant_ratio", 2.0,
+                      "cutriage: at max/avg >= 2 the average SM idles half the kernel, so the "
+                      "imbalance outranks the routed regime's findings; a partial last wave of "
+                      "equal blocks alone stays below it (ceil(W)/W < 2 for W > 1 waves)"}},
       .limiter = Limiter::kLoadImbalance,
       .finding = "Some SMs stay busy much longer than the average SM.",
       .next_action = "Even out the work per block (split heavy blocks into more, smaller ones) or "
                      "add blocks so the slow ones overlap with others.",
       .priority = 30,
       .evaluate = [](RuleContext& ctx) {
-        return eval_imbalance(ctx, "sm__cycles_active.max", "sm__cycles_active.avg", "sm");
+        return eval_imbalance(ctx, "sm__cycles_active.max", "sm__cycles_active.avg", "sm", true);
       },
   });
   rules.push_back(Rule{

@@ -144,6 +144,7 @@ void put_diagnosis(protozero::pbf_writer& w, protozero::pbf_tag_type tag,
   for (const std::string& note : d.source_notes) put_text(m, D::kSourceNotes, note);
   put_bool(m, D::kAtHardwareLimit, d.at_hardware_limit);
   put_string(m, D::kPrimaryRuleId, d.primary_rule);
+  put_string(m, D::kLibrary, d.library);
 }
 
 // ---- PC sampling (KernelProfile.pc_sampling) ----------------------------------------------------

@@ -210,6 +210,44 @@ TEST_CASE("agent on the H200: several threads and two contexts", "[agent-h200]")
   CHECK(contexts.size() == 2);
 }
 
+TEST_CASE("agent on the H200: library kernels get next actions their callers can take", "[agent-h200]") {
+  // Issue 23, today's engine on the recorded counters. The verdict is the recorded one; the next
+  // action names what the caller controls instead of the kernel's code.
+  AgentFile f = load("torch_loop.pb");
+  size_t seen = 0;
+  for (const auto& [fn, k] : f.final_by_function) {
+    INFO(fn);
+    const triage::Diagnosis d = triage::triage_kernel(input_from(f, *k));
+    CHECK(d.primary_rule == k->diagnosis().primary_rule_id());
+    if (fn.rfind("sm80_xmma_gemm_f32f32", 0) == 0) {
+      // cuBLAS's fp32 GEMM on the FMA pipe: the caller can let it use the Tensor Cores.
+      ++seen;
+      CHECK(d.library == "cuBLAS");
+      CHECK(d.primary_limiter == triage::Limiter::kPipeFma);
+      CHECK(d.next_action.find("TF32") != std::string::npos);
+      CHECK(d.next_action.find("cut FP32 instructions") == std::string::npos);  // D4's advice for own code
+    } else if (fn.rfind("at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor", 0) == 0) {
+      // PyTorch's DRAM-bound elementwise op: fuse it, move fewer bytes.
+      ++seen;
+      CHECK(d.library == "PyTorch");
+      CHECK(d.classification == triage::Classification::kMemoryBound);
+      CHECK(d.next_action.find("torch.compile") != std::string::npos);
+    } else if (fn.rfind("cutlass::", 0) == 0) {
+      ++seen;
+      CHECK(d.library == "CUTLASS");
+    }
+  }
+  CHECK(seen == 5);  // two cuBLAS fp32 GEMMs, two CUTLASS SIMT GEMMs, one elementwise op
+
+  AgentFile g = load("zoo_cublas_gemm.pb");
+  const v1::KernelProfile& k = final_of(g, "nvjet_sm90_tss_320x128_64x3_1x2_h_bz_coopB_NNT");
+  const triage::Diagnosis d = triage::triage_kernel(input_from(g, k));
+  CHECK(d.library == "cuBLAS");
+  CHECK(static_cast<int>(d.classification) == static_cast<int>(k.diagnosis().classification()));
+  CHECK(d.next_action != k.diagnosis().next_action());  // was: "Stop micro-tuning; change the algorithm ..."
+  CHECK(d.next_action.find("lower precision") != std::string::npos);
+}
+
 TEST_CASE("agent on the H200: the PyTorch loop's kernels are profiled and diagnosed", "[agent-h200]") {
   AgentFile f = load("torch_loop.pb");
   REQUIRE(f.end != nullptr);

@@ -11,8 +11,10 @@
 
 #include "capture_support.h"
 #include "catch.h"
+#include "file_reader.h"
 #include "import.h"
 #include "ncu_csv.h"
+#include "report.h"
 
 using namespace cutriage;
 using cutriage::testing::slurp;
@@ -190,6 +192,33 @@ TEST_CASE("golden: the cuBLAS tensor-core GEMM is saturated near the hardware li
   const auto* pipe = d.check("d4.limiting_pipe");
   REQUIRE(pipe != nullptr);
   CHECK(pipe->outcome == triage::Outcome::kFired);
+}
+
+TEST_CASE("golden: the cuBLAS GEMM gets advice its caller can take, in the diagnosis and the report", "[golden]") {
+  // Issue 23: nobody can restructure cuBLAS's code. The verdict stays (saturated, at the limit);
+  // the next action is about what the caller controls, and the report says which library it is.
+  const auto& d = gemm();
+  CHECK(d.library == "cuBLAS");
+  CHECK(d.classification == Classification::kSaturated);
+  const auto* primary = d.check(d.primary_rule);
+  REQUIRE(primary != nullptr);
+  REQUIRE(primary->finding.has_value());
+  CHECK(d.next_action != primary->finding->next_action);  // the rule's "change the algorithm"
+  CHECK(d.next_action.find("lower precision") != std::string::npos);
+  for (const auto& [name, records] : zoo()) {
+    if (name.rfind("zoo_", 0) == 0) CHECK(records.front().diagnosis.library.empty());
+  }
+
+  tools::TriageRun run;
+  for (const auto& [name, records] : zoo()) {
+    if (name.rfind("nvjet_", 0) == 0) run.kernels.push_back(records.front());
+  }
+  const tools::ReadResult file = tools::read_cutriage_bytes(tools::encode_run(run));
+  REQUIRE(file.status == tools::ReadStatus::kOk);
+  const std::string text = tools::render_report(file, tools::ReportOptions{});
+  INFO(text);
+  CHECK(text.find("    library   cuBLAS kernel, recognized by name") != std::string::npos);
+  CHECK(text.find("    next      The GEMM runs near its hardware roof in cuBLAS") != std::string::npos);
 }
 
 TEST_CASE("golden: tiny_kernels are not trusted per kernel", "[golden]") {

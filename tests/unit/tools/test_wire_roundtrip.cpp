@@ -129,6 +129,7 @@ wire::KernelRecord sample_kernel() {
   d.trust = triage::Trust::kSuspect;
   d.trust_notes = {"no unprofiled timing"};
   d.at_hardware_limit = true;
+  d.library = "cuBLAS";
   // Always-on: metrics assembled from two launches without replay; the second has no block or
   // duration (zeros must stay zeros, and the launch must stay in the list).
   k.input.assembled_launches.push_back({15, {264, 2, 1}, {256, 1, 1}, 8192, 2450.5, 1, 12, 4242, 1700000000000000001});
@@ -275,6 +276,7 @@ TEST_CASE("wire encoder output parses with the generated classes, field by field
   CHECK(d.trust() == v1::TRUST_SUSPECT);
   REQUIRE(d.trust_notes_size() == 1);
   CHECK(d.at_hardware_limit());
+  CHECK(d.library() == "cuBLAS");
   REQUIRE(d.path_size() == 1);
   const v1::DecisionVisit& visit = d.path(0);
   CHECK(visit.decision() == v1::DECISION_D5_MEMORY_MECHANISM);

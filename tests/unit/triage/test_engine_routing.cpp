@@ -411,3 +411,59 @@ TEST_CASE("a memory throughput below its own breakdown part is raised, and the r
   CHECK(consistent.classification == before.classification);
   for (const std::string& n : consistent.trust_notes) CHECK(n.find("raised from") == std::string::npos);
 }
+
+TEST_CASE("a severe SM imbalance is the verdict; the routed classification stays (synthetic, issue 23)", "[routing]") {
+  // Issue 23's kernel, rebuilt from synthetic counters: blocks of 64x uneven work, the busiest SM
+  // active 6.7x the average, achieved occupancy 32.9%. It was headlined by the occupancy with the
+  // imbalance only under "also".
+  KernelInput k = kernel(30, 25, 32.9);
+  k.metrics.set("sm__cycles_active.max", 6700, "cycle");
+  k.metrics.set("sm__cycles_active.avg", 1000, "cycle");
+  Diagnosis d = triage_kernel(k);
+  CHECK(d.classification == Classification::kLatencyBound);
+  CHECK(d.primary_rule == "d7.sm_load_imbalance");
+  CHECK(d.primary_limiter == Limiter::kLoadImbalance);
+  CHECK(d.headline.rfind("latency_bound: busiest sm active 6.70x the average", 0) == 0);
+  REQUIRE(d.estimated_speedup.has_value());
+  CHECK(*d.estimated_speedup == Approx(6.7));
+  CHECK(d.next_action.find("Even out the work per block") != std::string::npos);
+
+  // Imbalanced below dominant_ratio: the routed finding keeps the verdict.
+  KernelInput mild = k;
+  mild.metrics.set("sm__cycles_active.max", 1500, "cycle");
+  Diagnosis m = triage_kernel(mild);
+  CHECK(m.fired("d7.sm_load_imbalance"));
+  CHECK(m.primary_rule != "d7.sm_load_imbalance");
+  CHECK_FALSE(m.primary_rule.empty());
+
+  // The named threshold decides.
+  TriageOptions o;
+  o.thresholds.set("d7.sm_load_imbalance.dominant_ratio", 8);
+  CHECK(triage_kernel(k, o).primary_rule == m.primary_rule);
+
+  // Under one wave the idle SMs are the grid's size: Decision 1 keeps the verdict.
+  KernelInput small = kernel(30, 25, 32.9, 40, 32);
+  small.metrics.set("sm__cycles_active.max", 4130, "cycle");
+  small.metrics.set("sm__cycles_active.avg", 1000, "cycle");
+  Diagnosis s = triage_kernel(small);
+  CHECK(s.classification == Classification::kUndersized);
+  CHECK(s.primary_rule == "d1.waves_below_one");
+}
+
+TEST_CASE("a mostly empty last wave of a short grid is the verdict (synthetic, issue 23)", "[routing]") {
+  // 1120 blocks of 256 threads on GH100 (1056 block slots): 1.06 waves, the second 6% full.
+  Diagnosis d = triage_kernel(kernel(30, 25, 75, 40, 1120));
+  CHECK(d.classification == Classification::kLatencyBound);
+  CHECK(d.primary_rule == "d1.tail_wave");
+  CHECK(d.primary_limiter == Limiter::kTailWave);
+  CHECK(d.headline.find("the last of 2 waves is 6.1% full") != std::string::npos);
+  REQUIRE(d.estimated_speedup.has_value());
+  CHECK(*d.estimated_speedup == Approx(2.0 * 1056 / 1120));
+
+  // 2.06 waves: the tail fires (a third of the time) but 3/2.06 = 1.46x is below dominant_ratio.
+  Diagnosis t = triage_kernel(kernel(30, 25, 75, 40, 2176));
+  CHECK(t.fired("d1.tail_wave"));
+  CHECK(t.primary_rule != "d1.tail_wave");
+  // A last wave over half full: no tail finding.
+  CHECK_FALSE(triage_kernel(kernel(30, 25, 75, 40, 1690)).fired("d1.tail_wave"));
+}

@@ -129,3 +129,51 @@ TEST_CASE("d1.kernel_isolated (synthetic)", "[d1]") {
   big.ran_concurrently = false;
   CHECK(run_one("d1.kernel_isolated", big).outcome == Outcome::kNotFired);
 }
+
+TEST_CASE("d1.tail_wave (synthetic)", "[d1]") {
+  // GH100, 256 threads and 32 registers: 8 blocks per SM, 1056 block slots. 1120 blocks are 1.06
+  // waves: the second wave holds 64 blocks (6% full) and takes half the kernel's time.
+  auto c = run_one("d1.tail_wave", launch(1120, 256));
+  CHECK(c.outcome == Outcome::kFired);
+  REQUIRE(c.finding.has_value());
+  CHECK(c.finding->limiter == Limiter::kTailWave);
+  REQUIRE(c.finding->estimated_speedup.has_value());
+  CHECK(*c.finding->estimated_speedup == Approx(2.0 * 1056.0 / 1120.0));
+  CHECK(c.reason.find("6.1% full") != std::string::npos);
+  CHECK(c.reason.find("64 blocks for 1056 block slots") != std::string::npos);
+  bool fill_noted = false;
+  for (const Evidence& e : c.evidence) fill_noted = fill_noted || e.metric == "cutriage__last_wave_fill";
+  CHECK(fill_noted);
+
+  // Nsight Compute input: the measured waves alone.
+  KernelInput ncu;
+  ncu.metrics.set("launch__waves_per_multiprocessor", 1.06);
+  auto m = run_one("d1.tail_wave", ncu);
+  CHECK(m.outcome == Outcome::kFired);
+  CHECK(*m.finding->estimated_speedup == Approx(2.0 / 1.06));
+  // The tail is 1/ceil(W) of the time: at 5 waves (20%) it still counts, at 6 it does not.
+  ncu.metrics.set("launch__waves_per_multiprocessor", 4.1);
+  CHECK(run_one("d1.tail_wave", ncu).outcome == Outcome::kFired);
+  ncu.metrics.set("launch__waves_per_multiprocessor", 5.1);
+  CHECK(run_one("d1.tail_wave", ncu).outcome == Outcome::kNotFired);
+  ncu.metrics.set("launch__waves_per_multiprocessor", 31.03);  // zoo_global_atomics' grid
+  CHECK(run_one("d1.tail_wave", ncu).outcome == Outcome::kNotFired);
+  // A last wave at least half full, or no partial wave at all.
+  ncu.metrics.set("launch__waves_per_multiprocessor", 1.6);
+  CHECK(run_one("d1.tail_wave", ncu).outcome == Outcome::kNotFired);
+  CHECK(run_one("d1.tail_wave", launch(4224, 256)).outcome == Outcome::kNotFired);
+  // Under one wave it is d1.waves_below_one's case.
+  CHECK(run_one("d1.tail_wave", launch(32, 256)).outcome == Outcome::kNotEvaluated);
+  CHECK(run_one("d1.tail_wave", KernelInput{}).outcome == Outcome::kNotEvaluated);
+
+  // The named thresholds decide.
+  Thresholds small_fill;
+  small_fill.set("d1.tail_wave.max_fill", 0.05);
+  CHECK(run_one("d1.tail_wave", launch(1120, 256), small_fill).outcome == Outcome::kNotFired);
+  Thresholds large_share;
+  large_share.set("d1.tail_wave.min_tail_share", 0.6);
+  CHECK(run_one("d1.tail_wave", launch(1120, 256), large_share).outcome == Outcome::kNotFired);
+  bool dominant_recorded = false;
+  for (const ThresholdUse& t : c.thresholds) dominant_recorded = dominant_recorded || t.name == "d1.tail_wave.dominant_ratio";
+  CHECK(dominant_recorded);
+}

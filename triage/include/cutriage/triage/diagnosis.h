@@ -53,6 +53,7 @@ enum class Limiter : uint8_t {
   kSmallBlock = 12,
   kLowAchievedOccupancy = 13,
   kIsolatedKernel = 14,
+  kTailWave = 15,  // a few waves, the last one mostly empty (d1.tail_wave)
   // Decision 2 / 2A
   kIssueStarvation = 20,
   kSysmemPeerTraffic = 21,
@@ -164,6 +165,9 @@ struct Diagnosis {
   // never a reason to doubt the counters, so never part of `trust`.
   std::vector<std::string> source_notes;
   bool at_hardware_limit = false;  // Decision 7 confirmed the limiter is within ~80% of peak
+  // The library whose kernel this is, recognized by name (library.h: "cuBLAS", "NCCL", ...); empty
+  // for the program's own kernels. When set, next_action is advice for the library's caller.
+  std::string library;
 
   // Convenience for reports and tests.
   [[nodiscard]] const CheckResult* check(std::string_view rule_id) const;
