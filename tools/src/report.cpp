@@ -575,14 +575,20 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
       }
     }
     if (d.amdahl_ceiling() > 0) {
-      if (d.estimated_speedup() > 0) out << "; ";
-      // Amdahl's bound on the whole run, said as what it is: the kernel's share of the time.
+      // The run-level view, as Nsight Compute's global estimate: the local gain over the kernel's
+      // share of the captured GPU time, and Amdahl's bound said as what it is.
       const double share = 1.0 - 1.0 / d.amdahl_ceiling();
+      if (d.estimated_speedup() > 0) out << "\n              ";
       if (share < 0.01) {
-        out << "this kernel is under 1% of the captured GPU time: no change to it speeds the run noticeably";
+        out << "on the run: this kernel is under 1% of the captured GPU time, no change to it speeds the run "
+               "noticeably";
       } else {
-        out << "this kernel is " << fmt(100.0 * share) << "% of the captured GPU time: making it faster speeds "
-            << "the run by at most " << fmt(d.amdahl_ceiling()) << "x";
+        out << "on the run: this kernel is " << fmt(100.0 * share) << "% of the captured GPU time";
+        if (d.estimated_speedup() > 1) {
+          const double run = 1.0 / ((1.0 - share) + share / d.estimated_speedup());
+          out << ", so that gain speeds the run up to " << fmt(run) << "x";
+        }
+        out << " (at most " << fmt(d.amdahl_ceiling()) << "x if the kernel took no time)";
       }
     }
     out << "\n";
@@ -735,7 +741,7 @@ void render_device(std::ostringstream& out, const v1::SessionHeader* session, co
   // The session checks below leave the agent's own profiling out of their idle share; this line
   // keeps it in, and says so, so the two numbers never read as a contradiction.
   out << ", busy " << short_duration(d.busy_ns()) << " (" << percent(d.busy_ns(), span) << "), idle "
-      << short_duration(idle) << " (" << percent(idle, span) << ", time spent profiling included)\n";
+      << short_duration(idle) << " (" << percent(idle, span) << ", with profiling)\n";
   out << kIndent << "    " << plural(d.kernels(), "kernel", "kernels") << ", busy "
       << short_duration(d.kernel_busy_ns()) << "\n";
   if (d.copies() != 0) {
@@ -851,7 +857,7 @@ std::string graph_nodes_text(const ReadResult& file, const v1::FamilyStats& fs, 
 // families inside it.
 void render_graphs(std::ostringstream& out, const ReadResult& file, const v1::TraceSummary& ts,
                    const ReportOptions& options) {
-  out << "CUDA graphs as workloads (a graph's counters are the whole launch's, never one node's: docs/graphs.md)\n";
+  out << "CUDA graphs as workloads (counters of a whole graph launch, never of one node: docs/graphs.md)\n";
   const int limit = options.verbose ? ts.graphs_size() : std::min(ts.graphs_size(), 5);
   for (int i = 0; i < limit; ++i) {
     const v1::GraphStats& g = ts.graphs(i);

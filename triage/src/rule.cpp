@@ -120,6 +120,9 @@ double RuleContext::threshold(std::string_view name) {
   bool already = std::any_of(thresholds_used.begin(), thresholds_used.end(),
                              [&](const ThresholdUse& t) { return t.name == key; });
   if (!already) thresholds_used.push_back(ThresholdUse{key, value});
+  // A rule reads a number, then the threshold it holds it to: the first such pair is its main
+  // comparison, the deciding number unless the rule names another (RuleVerdict::decided_by).
+  if (!first_comparison_ && !evidence.empty()) first_comparison_ = {evidence.back().metric, std::string(name)};
   return value;
 }
 
@@ -205,6 +208,10 @@ CheckResult run_rule(const Rule& rule, const KernelInput& kernel, const MetricSe
   result.evidence = std::move(ctx.evidence);
   result.thresholds = std::move(ctx.thresholds_used);
   // The deciding number first, the others in the order the rule read them.
+  if (verdict.deciding.empty() && ctx.first_comparison()) {
+    verdict.deciding = ctx.first_comparison()->first;
+    if (verdict.deciding_threshold.empty()) verdict.deciding_threshold = ctx.first_comparison()->second;
+  }
   if (!verdict.deciding.empty()) {
     auto it = std::find_if(result.evidence.begin(), result.evidence.end(),
                            [&](const Evidence& e) { return e.metric == verdict.deciding; });

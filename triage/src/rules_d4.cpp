@@ -200,8 +200,11 @@ Rule limiting_pipe() {
         std::string reading = top.pipe + " pipe at " + num(top.pct, 1) + "% of peak (" + top.metric + ")";
         // The runner-up is another pipe: one pipe is measured under two names (its cycles
         // active and its instructions executed), which must not read as a second pipe.
-        auto next = std::find_if(pipes.begin() + 1, pipes.end(),
-                                 [&top](const PipeReading& p) { return p.pipe != top.pipe; });
+        // fmaheavy and fmalite are halves of the fma pipe, not other pipes.
+        auto same_pipe = [&top](const PipeReading& p) {
+          return p.pipe.rfind(top.pipe, 0) == 0 || top.pipe.rfind(p.pipe, 0) == 0;
+        };
+        auto next = std::find_if(pipes.begin() + 1, pipes.end(), [&](const PipeReading& p) { return !same_pipe(p); });
         if (next != pipes.end()) reading += "; next " + next->pipe + " " + num(next->pct, 1) + "%";
         if (!(top.pct > high)) {
           return RuleVerdict::not_fired(reading + ": no pipe above " + num(high, 0) + "%").decided_by(top.metric,

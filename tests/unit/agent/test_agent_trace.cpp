@@ -251,7 +251,7 @@ TEST_CASE("trace: kernels launched only from graphs are ranked, and say why they
 // How a captured graph reaches the agent (the order seen on the H200, tests/data/graphs/probe.txt):
 // each captured launch creates its node inside its own launch callback; instantiation creates the
 // clones, each followed by its clone event; the records name the clones (graph 2 here).
-TEST_CASE("trace: graph kernels name their graph, node and capture-time NVTX path; each graph is a workload",
+TEST_CASE("trace: graph kernels name their graph, node and capture-time NVTX path, each graph is a workload",
           "[agent][trace][graphs]") {
   Captured a = capture_of("vector_add");
   AgentConfig c = top(1);

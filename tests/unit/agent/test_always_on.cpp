@@ -309,7 +309,7 @@ TEST_CASE("always-on: with the flush thread, the groups are planned there, not o
   s.h->ag->finish();
 }
 
-TEST_CASE("always-on: the budget spaces profiled launches; a larger budget completes sooner", "[agent][always_on]") {
+TEST_CASE("always-on: the budget spaces profiled launches, a larger budget completes sooner", "[agent][always_on]") {
   auto launches_to_complete = [](double fraction) {
     Service s = make_service("strided_load", always_on(fraction));
     uint64_t n = 0;

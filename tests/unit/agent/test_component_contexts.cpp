@@ -54,7 +54,7 @@ void enable_profiler(FakePlatform& platform, ContextState& ctx, int group) {
 
 }  // namespace
 
-TEST_CASE("contexts: a claim holds the context until released; a second claim is refused", "[component][contexts]") {
+TEST_CASE("contexts: a claim holds the context until released, a second claim is refused", "[component][contexts]") {
   ContextTable t;
   t.created(context(1, 0));
   std::shared_ptr<ContextState> held = t.claim(launch_on(1, 0));
@@ -239,7 +239,7 @@ TEST_CASE("devices: a device that cannot be read is not asked again", "[componen
   CHECK(devices.info(0));  // other devices are asked as usual
 }
 
-TEST_CASE("devices: one profiler host per chip; a chip without one is not asked again", "[component][devices]") {
+TEST_CASE("devices: one profiler host per chip, a chip without one is not asked again", "[component][devices]") {
   FakePlatform platform;
   agent::Logger log;
   DeviceCatalog devices(platform, log);

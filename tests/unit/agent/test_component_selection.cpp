@@ -280,7 +280,7 @@ TEST_CASE("selection: select=share profiles the families above the share", "[com
   CHECK_FALSE(d->candidate.load());
 }
 
-TEST_CASE("selection: select=none profiles nothing; the ranking still names ranks and shares", "[component][selection]") {
+TEST_CASE("selection: select=none profiles nothing, the ranking still names ranks and shares", "[component][selection]") {
   // Ranks and shares are kept in every mode (a top:N deep capture targets by rank), but only
   // select=top and share turn them into candidates.
   Selecting s(with_select(agent::SelectMode::kNone));

@@ -806,7 +806,7 @@ TEST_CASE("config: ranking needs the trace", "[config]") {
   CHECK_FALSE(parse_config({{"CUTRIAGE_TRACE", "0"}, {"CUTRIAGE_SELECT", "share:3"}}).ok());
 }
 
-TEST_CASE("config: NVTX filters take a name or a regex; the flush period is bounded", "[config]") {
+TEST_CASE("config: NVTX filters take a name or a regex, the flush period is bounded", "[config]") {
   const ConfigResult r = parse_config({{"CUTRIAGE_NVTX_INCLUDE", " step "}, {"CUTRIAGE_NVTX_EXCLUDE", "regex:^warm"}});
   REQUIRE(r.ok());
   CHECK(r.config.nvtx_include.matches("step", "step", "step"));

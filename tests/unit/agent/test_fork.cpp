@@ -17,7 +17,7 @@ using testing::counters_for;
 using testing::Harness;
 using testing::make_launch;
 
-TEST_CASE("fork: the child writes and prints nothing at its exit; the parent's file ends once", "[agent][fork]") {
+TEST_CASE("fork: the child writes and prints nothing at its exit, the parent's file ends once", "[agent][fork]") {
   Captured a = capture_of("vector_add");
   Harness h(testing::select_all(), counters_for({&a}));
   REQUIRE(h.ag->start());

@@ -48,7 +48,7 @@ void log_to(agent::Logger& log, const fs::path& file) { (void)log.configure(agen
 
 }  // namespace
 
-TEST_CASE("output files: owner-only by default, CUTRIAGE_OUTPUT_MODE otherwise; an earlier one replaced",
+TEST_CASE("output files: owner-only by default, CUTRIAGE_OUTPUT_MODE otherwise, an earlier one replaced",
           "[agent][output]") {
   TempDir d;
   const mode_t old_umask = ::umask(022);

@@ -552,7 +552,7 @@ TEST_CASE("H200 always-on: a restart resumed by tests/gpu/check_resume.sh collec
   }
 }
 
-TEST_CASE("H200 replay: graph kernels running when the trace paused came back late; the reader cuts them",
+TEST_CASE("H200 replay: graph kernels running when the trace paused came back late, the reader cuts them",
           "[h200][always_on][trace_duty]") {
   // Captured on the H200 on 2026-11-30 by the agent before it cut such records itself (command in
   // always_on/README.md): the example service for 13 s, nothing profiled, the trace on 1 s of every

@@ -133,7 +133,7 @@ const std::set<std::string> kStates = {"long_scoreboard", "lg_throttle", "wait",
 
 }  // namespace
 
-TEST_CASE("pprof: the export reads back with the protoc classes; stacks and totals match the samples",
+TEST_CASE("pprof: the export reads back with the protoc classes, stacks and totals match the samples",
           "[pprof]") {
   const tools::ReadResult r = tools::read_cutriage_bytes(testing::synthetic_pc_file());
   REQUIRE(r.status == tools::ReadStatus::kOk);

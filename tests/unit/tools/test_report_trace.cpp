@@ -63,7 +63,7 @@ TEST_CASE("reader: families by id, trace chunks, the summary, the highest revisi
   CHECK(tools::family_name(copy, 1) == "gemm<128>");
 }
 
-TEST_CASE("reader: the highest revision wins in any order; equal revisions are all kept",
+TEST_CASE("reader: the highest revision wins in any order, equal revisions are all kept",
           "[reader][trace]") {
   wire::RecordEncoder enc;
   std::string bytes = enc.session(testing::synthetic_trace_session());
@@ -109,11 +109,11 @@ TEST_CASE("report: the application view opens the report, like nsys stats with v
   CHECK(position(text, "profiled: the top family by GPU time") < families);
 
   // Devices: span, busy and idle with percentages, copies serialized with compute.
-  CHECK(text.find("GPU 0 (NVIDIA H200): span 1.29 ms, busy 483 us (37.4%), idle 808 us (62.6%)") != std::string::npos);
+  CHECK(text.find("GPU 0 (NVIDIA H200): span 1.29 ms, busy 483 us (37.4%), idle 808 us (62.6%, with profiling)") != std::string::npos);
   CHECK(text.find("2 copies, busy 71.0 us; 70.0 us serialized with compute (5.4% of span), 70.0 us pageable") !=
         std::string::npos);
   CHECK(text.find("6 idle gaps, 808 us in all; longest 246 us") != std::string::npos);
-  CHECK(text.find("GPU 1 (NVIDIA H200): span 250 us, busy 250 us (100.0%), idle 0 (0.0%)") != std::string::npos);
+  CHECK(text.find("GPU 1 (NVIDIA H200): span 250 us, busy 250 us (100.0%), idle 0 (0.0%, with profiling)") != std::string::npos);
 
   // Families ranked by total GPU time, with launches, share and Amdahl ceiling.
   size_t long_row = position(text, "   1  very_long_kernel_name_for_width\u2026        1   250 us   250 us");
@@ -161,7 +161,7 @@ TEST_CASE("report: the application view opens the report, like nsys stats with v
   }
 }
 
-TEST_CASE("report: families beyond the limit are summed up; --verbose lists them all", "[report][trace]") {
+TEST_CASE("report: families beyond the limit are summed up, --verbose lists them all", "[report][trace]") {
   const tools::ReadResult r = tools::read_cutriage_bytes(testing::synthetic_trace_file());
   REQUIRE(r.status == tools::ReadStatus::kOk);
   tools::ReportOptions two;
@@ -181,7 +181,7 @@ TEST_CASE("report: families beyond the limit are summed up; --verbose lists them
   CHECK(all.find("  [d1.isolated_kernels] kernels overlap") != std::string::npos);
 }
 
-TEST_CASE("report: a trace without its summary (killed run) says so; no trace, no view",
+TEST_CASE("report: a trace without its summary (killed run) says so, no trace, no view",
           "[report][trace]") {
   const tools::ReadResult killed = tools::read_cutriage_bytes(testing::synthetic_trace_file(false));
   REQUIRE(killed.status == tools::ReadStatus::kOk);

@@ -97,7 +97,7 @@ TEST_CASE("each breakdown reproduces ncu's throughput on the H200 capture", "[br
   }
 }
 
-TEST_CASE("a breakdown with a part missing derives nothing; a measured value is kept (synthetic)", "[breakdown]") {
+TEST_CASE("a breakdown with a part missing derives nothing, a measured value is kept (synthetic)", "[breakdown]") {
   const ThroughputBreakdown* b = find_breakdown("sm__throughput.avg.pct_of_peak_sustained_elapsed");
   REQUIRE(b != nullptr);
   REQUIRE(b->parts.size() > 2);

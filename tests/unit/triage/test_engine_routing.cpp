@@ -95,7 +95,7 @@ TEST_CASE("route: memory >> compute -> Decision 5, memory-bound", "[routing]") {
   CHECK_FALSE(d.visited(Decision::kD4ComputePipe));
 }
 
-TEST_CASE("route: both high -> Decisions 4 and 7, saturated; D7 confirms the limit", "[routing]") {
+TEST_CASE("route: both high -> Decisions 4 and 7, saturated, D7 confirms the limit", "[routing]") {
   KernelInput k = kernel(85, 90);
   k.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 91, "%");
   Diagnosis d = triage_kernel(k);
@@ -277,7 +277,7 @@ TEST_CASE("undersized: under one wave and nothing saturated", "[routing]") {
   CHECK(sat.classification == Classification::kSaturated);
 }
 
-TEST_CASE("Decision 2A: visited only with timeline data; a firing check classifies", "[routing]") {
+TEST_CASE("Decision 2A: visited only with timeline data, a firing check classifies", "[routing]") {
   CHECK_FALSE(triage_kernel(kernel(30, 25)).visited(Decision::kD2ADispatch));
   KernelInput k = kernel(30, 25);
   k.metrics.set("cutriage__gpu_idle_pct", 25, "%");
@@ -412,7 +412,7 @@ TEST_CASE("a memory throughput below its own breakdown part is raised, and the r
   for (const std::string& n : consistent.trust_notes) CHECK(n.find("raised from") == std::string::npos);
 }
 
-TEST_CASE("a severe SM imbalance is the verdict; the routed classification stays (synthetic, issue 23)", "[routing]") {
+TEST_CASE("a severe SM imbalance is the verdict, the routed classification stays (synthetic, issue 23)", "[routing]") {
   // Issue 23's kernel, rebuilt from synthetic counters: blocks of 64x uneven work, the busiest SM
   // active 6.7x the average, achieved occupancy 32.9%. It was headlined by the occupancy with the
   // imbalance only under "also".

@@ -64,7 +64,7 @@ TEST_CASE("graphs: overlapping nodes count once in the busy time (synthetic)", "
   CHECK(g.idle_between_nodes_ns() == Approx(80));
 }
 
-TEST_CASE("graphs: replays whose records interleave are kept apart; old ones close (synthetic)", "[graphs]") {
+TEST_CASE("graphs: replays whose records interleave are kept apart, old ones close (synthetic)", "[graphs]") {
   GraphAccumulator acc;
   // Launch 1 and 2 interleaved (two streams), then launches 3..8 one after the other.
   acc.add(node(5, 1, 1, 1, 0, 10));

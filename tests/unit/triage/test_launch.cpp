@@ -155,7 +155,7 @@ TEST_CASE("add_launch_metrics adds derived launch__* values and keeps measured o
   CHECK(m.get("launch__thread_count") == 64 * 256);
 }
 
-TEST_CASE("add_launch_metrics: chip-only limits are completed; measured SM count wins", "[launch]") {
+TEST_CASE("add_launch_metrics: chip-only limits are completed, measured SM count wins", "[launch]") {
   KernelInput k;
   k.launch = cfg(114, 256, 32);
   DeviceLimits only_chip;

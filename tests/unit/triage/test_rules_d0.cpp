@@ -339,7 +339,7 @@ TEST_CASE("d0.graph_share and d0.graph_scope (synthetic)", "[d0][graphs]") {
   CHECK(run_one("d0.graph_share", k).outcome == Outcome::kNotFired);
   c = run_one("d0.graph_scope", k);
   CHECK(c.outcome == Outcome::kFired);
-  CHECK(c.reason.find("over 9 replay(s)") != std::string::npos);
+  CHECK(c.reason.find("over 9 replays") != std::string::npos);
 
   k.graph_scope->share_of_graph = 0.97;  // practically alone in its graph
   CHECK(run_one("d0.graph_scope", k).outcome == Outcome::kNotFired);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cutriage/triage/diagnosis.h"
@@ -71,8 +72,13 @@ class RuleContext {
   // Filled as the rule reads; moved into the CheckResult by the engine.
   std::vector<Evidence> evidence;
   std::vector<ThresholdUse> thresholds_used;
+  // The number read last before the first threshold, and that threshold's local name.
+  [[nodiscard]] const std::optional<std::pair<std::string, std::string>>& first_comparison() const {
+    return first_comparison_;
+  }
 
  private:
+  std::optional<std::pair<std::string, std::string>> first_comparison_;
   const Rule& rule_;
   const KernelInput& kernel_;
   const MetricSet& metrics_;
