@@ -398,7 +398,11 @@ int cmd_trace(const std::vector<std::string>& args) {
   }
   if (out_path != "-") {
     std::cerr << "cutriage: " << stats.kernels << " kernels, " << stats.copies << " copies, "
-              << stats.nvtx_ranges << " NVTX ranges -> " << out_path << "\n";
+              << stats.nvtx_ranges << " NVTX ranges";
+    if (stats.placed_profiled != 0) {
+      std::cerr << ", " << stats.placed_profiled << " profiled launches placed from their records";
+    }
+    std::cerr << " -> " << out_path << "\n";
   }
   return exit_for(r.status);
 }
