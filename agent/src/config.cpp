@@ -312,7 +312,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 39> kOptions = {{
+const std::array<Option, 40> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -487,6 +487,17 @@ const std::array<Option, 39> kOptions = {{
       "how often the Prometheus file is rewritten, in milliseconds (with the trace's flush thread)"},
      "an integer from 100 to 3600000",
      [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.prometheus_interval_ms, 100, 3600000); }},
+    {{"CUTRIAGE_PROMETHEUS_DCGM_LABELS", "--prometheus-dcgm-labels", "1|0", "0",
+      "1: the GPU's model label is named modelName, as dcgm-exporter names it, so series join with "
+      "DCGM's on that label too (promtool check metrics then reports it: not snake_case); 0: "
+      "model_name. gpu, UUID and Hostname are dcgm-exporter's names either way"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.prometheus_dcgm_labels = *b;
+       return ok();
+     }},
     {{"CUTRIAGE_SEGMENT_MB", "--segment-mb", "MB", "0 (one file)",
       "write the output as segments of about MB megabytes (out.000001.pb, ...), each a complete "
       "file published by rename when the next begins; 0: one file"},

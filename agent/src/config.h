@@ -140,6 +140,9 @@ struct AgentConfig {
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.
   std::string prometheus_file;
   uint32_t prometheus_interval_ms = 15000;
+  // The GPU model label named modelName (dcgm-exporter's name, not snake_case) instead of
+  // model_name (CUTRIAGE_PROMETHEUS_DCGM_LABELS).
+  bool prometheus_dcgm_labels = false;
   // Rotating segments of the output file for long runs (both 0: one file).
   uint64_t segment_mb = 0;
   uint64_t segment_seconds = 0;

@@ -77,7 +77,7 @@ Labels gpu_labels(const PromSnapshot& s, uint32_t device) {
   l.add("gpu", std::to_string(device));
   const PromGpu* g = gpu_of(s, device);
   l.add("UUID", g ? g->uuid : "");
-  l.add("modelName", g ? g->model : "");
+  l.add(s.dcgm_model_label ? "modelName" : "model_name", g ? g->model : "");
   l.add("Hostname", s.host);
   return l;
 }

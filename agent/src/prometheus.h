@@ -2,8 +2,14 @@
 // node_exporter's textfile collector: a file rewritten every CUTRIAGE_PROMETHEUS_INTERVAL_MS,
 // published by rename(2) so a scraper never reads half a file.
 //
-// Labels follow dcgm-exporter's where they name the same thing (gpu, UUID, modelName, Hostname),
-// so cutriage's series join with DCGM's on a dashboard. Pure C++ but for write_atomically().
+// Labels follow dcgm-exporter's where they name the same thing (gpu, UUID, Hostname), so
+// cutriage's series join with DCGM's on a dashboard. The GPU's model is model_name: dcgm-exporter's
+// modelName is not snake_case, which `promtool check metrics` reports (every file failed it);
+// CUTRIAGE_PROMETHEUS_DCGM_LABELS=1 names it modelName for dashboards that join on it.
+// The output keeps promtool's lint rules (docs/exports.md lists them; tests/agent_lib/promlint.py
+// checks them in CI): snake_case metric and label names, HELP and TYPE before each metric's
+// samples, counters ending in _total and nothing else ending so, base units (_seconds, _ratio),
+// no duplicate series. Pure C++ but for write_atomically().
 #pragma once
 
 #include <cstdint>
@@ -67,6 +73,8 @@ struct PromSnapshot {
   // paused so far; with a duty below 1 the GPU and family seconds cover the traced time only.
   double trace_duty = 1.0;
   double trace_paused_seconds = 0;
+  // The model label named modelName (dcgm-exporter's) instead of model_name.
+  bool dcgm_model_label = false;
 };
 
 // Families exported: the rest are summed into no series (their time is in the GPU's busy time).

@@ -32,7 +32,7 @@ assert set(per_family) == {"plain_gemm", 'odd"kernel\\name'}, per_family.keys()
 for s in per_family.values():
     assert s.value == 10, s
     assert s.labels["gpu"] == "0" and s.labels["UUID"] == "GPU-fake-0", s.labels
-    assert s.labels["modelName"] == "NVIDIA H200", s.labels
+    assert s.labels["model_name"] == "NVIDIA H200", s.labels  # modelName only when asked for
 gpu_seconds = samples("cutriage_kernel_family_gpu_seconds")
 assert all(s.value > 0 for s in gpu_seconds), gpu_seconds
 share = sum(s.value for s in samples("cutriage_kernel_family_time_share"))
@@ -48,6 +48,7 @@ if len(sys.argv) > 3:
     real = {f.name: f for f in text_string_to_metric_families(open(sys.argv[3], encoding="utf-8").read())}
     fams = real["cutriage_kernel_family_launches"].samples
     assert len(fams) == 13, len(fams)
+    # Written before model_name (the agent then named it modelName, as dcgm-exporter does).
     assert all(s.labels["UUID"].startswith("GPU-") and s.labels["modelName"] == "NVIDIA H200" for s in fams)
     shares = sum(s.value for s in real["cutriage_kernel_family_time_share"].samples)
     assert abs(shares - 1.0) < 1e-6, shares

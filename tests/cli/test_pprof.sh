@@ -62,7 +62,7 @@ expect "pprof --kernel matching nothing" 10 "no sampled kernel matches 'gemm'" -
 expect "pprof --kernel of a failed sampling" 10 "no PC samples were collected: reduce.*CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" -- \
   "$bin" pprof "$tmp/pc.pb" --kernel reduce -o "$tmp/p.pb.gz"
 
-expect "pprof" 0 "2 kernels, 1175 samples \(1025 stalls\) in [0-9]+ stacks -> $tmp/p.pb.gz" -- "$bin" pprof "$tmp/pc.pb" -o "$tmp/p.pb.gz"
+expect "pprof" 0 "2 kernels, 1175 samples \(1025 stalls\), [0-9]+ SM cycles, in [0-9]+ stacks -> $tmp/p.pb.gz" -- "$bin" pprof "$tmp/pc.pb" -o "$tmp/p.pb.gz"
 expect "pprof says once that nvdisasm is missing" 0 "note: CUTRIAGE_NVDISASM=$tmp/no-nvdisasm is not an executable file" -- \
   "$bin" pprof "$tmp/pc.pb" -o "$tmp/p.pb.gz"
 if [[ $(grep -c "no-nvdisasm" "$tmp/err") -ne 1 ]]; then

@@ -3,8 +3,8 @@
 // Exit codes (stable, scripts rely on them):
 //   0 ok; 1 usage error; 2 input missing or unreadable; 3 not a cutriage file;
 //   4 truncated cutriage file (complete records were used); 5 CSV not usable;
-//   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`) or no
-//   PC samples (`pprof`).
+//   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`,
+//   `report --rows families`) or no PC samples (`pprof`).
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -21,6 +21,7 @@
 #include "pprof_export.h"
 #include "report.h"
 #include "run.h"
+#include "table_export.h"
 #include "trace_export.h"
 
 namespace {
@@ -50,7 +51,7 @@ constexpr const char* kMainHelp =
     "commands:\n"
     "  run [options] APP [ARGS...]       run APP with the agent injected, then print the report\n"
     "  triage --ncu-csv FILE... -o OUT.pb  diagnose Nsight Compute raw CSV captures\n"
-    "  report FILE.pb                    human summary, kernels sorted by time\n"
+    "  report FILE.pb [--format F]       human summary, kernels sorted by time (or JSON Lines, CSV)\n"
     "  json FILE.pb                      the file's records in the proto3 JSON mapping\n"
     "  trace FILE.pb [-o OUT.json]       the GPU timeline as Chrome trace JSON (Perfetto)\n"
     "  pprof FILE.pb [-o OUT.pb.gz]      PC samples (stall reasons per line and SASS) for pprof\n"
@@ -79,12 +80,18 @@ constexpr const char* kTriageHelp =
     "  --report              also print the report to stdout\n";
 
 constexpr const char* kReportHelp =
-    "usage: cutriage report FILE.pb [--verbose] [--top N]\n"
+    "usage: cutriage report FILE.pb [--verbose] [--top N] [--format text|json|csv]\n"
+    "                                [--rows kernels|families]\n"
     "\n"
     "Per kernel, longest first: the verdict, how far to trust it, the path through the decisions,\n"
     "the numbers behind the verdict, the next action and what it could buy.\n"
-    "  --verbose   list every check of every visited decision, with not-evaluated reasons\n"
-    "  --top N     only the N longest kernels\n";
+    "  --verbose        list every check of every visited decision, with not-evaluated reasons\n"
+    "  --top N          only the N longest kernels\n"
+    "  --format F       text (default): the report above; json: JSON Lines, one object per row;\n"
+    "                   csv: RFC 4180 with a header row. Columns: docs/exports.md\n"
+    "  --rows R         with json or csv: kernels (default), one row per profiled kernel, or\n"
+    "                   families, one row per kernel family of the trace summary\n"
+    "exit code 10 for --rows families when the file has no trace.\n";
 
 constexpr const char* kJsonHelp =
     "usage: cutriage json FILE.pb\n"
@@ -111,8 +118,11 @@ constexpr const char* kPprofHelp =
     "`go tool pprof`, Perfetto or speedscope. Stacks, root to leaf: kernel (demangled name) >\n"
     "source line (\"stencil.cu:42\", or \"pc 0x01a0\" without -lineinfo) > SASS PC (\"0x01a0\n"
     "LDG.E ...\", the SASS from nvdisasm when it is installed) > warp state (\"long_scoreboard\").\n"
-    "Values are sample counts; the period is 2^N cycles per SM. The issue states selected and\n"
-    "not_selected are kept as leaves; every sample is labelled kind=stall or kind=issue\n"
+    "Two values: samples, and cycles = samples x 2^N (one sample per SM every 2^N cycles), the\n"
+    "default, which compares kernels sampled at different periods. Samples the device counted\n"
+    "but no PC holds are under \"(samples not attributed to a PC)\", so the total is the sum of\n"
+    "the report's per-launch totals. The issue states selected and not_selected are kept as\n"
+    "leaves; every sample is labelled kind=stall, kind=issue or kind=unattributed\n"
     "(`pprof -tagignore=kind=issue` shows the stalls only).\n"
     "  -o, --output OUT.pb.gz   where to write it (default: FILE.pb with .pprof.pb.gz appended;\n"
     "                           - for stdout)\n"
@@ -294,8 +304,30 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   std::string path;
   tools::ReportOptions options;
+  std::optional<tools::TableFormat> format;  // nullopt: text
+  std::optional<tools::TableRows> rows;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--verbose" || args[i] == "-v") {
+    if (args[i] == "--format") {
+      if (i + 1 >= args.size()) return usage_error("--format needs a value: text, json or csv", kReportHelp);
+      const std::string& f = args[++i];
+      if (f == "json" || f == "jsonl") {
+        format = tools::TableFormat::kJsonLines;
+      } else if (f == "csv") {
+        format = tools::TableFormat::kCsv;
+      } else if (f != "text") {
+        return usage_error("--format accepts text, json or csv, not '" + f + "'", kReportHelp);
+      }
+    } else if (args[i] == "--rows") {
+      if (i + 1 >= args.size()) return usage_error("--rows needs a value: kernels or families", kReportHelp);
+      const std::string& r = args[++i];
+      if (r == "kernels") {
+        rows = tools::TableRows::kKernels;
+      } else if (r == "families") {
+        rows = tools::TableRows::kFamilies;
+      } else {
+        return usage_error("--rows accepts kernels or families, not '" + r + "'", kReportHelp);
+      }
+    } else if (args[i] == "--verbose" || args[i] == "-v") {
       options.verbose = true;
     } else if (args[i] == "--top") {
       if (i + 1 >= args.size()) return usage_error("--top needs a number", kReportHelp);
@@ -313,8 +345,19 @@ int cmd_report(const std::vector<std::string>& args) {
     }
   }
   if (path.empty()) return usage_error("which file?", kReportHelp);
+  if (rows && !format) return usage_error("--rows goes with --format json or csv", kReportHelp);
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);
+  if (format) {
+    std::string error;
+    const std::string table = tools::render_table(r, *format, rows.value_or(tools::TableRows::kKernels), error);
+    if (!error.empty()) {
+      std::cerr << "cutriage: " << path << ": " << error << "\n";
+      return kNoTrace;
+    }
+    std::cout << table;
+    return exit_for(r.status);
+  }
   std::cout << tools::render_report(r, options);
   return exit_for(r.status);
 }
@@ -398,7 +441,11 @@ int cmd_trace(const std::vector<std::string>& args) {
   }
   if (out_path != "-") {
     std::cerr << "cutriage: " << stats.kernels << " kernels, " << stats.copies << " copies, "
-              << stats.nvtx_ranges << " NVTX ranges -> " << out_path << "\n";
+              << stats.nvtx_ranges << " NVTX ranges";
+    if (stats.placed_profiled != 0) {
+      std::cerr << ", " << stats.placed_profiled << " profiled launches placed from their records";
+    }
+    std::cerr << " -> " << out_path << "\n";
   }
   return exit_for(r.status);
 }
@@ -470,8 +517,9 @@ int cmd_pprof(const std::vector<std::string>& args) {
     }
   }
   std::cerr << "cutriage: " << stats.kernels << (stats.kernels == 1 ? " kernel, " : " kernels, ")
-            << stats.samples << " samples (" << stats.stall_samples << " stalls) in " << stats.stacks
-            << " stacks -> " << out_path << "\n";
+            << stats.samples << " samples (" << stats.stall_samples << " stalls";
+  if (stats.unattributed_samples != 0) std::cerr << ", " << stats.unattributed_samples << " not attributed to a PC";
+  std::cerr << "), " << stats.cycles << " SM cycles, in " << stats.stacks << " stacks -> " << out_path << "\n";
   return exit_for(r.status);
 }
 

@@ -163,10 +163,16 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
   }
 
   ProfileTables t(profile);
+  // Two values per Sample: the samples, and the SM cycles they stand for (samples x 2^period). A
+  // kernel sampled at 2^8 takes 16 times the samples per cycle of one sampled at 2^12, so only the
+  // cycles compare across kernels; they are the default view.
   pp::ValueType* type = profile.add_sample_type();
   type->set_type(t.str("samples"));
   type->set_unit(t.str("count"));
-  profile.set_default_sample_type(t.str("samples"));
+  pp::ValueType* cycles_type = profile.add_sample_type();
+  cycles_type->set_type(t.str("cycles"));
+  cycles_type->set_unit(t.str("count"));
+  profile.set_default_sample_type(t.str("cycles"));
   profile.mutable_period_type()->set_type(t.str("cycles"));
   profile.mutable_period_type()->set_unit(t.str("count"));
   for (const v1::Record& r : file.file.records()) {
@@ -185,8 +191,16 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
   const int64_t kind = t.str("kind");
   const int64_t kind_stall = t.str("stall");
   const int64_t kind_issue = t.str("issue");
-  // (kernel, line, pc, state) locations -> samples: records of one kernel merge their stacks.
-  std::map<std::array<uint64_t, 4>, std::pair<uint64_t, bool>> stacks;
+  const int64_t kind_unattributed = t.str("unattributed");
+  // (kernel, line, pc, state) locations -> values: records of one kernel merge their stacks. A
+  // kernel's samples that no PC holds have the stack (kernel, unattributed frame, 0, 0).
+  struct Values {
+    uint64_t samples = 0;
+    uint64_t cycles = 0;
+    int64_t kind = 0;
+  };
+  std::map<std::array<uint64_t, 4>, Values> stacks;
+  std::set<uint32_t> unknown_period;  // kernels without a recorded period: weighted as 2^0
   std::set<uint32_t> periods;
   for (const v1::KernelProfile* k : records) {
     const v1::PcSampling& pcs = k->pc_sampling();
@@ -198,6 +212,11 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
     }
     ++st.kernels;
     if (pcs.sampling_period_log2() != 0) periods.insert(pcs.sampling_period_log2());
+    // Beyond 2^40 cycles per sample the weight would overflow int64 with few samples; CUPTI's
+    // periods are 2^5 to 2^31.
+    const uint32_t log2 = std::min<uint32_t>(pcs.sampling_period_log2(), 40);
+    if (log2 == 0) unknown_period.insert(0);
+    const uint64_t weight = uint64_t{1} << log2;
     const std::string mangled(lookup(file, k->mangled_name_iid()));
     const std::string kernel_key = mangled.empty() ? "#" + std::to_string(k->launch_index()) : mangled;
     const uint64_t kernel_loc = t.location(key_of({"kernel", kernel_key}),
@@ -228,10 +247,21 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
                                          {pc_name, pc_system_name, pc.file, pc.line, pc.pc_offset});
       for (const WarpStateSamples& s : pc.states) {
         const uint64_t state_loc = t.location(key_of({"state", s.state}), {s.state, "", "", 0, 0});
-        auto& entry = stacks[{kernel_loc, line_loc, pc_loc, state_loc}];
-        entry.first += s.samples;
-        entry.second = s.stall;
+        Values& entry = stacks[{kernel_loc, line_loc, pc_loc, state_loc}];
+        entry.samples += s.samples;
+        entry.cycles += s.samples * weight;
+        entry.kind = s.stall ? kind_stall : kind_issue;
       }
+    }
+    // The device's total counts every sample it took (PcSampling.total_samples); the PCs delivered
+    // may hold fewer. The rest is kept under the kernel, so the profile's total is the report's.
+    if (pcs.total_samples() > view.samples) {
+      const uint64_t loc = t.location(key_of({"unattributed"}),
+                                      {"(samples not attributed to a PC)", "", "", 0, 0});
+      Values& entry = stacks[{kernel_loc, loc, 0, 0}];
+      entry.samples += pcs.total_samples() - view.samples;
+      entry.cycles += (pcs.total_samples() - view.samples) * weight;
+      entry.kind = kind_unattributed;
     }
   }
   for (std::string& note : sass.take_notes()) {
@@ -246,19 +276,29 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
   if (periods.size() == 1) {
     profile.set_period(int64_t{1} << *periods.begin());
   } else if (periods.size() > 1) {
-    comments.push_back("the kernels were sampled at different periods; period is left 0 and each "
-                       "kernel's is in its comment");
+    comments.push_back("the kernels were sampled at different periods; period is left 0, each "
+                       "kernel's is in its comment, and the cycles value (samples x 2^period) "
+                       "compares them");
+  }
+  if (!unknown_period.empty()) {
+    comments.push_back("a kernel's sampling period was not recorded: its cycles are its samples");
   }
 
   for (const auto& [locs, value] : stacks) {
     pp::Sample* sample = profile.add_sample();
-    for (auto it = locs.rbegin(); it != locs.rend(); ++it) sample->add_location_id(*it);  // leaf first
-    sample->add_value(as_int64(value.first));
+    // Leaf first; the unattributed stack's unused frames (0) are left out.
+    for (auto it = locs.rbegin(); it != locs.rend(); ++it) {
+      if (*it != 0) sample->add_location_id(*it);
+    }
+    sample->add_value(as_int64(value.samples));
+    sample->add_value(as_int64(value.cycles));
     pp::Label* label = sample->add_label();
     label->set_key(kind);
-    label->set_str(value.second ? kind_stall : kind_issue);
-    st.samples += value.first;
-    if (value.second) st.stall_samples += value.first;
+    label->set_str(value.kind);
+    st.samples += value.samples;
+    st.cycles += value.cycles;
+    if (value.kind == kind_stall) st.stall_samples += value.samples;
+    if (value.kind == kind_unattributed) st.unattributed_samples += value.samples;
     ++st.stacks;
   }
   for (const std::string& c : comments) profile.add_comment(t.str(c));

@@ -10,12 +10,18 @@
 //   warp state  the canonical name: "long_scoreboard", "barrier", ..., "selected", "not_selected"
 // A PC in a function other than the kernel's own (a device function that was not inlined) says
 // so: "pc 0x0040 in helper", "0x0040 FFMA R9, R9, R9, 1 [in helper]".
-// One Sample per (kernel, PC, warp state): value = samples (sample_type "samples"/"count");
-// period_type "cycles"/"count", period = 2^N (one sample per SM every 2^N cycles; 0 when the
-// kernels exported were sampled at different periods, which the comments then list).
+// One Sample per (kernel, PC, warp state), two values: sample_type "samples"/"count", and
+// "cycles"/"count" = samples x 2^N, the SM cycles they stand for (one sample per SM every 2^N
+// cycles, PcSampling.sampling_period_log2). Kernels sampled at different periods compare by cycles
+// only (torch_loop.pb: 2^12 and 2^8), so "cycles" is the default sample type. period_type
+// "cycles"/"count", period = 2^N, or 0 when the kernels exported were sampled at different periods
+// (the comments then list each one's).
+// A kernel's samples that the device counted (PcSampling.total_samples) but no PC holds form the
+// stack kernel > "(samples not attributed to a PC)", label kind=unattributed: the profile's total
+// is then the sum of the report's per-launch totals ("PC sampling of launch #N: T samples").
 // The issue states `selected` (the warp issued) and `not_selected` (eligible, another warp
 // issued) are real warp states and stay as leaves, so the total is every sample; every Sample
-// carries the label kind=stall or kind=issue to tell them apart (`pprof -tagignore=kind=issue`
+// carries the label kind=stall, kind=issue (or kind=unattributed, above) to tell them apart (`pprof -tagignore=kind=issue`
 // shows the stalls only). Warp states fold as pc_samples.h says (no sample counted twice).
 // Every current KernelProfile record (file_reader.h) with PC samples is exported; two current
 // records holding the samples of the same sampled launch count once.
@@ -42,8 +48,10 @@ struct PprofOptions {
 
 struct PprofStats {
   uint64_t kernels = 0;        // records exported
-  uint64_t samples = 0;        // sum of the Sample values
+  uint64_t samples = 0;        // sum of the Sample "samples" values: the report's total
   uint64_t stall_samples = 0;  // of which kind=stall
+  uint64_t unattributed_samples = 0;  // of which kind=unattributed
+  uint64_t cycles = 0;         // sum of the "cycles" values (samples x 2^period)
   uint64_t stacks = 0;         // Samples
   std::vector<std::string> notes;  // for the user: SASS notes (nvdisasm), kernels skipped
 };

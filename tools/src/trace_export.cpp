@@ -35,14 +35,17 @@ uint32_t gpu_pid(uint32_t device) { return device == kUnknownDevice ? kUnknownDe
 // below INT32_MAX; ids already taken are skipped.
 constexpr uint32_t kFirstSyntheticTid = 1'000'000'000;
 
-enum class EventKind : uint8_t { kKernel, kCopy, kNvtx };
+// kPlaced: a profiled launch the trace holds no execution of (agents before 2026-12-01 dropped
+// the replayed launch's record, which CUPTI delivers without timestamps), drawn from its
+// KernelProfile record in the gap its replay left on its stream (place_profiled_launches).
+enum class EventKind : uint8_t { kKernel, kCopy, kNvtx, kPlaced };
 
 // One event of the output: where its record is, and its times for sorting and lane assignment.
 struct Event {
   uint64_t start = 0;
   uint64_t end = 0;
-  int record = 0;  // index in file.records()
-  int index = 0;   // index in the chunk's kernels / copies / nvtx_ranges
+  int record = 0;  // index in file.records() (kPlaced: the KernelProfile record)
+  int index = 0;   // index in the chunk's kernels / copies / nvtx_ranges (kPlaced: unused)
   EventKind kind = EventKind::kKernel;
   uint32_t lane = 0;
   bool cut = false;  // a kernel running across a pause, drawn up to it (files the agent did not cut)
@@ -213,6 +216,117 @@ class Writer {
   std::string buf_;
 };
 
+// Profiled launches without an execution in the trace, placed where they ran. A stream runs its
+// work in launch order and correlation ids grow in launch order, so a launch ran after the stream's
+// last event of a smaller correlation id ended and before its first event of a larger one started:
+// that gap is the profiler's replay (plus the launch's own host-side cost), and drawing the launch
+// across it keeps the gap from reading as idle. Several profiled launches in one gap share it
+// equally, in launch order. A launch with a neighbour on one side only is drawn for its profiled
+// duration from (or up to) that neighbour; one with no neighbour on its stream is left out (counted
+// in `unplaced`). Graph-scope records (a graph launch's counters, its kernels traced as nodes) and
+// records without a correlation id are never placed.
+struct PlacedLaunch {
+  GpuTrackKey track;
+  uint64_t correlation = 0;
+  int record = 0;
+};
+
+void place_profiled_launches(const ReadResult& file, std::map<GpuTrackKey, std::vector<Event>>& gpu_tracks,
+                             uint64_t& placed, uint64_t& unplaced) {
+  // Correlation ids of the executions traced: those launches need no placing. CUPTI's correlation
+  // ids are unique in the process, whatever the context.
+  std::set<uint64_t> traced;
+  for (int r : file.trace_records) {
+    for (const v1::KernelExecution& k : file.file.records(r).trace().kernels()) traced.insert(k.correlation_id());
+  }
+  // One per launch: the records of a launch (its revisions) share its correlation id.
+  std::map<uint64_t, PlacedLaunch> launches;
+  for (int r = 0; r < file.file.records_size(); ++r) {
+    if (!file.file.records(r).has_kernel()) continue;
+    const v1::KernelProfile& k = file.file.records(r).kernel();
+    if (k.correlation_id() == 0 || k.has_graph_scope() || k.replay_mode() == v1::REPLAY_MODE_NONE) continue;
+    if (k.status() != v1::PROFILE_STATUS_PROFILED) continue;
+    const auto context = static_cast<uint32_t>(k.context_id());
+    if (traced.count(k.correlation_id()) != 0) continue;
+    const GpuTrackKey track{k.device(), context, static_cast<uint32_t>(k.stream_id())};
+    launches.insert_or_assign(k.correlation_id(), PlacedLaunch{track, k.correlation_id(), r});
+  }
+  if (launches.empty()) return;
+  // Per track, its events' correlation ids (the kernels' and copies'), to find the neighbours.
+  struct Neighbour {
+    uint64_t correlation = 0;
+    uint64_t start = 0;
+    uint64_t end = 0;
+  };
+  std::map<GpuTrackKey, std::vector<Neighbour>> by_track;
+  for (const auto& [key, events] : gpu_tracks) {
+    std::vector<Neighbour>& n = by_track[key];
+    for (const Event& e : events) {
+      const v1::TraceChunk& chunk = file.file.records(e.record).trace();
+      const uint64_t correlation = e.kind == EventKind::kKernel ? chunk.kernels(e.index).correlation_id()
+                                                                : chunk.copies(e.index).correlation_id();
+      // Graph nodes carry their graph launch's correlation id: stream order holds for the launch.
+      n.push_back({correlation, e.start, e.end});
+    }
+    std::sort(n.begin(), n.end(), [](const Neighbour& a, const Neighbour& b) { return a.correlation < b.correlation; });
+  }
+  // Launches grouped by the gap they fall in: (track, index of the next neighbour).
+  std::map<std::pair<GpuTrackKey, size_t>, std::vector<const PlacedLaunch*>> gaps;
+  for (const auto& [id, launch] : launches) {
+    auto t = by_track.find(launch.track);
+    if (t == by_track.end() || t->second.empty()) {
+      ++unplaced;
+      continue;
+    }
+    const std::vector<Neighbour>& n = t->second;
+    const size_t next = static_cast<size_t>(
+        std::upper_bound(n.begin(), n.end(), launch.correlation,
+                         [](uint64_t c, const Neighbour& x) { return c < x.correlation; }) -
+        n.begin());
+    gaps[{launch.track, next}].push_back(&launch);  // launches come in correlation order
+  }
+  for (const auto& [where, group] : gaps) {
+    const std::vector<Neighbour>& n = by_track[where.first];
+    const size_t next = where.second;
+    // Ends and starts over every neighbour before / after (records may come out of time order).
+    uint64_t from = 0;
+    for (size_t i = 0; i < next; ++i) from = std::max(from, n[i].end);
+    uint64_t to = std::numeric_limits<uint64_t>::max();
+    for (size_t i = next; i < n.size(); ++i) to = std::min(to, n[i].start);
+    const bool has_before = next > 0;
+    const bool has_after = next < n.size();
+    std::vector<Event>& events = gpu_tracks[where.first];
+    if (has_before && has_after && to > from) {
+      const uint64_t span = to - from;
+      const uint64_t count = group.size();
+      for (uint64_t i = 0; i < count; ++i) {
+        const uint64_t start = from + span * i / count;
+        const uint64_t end = from + span * (i + 1) / count;
+        events.push_back({start, end, group[i]->record, 0, EventKind::kPlaced, 0});
+        ++placed;
+      }
+      continue;
+    }
+    if (!has_before && !has_after) {
+      unplaced += group.size();
+      continue;
+    }
+    // One side known (or neighbours out of order): each launch drawn for its profiled duration,
+    // one after another from the earlier neighbour, or one before another up to the later one.
+    uint64_t total = 0;
+    for (const PlacedLaunch* p : group) {
+      total += static_cast<uint64_t>(std::max(0.0, file.file.records(p->record).kernel().duration_ns()));
+    }
+    uint64_t at = has_before ? from : (to >= total ? to - total : 0);
+    for (const PlacedLaunch* p : group) {
+      const auto d = static_cast<uint64_t>(std::max(0.0, file.file.records(p->record).kernel().duration_ns()));
+      events.push_back({at, at + d, p->record, 0, EventKind::kPlaced, 0});
+      at += d;
+      ++placed;
+    }
+  }
+}
+
 }  // namespace
 
 std::string json_string(std::string_view s) {
@@ -308,6 +422,17 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
           e.cut = true;
         }
       }
+    }
+  }
+
+  place_profiled_launches(file, gpu_tracks, counts.placed_profiled, counts.unplaced_profiled);
+  // The output's zero stays the earliest recorded event: a launch placed before it (the first on
+  // its stream, drawn for its profiled duration up to its neighbour) starts there.
+  for (auto& [key, events] : gpu_tracks) {
+    for (Event& e : events) {
+      if (e.kind != EventKind::kPlaced || e.start >= origin) continue;
+      e.end = std::max(e.end, origin);
+      e.start = origin;
     }
   }
 
@@ -428,8 +553,42 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
     const uint32_t pid = gpu_pid(key.device);
     for (const Event& e : events) {
       const uint32_t tid = lane_tid[{&events, e.lane}];
-      const v1::TraceChunk& chunk = file.file.records(e.record).trace();
       begin_x(e, pid, tid);
+      if (e.kind == EventKind::kPlaced) {
+        const v1::KernelProfile& k = file.file.records(e.record).kernel();
+        std::string name = k.family_id() != 0 ? family_name(file, k.family_id()) : std::string();
+        if (name.empty() || (k.family_id() != 0 && find_family(file, k.family_id()) == nullptr)) {
+          name = std::string(lookup(file, k.demangled_name_iid()));
+          if (name.empty()) name = std::string(lookup(file, k.mangled_name_iid()));
+        }
+        b += ",\"name\":" + json_string(name) + ",\"cat\":\"profiled\",\"args\":{\"family_id\":";
+        append_u64(b, k.family_id());
+        if (k.has_launch()) {
+          b += ",\"grid\":\"" + dim3(k.launch().grid()) + "\",\"block\":\"" + dim3(k.launch().block()) + "\"";
+        }
+        b += ",\"correlation_id\":";
+        append_u64(b, k.correlation_id());
+        b += ",\"launch_index\":";
+        append_u64(b, k.launch_index());
+        b += ",\"duration_ns\":";
+        append_u64(b, e.end > e.start ? e.end - e.start : 0);
+        if (k.duration_ns() > 0) {
+          b += ",\"profiled_duration_ns\":";
+          append_u64(b, static_cast<uint64_t>(k.duration_ns()));
+        }
+        b += ",\"stream\":";
+        append_u64(b, k.stream_id());
+        b += ",\"context\":";
+        append_u64(b, k.context_id());
+        b += ",\"replayed\":true,\"placed\":true,\"note\":\"profiled launch: the trace holds no record of it "
+             "(the agent dropped replayed launches' records before 2026-12-01); drawn across the gap its replay "
+             "left on the stream, between the launches before and after it, so that gap does not read as idle; "
+             "left out of the statistics\"}}";
+        w.maybe_flush();
+        if (!w.good()) break;
+        continue;
+      }
+      const v1::TraceChunk& chunk = file.file.records(e.record).trace();
       if (e.kind == EventKind::kKernel) {
         const v1::KernelExecution& k = chunk.kernels(e.index);
         auto name = family_json.find(k.family_id());

@@ -13,7 +13,12 @@
 // one stream that ran at the same time (nodes of one CUDA graph) go to extra threads
 // "stream 7 (concurrent 2)"; NVTX ranges that cross instead of nesting (start/end ranges) to
 // "thread 1234 (overlapping 2)". Profiled launches (replayed: their durations include the
-// profiler's replay) carry the category "profiled" and "replayed": true in their args.
+// profiler's replay) carry the category "profiled" and "replayed": true in their args. Files of
+// agents before 2026-12-01 hold no execution of a profiled launch (CUPTI delivers its record
+// without timestamps and those agents dropped it): such a launch is drawn from its KernelProfile
+// record across the gap between the launches before and after it on its stream (stream order and
+// correlation ids give the place), with "placed": true in its args, so the replay's time does not
+// read as idle.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,11 @@ struct TraceExportStats {
   uint64_t nvtx_ranges = 0;
   uint64_t extra_tracks = 0;  // overflow threads for overlapping events (see above)
   uint64_t trace_pauses = 0;  // pauses of a duty-cycled trace, on the "cutriage" track
+  // Profiled launches without an execution in the trace (files of agents before 2026-12-01),
+  // drawn from their KernelProfile records in the gap their replay left; and those left out
+  // (no other event on their stream to place them by).
+  uint64_t placed_profiled = 0;
+  uint64_t unplaced_profiled = 0;
 };
 
 struct TraceExportError {

@@ -154,6 +154,7 @@ TEST_CASE("config: every option is parsed", "[config]") {
       {"CUTRIAGE_LOG_FILE", "/tmp/cutriage log.txt"},
       {"CUTRIAGE_SUMMARY", "no"},
       {"CUTRIAGE_THRESHOLDS", "my thresholds.txt"},
+      {"CUTRIAGE_PROMETHEUS_DCGM_LABELS", "yes"},
   });
   INFO(r.issues.size());
   REQUIRE(r.ok());
@@ -173,6 +174,7 @@ TEST_CASE("config: every option is parsed", "[config]") {
   CHECK(c.log_file == "/tmp/cutriage log.txt");
   CHECK_FALSE(c.summary);
   CHECK(c.thresholds_file == "my thresholds.txt");
+  CHECK(c.prometheus_dcgm_labels);
 }
 
 TEST_CASE("config: booleans accept every spelling, any case, surrounding whitespace", "[config]") {
@@ -431,7 +433,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 39);
+  REQUIRE(options.size() == 40);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {

@@ -53,7 +53,7 @@ TEST_CASE("prometheus: series, labels and escaping", "[agent][prometheus]") {
   CHECK(text.find("# TYPE cutriage_kernel_family_gpu_seconds_total counter\n") != std::string::npos);
   CHECK(text.find("cutriage_kernel_launches_total{Hostname=\"node-7\"} 1234\n") != std::string::npos);
   // dcgm-exporter's label names, so the series join with DCGM's.
-  CHECK(text.find("cutriage_gpu_busy_seconds{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\",Hostname=\"node-7\"} 2.5\n") !=
+  CHECK(text.find("cutriage_gpu_busy_seconds{gpu=\"0\",UUID=\"GPU-1234\",model_name=\"NVIDIA H200\",Hostname=\"node-7\"} 2.5\n") !=
         std::string::npos);
   // Quotes, backslashes and newlines in a kernel name are escaped; no raw newline inside a label.
   CHECK(text.find("kernel=\"void gemm<\\\"quoted\\\", back\\\\slash>(float*)\\nnext\"") != std::string::npos);
@@ -62,11 +62,11 @@ TEST_CASE("prometheus: series, labels and escaping", "[agent][prometheus]") {
     REQUIRE(end != std::string::npos);
     CHECK(text.substr(at, end - at).find('\n') == std::string::npos);
   }
-  CHECK(text.find("cutriage_kernel_family_gpu_seconds_total{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\","
+  CHECK(text.find("cutriage_kernel_family_gpu_seconds_total{gpu=\"0\",UUID=\"GPU-1234\",model_name=\"NVIDIA H200\","
                   "Hostname=\"node-7\",family=\"2\",kernel=\"reduce\"} 0.25\n") != std::string::npos);
   // The verdict series only for diagnosed families.
   CHECK(text.find("verdict=\"compute_bound\",limiter=\"pipe_fma\"} 1\n") != std::string::npos);
-  CHECK(text.find("cutriage_kernel_family_verdict{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\","
+  CHECK(text.find("cutriage_kernel_family_verdict{gpu=\"0\",UUID=\"GPU-1234\",model_name=\"NVIDIA H200\","
                   "Hostname=\"node-7\",family=\"2\"") == std::string::npos);
 }
 
@@ -210,14 +210,14 @@ TEST_CASE("prometheus: always-on families' progress, only in always-on mode", "[
   s.has_budget = true;
   const std::string text = agent::render_prometheus(s);
   INFO(text);
-  const std::string reduce = "{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\",Hostname=\"node-7\",family=\"2\","
+  const std::string reduce = "{gpu=\"0\",UUID=\"GPU-1234\",model_name=\"NVIDIA H200\",Hostname=\"node-7\",family=\"2\","
                              "kernel=\"reduce\"}";
   CHECK(text.find("# TYPE cutriage_kernel_family_diagnosis_complete gauge\n") != std::string::npos);
   CHECK(text.find("cutriage_kernel_family_diagnosis_complete" + reduce + " 0\n") != std::string::npos);
   CHECK(text.find("cutriage_kernel_family_assembled_launches" + reduce + " 4\n") != std::string::npos);
   CHECK(text.find("cutriage_kernel_family_counters_missing" + reduce + " 52\n") != std::string::npos);
   CHECK(text.find("family=\"1\",kernel=\"void gemm") != std::string::npos);
-  CHECK(text.find("cutriage_kernel_family_assembled_launches{gpu=\"0\",UUID=\"GPU-1234\",modelName=\"NVIDIA H200\","
+  CHECK(text.find("cutriage_kernel_family_assembled_launches{gpu=\"0\",UUID=\"GPU-1234\",model_name=\"NVIDIA H200\","
                   "Hostname=\"node-7\",family=\"1\"") != std::string::npos);
   // A family with nothing assembled yet has no progress series.
   s.families[1].assembled_launches = 0;
@@ -263,4 +263,20 @@ TEST_CASE("prometheus: an always-on run exports its families' progress", "[agent
   CHECK(value(done, "cutriage_kernel_family_counters_missing") == 0);
   CHECK(value(done, "cutriage_kernel_family_assembled_launches") > value(partway, "cutriage_kernel_family_assembled_launches"));
   std::filesystem::remove_all(dir);
+}
+
+// `promtool check metrics` failed every file on the label modelName (not snake_case): the model is
+// model_name unless CUTRIAGE_PROMETHEUS_DCGM_LABELS asks for dcgm-exporter's name.
+TEST_CASE("prometheus: label names are snake_case unless dcgm-exporter's are asked for", "[agent][prometheus]") {
+  agent::PromSnapshot s = synthetic();
+  const std::string text = agent::render_prometheus(s);
+  CHECK(text.find("modelName") == std::string::npos);
+  CHECK(text.find(",model_name=\"NVIDIA H200\",") != std::string::npos);
+  s.dcgm_model_label = true;
+  const std::string dcgm = agent::render_prometheus(s);
+  CHECK(dcgm.find("model_name") == std::string::npos);
+  CHECK(dcgm.find(",modelName=\"NVIDIA H200\",") != std::string::npos);
+
+  agent::AgentConfig cfg;
+  CHECK_FALSE(cfg.prometheus_dcgm_labels);
 }

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "catch.h"
+#include "cutriage/base/demangle.h"
 #include "cutriage/wire/writer.h"
 #include "file_reader.h"
 #include "nvdisasm_stub.h"
 #include "pc_sampling_fixture.h"
+#include "pc_samples.h"
 #include "pprof/profile.pb.h"
 #include "record_support.h"
 #include "pprof_export.h"
@@ -28,7 +30,8 @@ namespace {
 // A profile as pprof resolves it: per sample, its frames root first, as names.
 struct Stack {
   std::vector<std::string> frames;  // kernel, line, PC, warp state
-  int64_t value = 0;
+  int64_t value = 0;   // samples
+  int64_t cycles = 0;  // samples x 2^period
   std::string kind;  // the "kind" label
 };
 
@@ -68,6 +71,7 @@ Decoded decode(const std::string& gz) {
     Stack st;
     REQUIRE(s.value_size() == p.sample_type_size());
     st.value = s.value(0);
+    st.cycles = s.value(1);
     for (int i = s.location_id_size() - 1; i >= 0; --i) {  // location_id[0] is the leaf
       REQUIRE(frame_names.count(s.location_id(i)) == 1);
       st.frames.push_back(frame_names[s.location_id(i)]);
@@ -146,10 +150,12 @@ TEST_CASE("pprof: the export reads back with the protoc classes, stacks and tota
   const Decoded d = decode(gz);
   const pp::Profile& p = d.profile;
 
-  REQUIRE(p.sample_type_size() == 1);
+  REQUIRE(p.sample_type_size() == 2);
   CHECK(p.string_table(static_cast<int>(p.sample_type(0).type())) == "samples");
   CHECK(p.string_table(static_cast<int>(p.sample_type(0).unit())) == "count");
-  CHECK(p.string_table(static_cast<int>(p.default_sample_type())) == "samples");
+  CHECK(p.string_table(static_cast<int>(p.sample_type(1).type())) == "cycles");
+  CHECK(p.string_table(static_cast<int>(p.sample_type(1).unit())) == "count");
+  CHECK(p.string_table(static_cast<int>(p.default_sample_type())) == "cycles");
   CHECK(p.string_table(static_cast<int>(p.period_type().type())) == "cycles");
   CHECK(p.period() == 0);  // stencil at 2^12, scale at 2^10: no single period
   CHECK(p.time_nanos() == 1'700'000'000'000'000'000LL);
@@ -314,4 +320,56 @@ TEST_CASE("pprof: gzip_compress makes one gzip member zlib inflates back", "[ppr
     CHECK(error.empty());
     CHECK(testing::gunzip(gz) == in);
   }
+}
+
+// torch_loop.pb (H200): the GEMMs sampled at 2^12, a 30 us elementwise kernel at 2^8. Counted in
+// samples the small kernel outweighed a 350 us GEMM; in cycles (samples x 2^period, the default
+// type) the GEMM weighs more. The total is the report's: the sum of each launch's device total.
+TEST_CASE("pprof: samples weighed by their period; the total is the report's", "[pprof]") {
+  const tools::ReadResult r = tools::read_cutriage_file(CUTRIAGE_TEST_DATA_DIR "/pcsampling/torch_loop.pb");
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  tools::SassResolver sass(testing::no_nvdisasm());
+  tools::PprofStats stats;
+  const Decoded d = decode(export_gz(r, {"", "torch_loop.pb"}, sass, &stats));
+  REQUIRE(d.profile.sample_type_size() == 2);
+  CHECK(d.profile.period() == 0);  // two periods
+
+  uint64_t report_total = 0;
+  const v1::KernelProfile* gemm = nullptr;   // the longest kernel sampled at 2^12
+  const v1::KernelProfile* small = nullptr;  // the one sampled at 2^8
+  for (const v1::KernelProfile* k : tools::current_kernels(r)) {
+    if (!k->has_pc_sampling()) continue;
+    const v1::PcSampling& pcs = k->pc_sampling();
+    report_total += pcs.total_samples() != 0 ? pcs.total_samples() : tools::read_pc_sampling(r, pcs).samples;
+    if (pcs.sampling_period_log2() == 8) small = k;
+    if (pcs.sampling_period_log2() == 12 && (gemm == nullptr || k->duration_ns() > gemm->duration_ns())) gemm = k;
+  }
+  REQUIRE(gemm != nullptr);
+  REQUIRE(small != nullptr);
+  CHECK(gemm->duration_ns() > 10 * small->duration_ns());
+
+  std::map<std::string, int64_t> samples, cycles;
+  int64_t total = 0;
+  for (const Stack& s : d.stacks) {
+    REQUIRE_FALSE(s.frames.empty());
+    samples[s.frames[0]] += s.value;
+    cycles[s.frames[0]] += s.cycles;
+    total += s.value;
+    if (s.kind == "unattributed") CHECK(s.frames.size() == 2);
+  }
+  auto name = [&](const v1::KernelProfile* k) {
+    std::string n(tools::lookup(r, k->demangled_name_iid()));
+    return n.empty() ? base::demangle(tools::lookup(r, k->mangled_name_iid())) : n;
+  };
+  INFO("GEMM " << name(gemm) << ", small " << name(small));
+  REQUIRE(samples.count(name(gemm)) == 1);
+  REQUIRE(samples.count(name(small)) == 1);
+  CHECK(samples[name(small)] > samples[name(gemm)]);  // what misled: more samples, fewer cycles
+  CHECK(cycles[name(gemm)] > cycles[name(small)]);
+  CHECK(cycles[name(gemm)] == samples[name(gemm)] * 4096);
+  CHECK(cycles[name(small)] == samples[name(small)] * 256);
+  // The report's total: 111,439 samples; the PCs alone hold 110,490.
+  CHECK(total == static_cast<int64_t>(report_total));
+  CHECK(stats.samples == report_total);
+  CHECK(stats.unattributed_samples > 0);
 }
