@@ -70,6 +70,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
   if (env == "CUTRIAGE_PROMETHEUS_FILE") return "/var/lib/node_exporter/cutriage.prom";
   if (env == "CUTRIAGE_PROMETHEUS_INTERVAL_MS") return "5000";
+  if (env == "CUTRIAGE_PROMETHEUS_DCGM_LABELS") return "1";
   if (env == "CUTRIAGE_SEGMENT_MB") return "64";
   if (env == "CUTRIAGE_SEGMENT_SECONDS") return "3600";
   if (env == "CUTRIAGE_SEGMENT_KEEP") return "24";

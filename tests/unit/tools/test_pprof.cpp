@@ -325,7 +325,7 @@ TEST_CASE("pprof: gzip_compress makes one gzip member zlib inflates back", "[ppr
 // torch_loop.pb (H200): the GEMMs sampled at 2^12, a 30 us elementwise kernel at 2^8. Counted in
 // samples the small kernel outweighed a 350 us GEMM; in cycles (samples x 2^period, the default
 // type) the GEMM weighs more. The total is the report's: the sum of each launch's device total.
-TEST_CASE("pprof: samples weighed by their period; the total is the report's", "[pprof]") {
+TEST_CASE("pprof: samples weighed by their period, the total is the report's", "[pprof]") {
   const tools::ReadResult r = tools::read_cutriage_file(CUTRIAGE_TEST_DATA_DIR "/pcsampling/torch_loop.pb");
   REQUIRE(r.status == tools::ReadStatus::kOk);
   tools::SassResolver sass(testing::no_nvdisasm());
