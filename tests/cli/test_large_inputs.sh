@@ -5,6 +5,9 @@
 #    hole after real records, so the test writes nothing big) is read under a 1 GiB address-space
 #    limit and its tail measured exactly (before: the whole file was copied into memory and sized
 #    as an int);
+#  - an ncu CSV is imported one row at a time: 1000 replicated rows of a real H200 capture (17 MB)
+#    under the same limit (before: 680 KB of memory a row, 717 MB for these, and std::bad_alloc
+#    at 100k rows), with the result of the small capture kept.
 # Runs each command under `ulimit -v`; where the binary cannot start under a limit at all
 # (AddressSanitizer reserves terabytes of address space) the test is skipped (exit 77).
 # usage: test_large_inputs.sh CUTRIAGE_BINARY TEST_DATA_DIR
@@ -58,6 +61,24 @@ if cmp -s "$tmp/big.report" "$tmp/small.report"; then
 else
   echo "FAIL report: the 5 GiB file reports differently from the file it starts with"; failed=$((failed + 1))
 fi
+
+# --- item 13: large CSVs ------------------------------------------------------------------------
+csv=$data/ncu/zoo/strided_load.csv
+[[ $(wc -l <"$csv") -eq 3 ]] || { echo "FAIL $csv is no longer header, units, one row"; exit 1; }
+rows=1000
+{
+  head -n 2 "$csv"
+  row=$(sed -n 3p "$csv")
+  for ((i = 0; i < rows; i++)); do printf '%s\n' "$row"; done
+} >"$tmp/big.csv"
+expect "triage: $rows full rows under 512 MiB of memory" 0 "$rows kernels triaged" -- \
+  "${limited[@]}" "$bin" triage --ncu-csv "$tmp/big.csv" --clock-control none -o /dev/null
+# A pipe is read once (into memory); time shares are relative to every row.
+expect "triage: ten rows from a pipe" 0 "10 kernels triaged" -- \
+  "${limited[@]}" "$bin" triage --ncu-csv <(head -n 12 "$tmp/big.csv") --clock-control none -o "$tmp/ten.pb"
+expect "triage: the rows read from a pipe are all there" 0 "10 profiled kernels" -- \
+  "$bin" report "$tmp/ten.pb"
+expect "triage: ... each 10% of the captured time" 0 "10% of captured time" -- "$bin" report "$tmp/ten.pb"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
