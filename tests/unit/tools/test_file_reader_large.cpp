@@ -2,8 +2,8 @@
 // of valid records, read through the same loop as a file, without the test holding its bytes.
 // Before, the reader copied the file into one string and parsed it with a CodedInputStream sized
 // in int: a 2.2 GB file read as "truncated: read 1 complete records".
+#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,7 +38,7 @@ class GeneratedSource final : public tools::ByteSource {
     while (done < n && index_ < pieces_.size()) {
       const Piece& p = pieces_[index_];
       const size_t take = std::min(n - done, p.bytes.size() - offset_);
-      std::memcpy(dst + done, p.bytes.data() + offset_, take);
+      std::copy_n(p.bytes.data() + offset_, take, dst + done);
       done += take;
       offset_ += take;
       if (offset_ == p.bytes.size()) {
