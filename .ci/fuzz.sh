@@ -9,8 +9,8 @@
 # The corpus of each target lives in $build/corpus/<target> and grows across local runs (a fresh
 # CI clone starts from the seeds). Read-only inputs: the committed seeds (tests/fuzz/seeds/<name>,
 # ncu ones derived from the H200 captures by tests/fuzz/make_seeds.py), every input a fuzzer ever
-# crashed on (tests/data/fuzz-regressions/<name>), and for the file reader the cutriage files the
-# tool writes from the ncu seeds, whole and torn.
+# crashed on (tests/data/fuzz-regressions/<name>), and for the file reader and the exporters the
+# cutriage files the tool writes from the ncu seeds, whole and torn.
 #
 # A crash leaves its input in $build/artifacts/<target>/. Fix the bug, then make the input a
 # regression test: copy it to tests/data/fuzz-regressions/<name>/ (the Catch2 tests
@@ -26,7 +26,8 @@ seconds=${CUTRIAGE_FUZZ_SECONDS:-60}
 parallel=${CUTRIAGE_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cxx=${CUTRIAGE_CLANGXX:-clang++-14}
 all_targets=(fuzz_ncu_csv fuzz_timings fuzz_file_reader fuzz_thresholds fuzz_config
-             fuzz_path_pattern fuzz_kernel_filter fuzz_cubin fuzz_prior_run)
+             fuzz_path_pattern fuzz_kernel_filter fuzz_cubin fuzz_prior_run
+             fuzz_trace_export fuzz_pprof_export fuzz_control fuzz_init_string fuzz_nvdisasm)
 if (($# > 0)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 # Tests off: the fuzz build only needs the libraries, the fuzzers and the cutriage tool (which
@@ -39,7 +40,7 @@ cmake --build "$build" -j "$parallel" --target "${targets[@]}" cutriage_cli
 # Seeds and dictionaries the tool derives: kept in sync with the rules and the schema for free.
 gen="$build/generated"
 rm -rf "$gen"
-mkdir -p "$gen/file_reader" "$gen/prior_run" "$gen/dict"
+mkdir -p "$gen/file_reader" "$gen/prior_run" "$gen/trace_export" "$gen/pprof_export" "$gen/dict"
 cli="$build/tools/cutriage"
 for csv in tests/fuzz/seeds/ncu_csv/*.csv; do
   name=$(basename "$csv" .csv)
@@ -51,6 +52,17 @@ done
 # The agent's reader of earlier output (CUTRIAGE_RESUME): the same files, and always-on captures
 # (their first 64 KiB: session header, interned names, the first kernel records).
 cp "$gen"/file_reader/*.pb "$gen/prior_run/"
+# The exporters (cutriage trace, cutriage pprof): the same files (no trace, no samples: the
+# refusals), and the first 64 KiB of agent files with a trace and with PC samples (the committed
+# seeds hold smaller whole ones).
+cp "$gen"/file_reader/*.pb "$gen/trace_export/"
+cp "$gen"/file_reader/*.pb "$gen/pprof_export/"
+for pb in tests/data/trace/trace_timeline.pb tests/data/trace/zoo_vector_add.pb; do
+  head -c 65536 "$pb" >"$gen/trace_export/$(basename "$pb")"
+done
+for pb in tests/data/pcsampling/*.pb; do
+  head -c 65536 "$pb" >"$gen/pprof_export/$(basename "$pb")"
+done
 for pb in tests/data/always_on/svc-ao-fast.pb tests/data/always_on/torch-ao-1.pb; do
   head -c 65536 "$pb" >"$gen/prior_run/$(basename "$pb")"
 done
@@ -70,6 +82,9 @@ done
     debug %p %h %n %q{ %%
 } >"$gen/dict/config.dict"
 printf '"%s"\n' %p %h %n %q{ %% } >"$gen/dict/path_pattern.dict"
+cp "$gen/dict/config.dict" "$gen/dict/init_string.dict"
+printf '"%s"\n' deep top: regex: '#' ' ' '\x0a' 3600 >"$gen/dict/control.dict"
+printf '"%s"\n' '/*' '*/' ';' '{' '}' '@P0' '@!P0' .headerflags .section .text. '//##' >"$gen/dict/nvdisasm.dict"
 printf '"%s"\n' '\x7fELF' .debug_line .nv_debug_line_sass .debug_info .symtab .strtab .shstrtab \
   .text. .nv.info. '\xbe\x00' '\x10' >"$gen/dict/cubin.dict"
 printf '"%s"\n' function demangled mangled regex: '(' ')' '[' ']' '*' '+' '?' '{' '}' '|' '^' '$' \
@@ -78,7 +93,7 @@ printf '"%s"\n' function demangled mangled regex: '(' ')' '[' ']' '*' '+' '?' '{
 max_len() {
   case $1 in
     fuzz_ncu_csv) echo 16384 ;;
-    fuzz_file_reader | fuzz_prior_run) echo 65536 ;;
+    fuzz_file_reader | fuzz_prior_run | fuzz_trace_export | fuzz_pprof_export) echo 65536 ;;
     fuzz_kernel_filter) echo 8192 ;;  # room for the longest regex the filter accepts (4096)
     fuzz_cubin) echo 65536 ;;         # the -G seed is 35 KB
     *) echo 4096 ;;

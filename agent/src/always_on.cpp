@@ -1,10 +1,14 @@
 #include "always_on.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "cutriage/base/read_file.h"
 #include "cutriage/triage/plan.h"
 #include "output.h"
 
@@ -356,11 +360,12 @@ void AlwaysOnPolicy::plan_pending_groups() {
 // ---- resuming from an earlier process (CUTRIAGE_RESUME) -------------------------------------
 
 void AlwaysOnPolicy::load_resume() {
-  namespace fs = std::filesystem;
   const std::string& path = config_.resume_path;
   std::vector<std::string> files;
-  std::error_code ec;
-  if (fs::is_regular_file(path, ec)) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 || errno != ENOENT) {
+    // Whatever is at the name is read as CUTRIAGE_THRESHOLDS is (below): a FIFO, a device or a
+    // directory there is said, not mistaken for a missing file.
     files.push_back(path);
   } else {
     // Segmented output (CUTRIAGE_SEGMENT_*): every published segment of that base name, oldest
@@ -371,21 +376,19 @@ void AlwaysOnPolicy::load_resume() {
     log_.info("CUTRIAGE_RESUME: no " + path + " (nor segments of it) yet; every family starts afresh");
     return;
   }
-  // One file in memory at a time, and bounded: the application's memory is not ours to take (a
-  // day-long run belongs in segments, CUTRIAGE_SEGMENT_MB).
-  constexpr uintmax_t kMaxBytes = uintmax_t{256} << 20;
   uint64_t pid = 0;
+  size_t files_read = 0;
   for (const std::string& file : files) {
-    const uintmax_t size = fs::file_size(file, ec);
-    if (ec || size > kMaxBytes) {
-      log_.warn("CUTRIAGE_RESUME: " + file + (ec ? " cannot be read" : " is larger than the 256 MiB read for resuming") +
-                "; skipped");
+    // One file in memory at a time, bounded, and only a regular one, opened without blocking and
+    // checked on the descriptor: the application's memory is not ours to take (a day-long run
+    // belongs in segments, CUTRIAGE_SEGMENT_MB) and a FIFO must not hold its cuInit.
+    base::Result<std::string> read = base::read_regular_file(file, kMaxResumeFileBytes);
+    if (!read.is_ok()) {
+      log_.warn("CUTRIAGE_RESUME=\"" + file + "\": " + read.status().message() +
+                "; skipped, the agent runs on without resuming from it");
       continue;
     }
-    std::string bytes(static_cast<size_t>(size), '\0');
-    std::ifstream in(file, std::ios::binary);
-    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    bytes.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+    const std::string& bytes = read.value();
     std::string error;
     std::optional<wire::PriorRun> run = wire::parse_prior_run(bytes, &error);
     if (!run) {
@@ -401,11 +404,13 @@ void AlwaysOnPolicy::load_resume() {
       continue;
     }
     pid = run->pid;
+    ++files_read;
     for (wire::PriorFamily& f : run->families) {
       resume_[std::make_tuple(f.mangled_name, f.chip, f.launch.block.x, f.launch.block.y, f.launch.block.z)] =
           std::move(f);
     }
   }
+  if (files_read == 0) return;  // each file skipped said why
   resume_source_ = files.size() == 1 ? files.front() : path + " (" + std::to_string(files.size()) + " segments)";
   log_.info("CUTRIAGE_RESUME: " + std::to_string(resume_.size()) + " families measured by process " +
             std::to_string(pid) + " (" + resume_source_ + ") continue from there");

@@ -32,6 +32,9 @@
 
 namespace cutriage::agent {
 
+// The most of one CUTRIAGE_RESUME file (or segment) read into the application's memory.
+inline constexpr size_t kMaxResumeFileBytes = size_t{256} << 20;
+
 class AlwaysOnPolicy final : public SelectionPolicy {
  public:
   struct Clocks {

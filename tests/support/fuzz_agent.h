@@ -129,4 +129,31 @@ inline std::string exercise_kernel_filter(std::string_view text) {
   return "";
 }
 
+// parse_config_string (cutriage_init's argument): a refusal says why in one line; every entry it
+// returns is a CUTRIAGE_* name and a value without the separators (';', line breaks); those
+// entries over an environment parse as exercise_config expects.
+inline std::string exercise_init_string(std::string_view text) {
+  std::string error;
+  const auto entries = agent::parse_config_string(text, &error);
+  if (!entries) {
+    if (error.empty()) return "refused without an error";
+    if (error.find('\n') != std::string::npos) return "the error is not one line: " + error;
+    return "";
+  }
+  for (const auto& [name, value] : *entries) {
+    if (name.rfind("CUTRIAGE_", 0) != 0) return "an entry named '" + name + "'";
+    if (name.find_first_of(";\n=") != std::string::npos) return "a name holding a separator";
+    if (value.find_first_of(";\n") != std::string::npos) return "a value holding a separator";
+  }
+  const auto env = agent::with_overrides({{"CUTRIAGE_SELECT", "top:2"}, {"HOME", "/root"}}, *entries);
+  const agent::ConfigResult result = agent::parse_config(env);
+  for (const agent::ConfigIssue& issue : result.issues) {
+    if (issue.variable.rfind("CUTRIAGE_", 0) != 0) return "an issue about '" + issue.variable + "'";
+    if (issue.message.empty() || issue.message.find('\n') != std::string::npos) {
+      return "the message about " + issue.variable + " is not one line";
+    }
+  }
+  return "";
+}
+
 }  // namespace cutriage::fuzz

@@ -33,4 +33,22 @@ void replay(std::string_view target, Exercise exercise) {
   }
 }
 
+// The committed seeds of a target (tests/fuzz/seeds/<target>/) through its exercise function: the
+// contract holds on the inputs the fuzzer starts from, in every build, fuzzers built or not.
+template <typename Exercise>
+void replay_seeds(std::string_view target, Exercise exercise) {
+  const std::filesystem::path dir =
+      std::filesystem::path(CUTRIAGE_SOURCE_DIR) / "tests" / "fuzz" / "seeds" / std::string(target);
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  CHECK_FALSE(files.empty());
+  for (const auto& path : files) {
+    INFO(path.string());
+    CHECK(exercise(slurp(path)).empty());
+  }
+}
+
 }  // namespace cutriage::testing

@@ -10,6 +10,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,10 +20,15 @@
 
 #include "cutriage/triage/rule.h"
 #include "cutriage/wire/prior_run.h"
+#include "cutriage/wire/utf8.h"
 #include "file_reader.h"
 #include "import.h"
+#include "json_check.h"
 #include "ncu_csv.h"
+#include "pprof_export.h"
 #include "report.h"
+#include "sass.h"
+#include "trace_export.h"
 
 namespace cutriage::fuzz {
 
@@ -161,6 +169,117 @@ inline std::string exercise_prior_run(std::string_view bytes) {
   if (r.status == tools::ReadStatus::kOk && r.file.records_size() > 0 && r.file.records(0).has_session() && !run) {
     return "refused a file the tool reads whole: " + error;
   }
+  return "";
+}
+
+// `cutriage trace` on whatever the reader salvages: an error is one line and says "no trace" only
+// for a file without trace chunks; otherwise the output is one valid JSON value in UTF-8 (what
+// Perfetto must be able to load, whatever the names in the file hold).
+inline std::string exercise_trace_export(std::string_view bytes) {
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  if (r.status != tools::ReadStatus::kOk && r.status != tools::ReadStatus::kTruncated) return "";
+  std::ostringstream out;
+  tools::TraceExportStats stats;
+  const std::optional<tools::TraceExportError> error = tools::export_chrome_trace(r, out, &stats);
+  if (error) {
+    if (error->message.empty() || error->message.find('\n') != std::string::npos) {
+      return "the trace export's error is not one line: " + error->message;
+    }
+    if (error->kind == tools::TraceExportError::Kind::kWriteFailed) return "a write to memory failed";
+    if (!r.trace_records.empty()) return "'no trace' for a file with trace chunks";
+    return "";
+  }
+  if (r.trace_records.empty()) return "a trace exported from a file without trace chunks";
+  const std::string json = out.str();
+  if (!wire::is_valid_utf8(json)) return "the trace JSON is not UTF-8";
+  if (std::string why = testing::JsonChecker(json).check(); !why.empty()) return "the trace is not JSON: " + why;
+  return "";
+}
+
+// A SASS resolver that never finds nvdisasm (so a fuzz input never starts a process).
+inline tools::NvdisasmSearch no_nvdisasm() {
+  tools::NvdisasmSearch search;
+  search.getenv = [](const char* name) -> const char* {
+    return std::string_view(name) == "CUTRIAGE_NVDISASM" ? "/nonexistent/cutriage-fuzz/nvdisasm" : nullptr;
+  };
+  search.fallback_dirs.clear();
+  return search;
+}
+
+// `cutriage pprof` on whatever the reader salvages: an error is one line; a profile keeps pprof's
+// own rules (string 0 empty, every index and id it uses defined, as many values per sample as
+// sample types), and the gzip export starts with gzip's magic.
+inline std::string exercise_pprof_export(std::string_view bytes) {
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  if (r.status != tools::ReadStatus::kOk && r.status != tools::ReadStatus::kTruncated) return "";
+  tools::SassResolver sass(no_nvdisasm());
+  tools::PprofOptions options;
+  options.source_name = "fuzz.pb";
+  perftools::profiles::Profile p;
+  tools::PprofStats stats;
+  const std::optional<tools::PprofError> error = tools::build_pprof(r, options, sass, p, &stats);
+  if (error) {
+    if (error->message.empty() || error->message.find('\n') != std::string::npos) {
+      return "the pprof export's error is not one line: " + error->message;
+    }
+    if (error->kind == tools::PprofError::Kind::kWriteFailed) return "building a profile in memory failed";
+    return "";
+  }
+  const auto strings = static_cast<int64_t>(p.string_table_size());
+  if (strings == 0 || !p.string_table(0).empty()) return "string_table[0] is not \"\"";
+  for (const std::string& s : p.string_table()) {
+    if (!wire::is_valid_utf8(s)) return "a string of the profile is not UTF-8";
+  }
+  auto bad_index = [strings](int64_t i) { return i < 0 || i >= strings; };
+  for (const auto& t : p.sample_type()) {
+    if (bad_index(t.type()) || bad_index(t.unit())) return "a sample type names no string";
+  }
+  std::set<uint64_t> functions;
+  for (const auto& f : p.function()) {
+    if (f.id() == 0 || !functions.insert(f.id()).second) return "a function id is 0 or repeated";
+    if (bad_index(f.name()) || bad_index(f.system_name()) || bad_index(f.filename())) return "a function names no string";
+  }
+  std::set<uint64_t> locations;
+  for (const auto& l : p.location()) {
+    if (l.id() == 0 || !locations.insert(l.id()).second) return "a location id is 0 or repeated";
+    for (const auto& line : l.line()) {
+      if (functions.count(line.function_id()) == 0) return "a location's line names no function";
+    }
+  }
+  if (p.sample_size() == 0) return "a profile without samples was not refused";
+  for (const auto& s : p.sample()) {
+    if (s.value_size() != p.sample_type_size()) return "a sample has not one value per sample type";
+    if (s.location_id_size() == 0) return "a sample without a stack";
+    for (uint64_t id : s.location_id()) {
+      if (locations.count(id) == 0) return "a sample names no location";
+    }
+    for (const auto& label : s.label()) {
+      if (bad_index(label.key()) || bad_index(label.str())) return "a label names no string";
+    }
+  }
+  for (int64_t c : p.comment()) {
+    if (bad_index(c)) return "a comment names no string";
+  }
+  if (stats.stacks != static_cast<uint64_t>(p.sample_size())) return "the stats count other stacks than the profile holds";
+  std::ostringstream gz;
+  tools::SassResolver sass_again(no_nvdisasm());
+  if (tools::export_pprof(r, options, sass_again, gz)) return "the gzip export failed where the profile was built";
+  const std::string z = gz.str();
+  if (z.size() < 18 || z[0] != '\x1f' || z[1] != '\x8b') return "the export is not gzip";
+  return "";
+}
+
+// nvdisasm's listing: each instruction is one line of text, trimmed, blanks squeezed to single
+// spaces, without the ';' that ends it; parsing is deterministic.
+inline std::string exercise_nvdisasm(std::string_view text) {
+  const tools::SassListing listing = tools::parse_nvdisasm(text);
+  for (const auto& [offset, instruction] : listing) {
+    if (instruction.empty()) return "an empty instruction at " + std::to_string(offset);
+    if (instruction.find_first_of("\n\r\t;") != std::string::npos) return "a line break, tab or ';' kept";
+    if (instruction.front() == ' ' || instruction.back() == ' ') return "an instruction not trimmed";
+    if (instruction.find("  ") != std::string::npos) return "blanks not squeezed";
+  }
+  if (tools::parse_nvdisasm(text) != listing) return "parse_nvdisasm is not deterministic";
   return "";
 }
 

@@ -1,11 +1,14 @@
 #include "file_reader.h"
 
-#include <algorithm>
-#include <fstream>
-#include <sstream>
-#include <utility>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include <google/protobuf/io/coded_stream.h>
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <utility>
 
 namespace cutriage::tools {
 
@@ -60,47 +63,185 @@ void index_records(ReadResult& r) {
 
 }  // namespace
 
-ReadResult read_cutriage_bytes(std::string_view bytes) {
-  ReadResult r;
-  r.bytes_total = bytes.size();
-  if (bytes.empty()) {
-    r.status = ReadStatus::kNotCutriage;
-    r.message = "the file is empty";
-    return r;
+uint64_t ByteSource::skip_rest() {
+  std::vector<char> scratch(size_t{1} << 16);
+  uint64_t n = 0;
+  while (const size_t got = read(scratch.data(), scratch.size())) n += got;
+  return n;
+}
+
+namespace {
+
+// The source's bytes through a fixed buffer, front to back, with 64-bit positions: the reader
+// never holds more than this buffer and the record it is parsing (before: the whole file was
+// copied twice, and a CodedInputStream over it counted in int, so a file over 2 GiB lost every
+// record after the first and one of 2 GiB took five times its size in memory).
+class RecordScanner {
+ public:
+  explicit RecordScanner(ByteSource& source) : source_(source), buffer_(kBufferBytes) {}
+
+  // The bytes consumed so far (from the start of the source).
+  [[nodiscard]] uint64_t position() const { return consumed_; }
+
+  // A base-128 varint of at most 10 bytes. False at the end of the source or on an overlong one;
+  // `started` says whether any of its bytes was read.
+  bool read_varint(uint64_t& value, bool& started) {
+    value = 0;
+    started = false;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+      uint8_t byte = 0;
+      if (!read_byte(byte)) return false;
+      started = true;
+      if (shift < 64) value |= static_cast<uint64_t>(byte & 0x7fu) << shift;
+      if ((byte & 0x80u) == 0) return true;
+    }
+    return false;
   }
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(bytes.size()));
-  in.SetTotalBytesLimit(INT32_MAX);
+
+  // Exactly `n` bytes into `out` (its capacity is reused across records). The string grows only
+  // as bytes arrive, so a corrupt length cannot allocate more than the source holds.
+  bool read_exact(std::string& out, size_t n) {
+    out.clear();
+    while (out.size() < n) {
+      if (pos_ == end_ && !fill()) return false;
+      const size_t take = std::min(n - out.size(), end_ - pos_);
+      out.append(buffer_.data() + pos_, take);
+      pos_ += take;
+      consumed_ += take;
+    }
+    return true;
+  }
+
+  // Skips the rest of the source and returns how many bytes it held.
+  uint64_t drain() {
+    const uint64_t n = (end_ - pos_) + source_.skip_rest();
+    consumed_ += n;
+    pos_ = end_;
+    return n;
+  }
+
+ private:
+  static constexpr size_t kBufferBytes = size_t{1} << 16;
+
+  bool read_byte(uint8_t& byte) {
+    if (pos_ == end_ && !fill()) return false;
+    byte = static_cast<uint8_t>(buffer_[pos_++]);
+    ++consumed_;
+    return true;
+  }
+
+  bool fill() {
+    pos_ = 0;
+    end_ = source_.read(buffer_.data(), buffer_.size());
+    return end_ > 0;
+  }
+
+  ByteSource& source_;
+  std::vector<char> buffer_;
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  uint64_t consumed_ = 0;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  size_t read(char* dst, size_t n) override {
+    const size_t take = std::min(n, bytes_.size());
+    std::memcpy(dst, bytes_.data(), take);
+    bytes_.remove_prefix(take);
+    return take;
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+// A descriptor read with read(2): no size or offset of it is ever held in an int.
+class FdSource final : public ByteSource {
+ public:
+  explicit FdSource(int fd) : fd_(fd) {}
+  size_t read(char* dst, size_t n) override {
+    while (!failed_) {
+      const ssize_t got = ::read(fd_, dst, n);
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno != EINTR) failed_ = true;
+    }
+    return 0;
+  }
+  [[nodiscard]] bool failed() const override { return failed_; }
+  uint64_t skip_rest() override {
+    // A regular file's tail is measured, not read: a torn tail may be gigabytes (or a hole).
+    struct stat st {};
+    const off_t here = ::lseek(fd_, 0, SEEK_CUR);
+    if (here >= 0 && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= here &&
+        ::lseek(fd_, 0, SEEK_END) >= 0) {
+      return static_cast<uint64_t>(st.st_size - here);
+    }
+    return ByteSource::skip_rest();
+  }
+
+ private:
+  int fd_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+ReadResult read_cutriage_stream(ByteSource& source) {
+  ReadResult r;
+  RecordScanner in(source);
   uint64_t good_end = 0;
-  while (good_end < bytes.size()) {
-    uint32_t tag = in.ReadTag();
-    uint32_t length = 0;
-    bool framed = tag == kRecordTag && in.ReadVarint32(&length);
-    auto pos = static_cast<uint64_t>(in.CurrentPosition());
-    bool complete = framed && pos + length <= bytes.size();
-    cutriage::v1::Record record;
-    bool parsed = complete && record.ParseFromArray(bytes.data() + pos, static_cast<int>(length)) &&
-                  record.payload_case() != cutriage::v1::Record::PAYLOAD_NOT_SET;
-    if (!parsed) {
-      if (r.file.records_size() == 0) {
-        r.status = ReadStatus::kNotCutriage;
-        r.message = "not a cutriage file (no cutriage.v1 record at the start)";
-        return r;
-      }
+  std::string payload;  // one record's bytes at a time
+  bool clean_end = false;
+  while (true) {
+    uint64_t tag = 0;
+    uint64_t length = 0;
+    bool started = false;
+    if (!in.read_varint(tag, started)) {
+      clean_end = !started;  // the source ended between records
       break;
     }
+    // A record ParseFromArray can take: protobuf messages are below 2 GiB.
+    const bool framed = tag == kRecordTag && in.read_varint(length, started) &&
+                        length <= static_cast<uint64_t>(INT32_MAX);
+    v1::Record record;
+    const bool parsed = framed && in.read_exact(payload, static_cast<size_t>(length)) &&
+                        record.ParseFromArray(payload.data(), static_cast<int>(length)) &&
+                        record.payload_case() != v1::Record::PAYLOAD_NOT_SET;
+    if (!parsed) break;
     if (r.file.records_size() == 0 && !record.has_session()) {
       r.status = ReadStatus::kNotCutriage;
       r.message = "not a cutriage file (the first record is not a session header)";
+      r.bytes_total = in.position() + in.drain();
       return r;
     }
     if (record.has_interned()) r.interned[record.interned().id()] = record.interned().value();
     *r.file.add_records() = std::move(record);
-    in.Skip(static_cast<int>(length));
-    good_end = pos + length;
+    good_end = in.position();
+  }
+  r.bytes_total = clean_end ? in.position() : in.position() + in.drain();
+  if (source.failed()) {
+    ReadResult failed;
+    failed.status = ReadStatus::kUnreadable;
+    failed.message = "read error";
+    failed.bytes_total = r.bytes_total;
+    return failed;
+  }
+  if (r.bytes_total == 0) {
+    r.status = ReadStatus::kNotCutriage;
+    r.message = "the file is empty";
+    return r;
+  }
+  if (r.file.records_size() == 0) {
+    r.file.Clear();
+    r.interned.clear();
+    r.status = ReadStatus::kNotCutriage;
+    r.message = "not a cutriage file (no cutriage.v1 record at the start)";
+    return r;
   }
   index_records(r);
-  r.bytes_skipped = bytes.size() - good_end;
+  r.bytes_skipped = r.bytes_total - good_end;
   if (r.bytes_skipped > 0) {
     r.status = ReadStatus::kTruncated;
     r.message = "truncated: read " + std::to_string(r.file.records_size()) +
@@ -110,23 +251,24 @@ ReadResult read_cutriage_bytes(std::string_view bytes) {
   return r;
 }
 
+ReadResult read_cutriage_bytes(std::string_view bytes) {
+  MemorySource source(bytes);
+  return read_cutriage_stream(source);
+}
+
 ReadResult read_cutriage_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     ReadResult r;
     r.status = ReadStatus::kUnreadable;
     r.message = "cannot open '" + path + "'";
     return r;
   }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) {
-    ReadResult r;
-    r.status = ReadStatus::kUnreadable;
-    r.message = "error reading '" + path + "'";
-    return r;
-  }
-  return read_cutriage_bytes(ss.str());
+  FdSource source(fd);
+  ReadResult r = read_cutriage_stream(source);
+  ::close(fd);
+  if (r.status == ReadStatus::kUnreadable) r.message = "error reading '" + path + "'";
+  return r;
 }
 
 std::string_view lookup(const ReadResult& r, uint64_t iid) {

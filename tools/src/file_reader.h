@@ -47,7 +47,23 @@ struct ReadResult {
   uint32_t segment_index = 0;
 };
 
+// Where a file's bytes come from, read once front to back (a descriptor, memory, a test's
+// generator). The reader holds one buffer and one record of it at a time, and counts offsets in
+// 64 bits, so a file's size is not limited by memory or by int.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Up to `n` bytes into `dst`; the count, 0 at the end (or after an I/O error: see failed()).
+  virtual size_t read(char* dst, size_t n) = 0;
+  [[nodiscard]] virtual bool failed() const { return false; }
+  // Skips to the end and returns how many bytes were left (to measure a torn or corrupt tail).
+  // This one reads them; a regular file seeks instead.
+  virtual uint64_t skip_rest();
+};
+
+ReadResult read_cutriage_stream(ByteSource& source);
 ReadResult read_cutriage_bytes(std::string_view bytes);
+// Streams the file (a regular file, a pipe): memory holds the records read, never a copy of it.
 ReadResult read_cutriage_file(const std::string& path);
 
 // Resolves an interned id; "" for 0 or an id never defined.

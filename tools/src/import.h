@@ -27,6 +27,21 @@ struct ImportOptions {
 // (several CSVs, e.g. one per program, become one session).
 TriageRun triage_imports(std::vector<NcuImport> imports, const ImportOptions& options);
 
+// The pieces of triage_imports, for `cutriage triage` streaming one kernel at a time (a first
+// pass over the CSVs gives the totals and each import's identity, a second triages and writes
+// each row as it is read).
+struct ImportTotals {
+  double total_ns = 0;  // the captured launches' GPU time: time shares are relative to it
+  size_t kernels = 0;
+};
+wire::SessionInfo new_session(const ImportOptions& options);
+// Host, pid and command line from the first import that has them; its GPUs not seen yet (moved).
+void add_import_identity(wire::SessionInfo& session, NcuImport& import);
+// Clock control, replay mode, the unprofiled timing and the time share, then the diagnosis; a
+// kernel without a timing adds a warning.
+void triage_imported(wire::KernelRecord& k, const std::string& process_name, const ImportTotals& totals,
+                     const ImportOptions& options, std::vector<std::string>& warnings);
+
 // The bytes of a cutriage file holding `run` (session header first).
 std::string encode_run(const TriageRun& run);
 

@@ -5,6 +5,8 @@
 //   4 truncated cutriage file (complete records were used); 5 CSV not usable;
 //   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`,
 //   `report --rows families`) or no PC samples (`pprof`).
+#include <sys/stat.h>
+
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -14,6 +16,7 @@
 
 #include "cutriage/base/read_file.h"
 #include "cutriage/triage/rule.h"
+#include "cutriage/wire/writer.h"
 #include "file_reader.h"
 #include "import.h"
 #include "ncu_csv.h"
@@ -258,40 +261,119 @@ int cmd_triage(const std::vector<std::string>& args) {
     for (const std::string& w : warnings) std::cerr << "cutriage: " << timings_path << ": " << tools::terminal_safe(w, false) << "\n";
   }
 
-  std::vector<tools::NcuImport> imports;
-  for (const std::string& csv_path : csv_paths) {
-    std::string text;
-    if (!read_text(csv_path, text)) {
-      std::cerr << "cutriage: cannot read '" << csv_path << "'\n";
+  // Two passes over each CSV, one row in memory at a time (before: the text, every row's tokens
+  // and every kernel were held at once, 680 KB a row). The first gives the totals time shares
+  // need and each capture's identity for the session header; the second triages each row and
+  // writes its record. A CSV that is not a regular file (a pipe) is read into memory once, as it
+  // cannot be read twice.
+  struct CsvInput {
+    std::string path;
+    std::string text;  // a pipe's whole text; empty for a regular file, read from its path
+    bool in_memory = false;
+    tools::NcuImport import;  // identity, GPUs and warnings; no kernels
+  };
+  std::vector<CsvInput> csvs;
+  tools::ImportTotals totals;
+  // Runs `each` on every kernel of the CSV; prints the problem and returns its exit code.
+  auto stream_csv = [](CsvInput& csv, const auto& each) -> int {
+    std::ifstream file;
+    std::optional<tools::StringLineSource> text_lines;
+    std::optional<tools::StreamLineSource> file_lines;
+    tools::CsvLineSource* source = nullptr;
+    if (csv.in_memory) {
+      source = &text_lines.emplace(csv.text);
+    } else {
+      file.open(csv.path, std::ios::binary);
+      if (!file) {
+        std::cerr << "cutriage: cannot read '" << csv.path << "'\n";
+        return kUnreadable;
+      }
+      source = &file_lines.emplace(file);
+    }
+    tools::NcuCsvReader reader(*source);
+    std::optional<tools::NcuCsvError> error = reader.open();
+    if (!error) {
+      wire::KernelRecord k;
+      while (reader.next(k)) each(k);
+    }
+    if (file.bad()) {
+      std::cerr << "cutriage: cannot read '" << csv.path << "'\n";
       return kUnreadable;
     }
-    tools::NcuCsvResult parsed = tools::parse_ncu_csv(text);
-    if (!parsed.import) {
-      std::cerr << "cutriage: " << csv_path << ": "
-                << (parsed.error ? parsed.error->message : std::string("unusable CSV")) << "\n";
+    tools::NcuCsvResult done;
+    if (!error) done = reader.finish();
+    if (!error && done.error) error = done.error;
+    if (error) {
+      std::cerr << "cutriage: " << csv.path << ": " << error->message << "\n";
       return kBadCsv;
     }
-    imports.push_back(std::move(*parsed.import));
+    csv.import = std::move(*done.import);
+    return kOk;
+  };
+  for (const std::string& csv_path : csv_paths) {
+    CsvInput& csv = csvs.emplace_back();
+    csv.path = csv_path;
+    struct stat st {};
+    if (::stat(csv_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      if (!read_text(csv_path, csv.text)) {
+        std::cerr << "cutriage: cannot read '" << csv_path << "'\n";
+        return kUnreadable;
+      }
+      csv.in_memory = true;
+    }
+    int rc = kOk;
+    try {
+      rc = stream_csv(csv, [&](const wire::KernelRecord& k) {
+        totals.total_ns += k.duration_ns;
+        ++totals.kernels;
+      });
+    } catch (const std::exception& e) {
+      std::cerr << "cutriage: " << csv_path << ": internal error while reading the ncu CSV: " << e.what() << "\n";
+      return kBadCsv;
+    }
+    if (rc != kOk) return rc;
     if (!options.source_path.empty()) options.source_path += " ";
     options.source_path += csv_path;
   }
-  tools::TriageRun run = tools::triage_imports(std::move(imports), options);
-  for (const std::string& w : run.warnings) std::cerr << "cutriage: " << tools::terminal_safe(w, false) << "\n";
 
-  std::string bytes = tools::encode_run(run);
+  wire::SessionInfo session = tools::new_session(options);
+  for (CsvInput& csv : csvs) tools::add_import_identity(session, csv.import);
+  wire::RecordEncoder enc;
+  std::string kept;  // the file's bytes again, for --report only
+  size_t kernels = 0;
   {
     tools::OutputFile out;
     std::string error;
-    if (out.open(out_path, &error)) out.stream().write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    auto write = [&](const std::string& bytes) {
+      if (!error.empty()) return;
+      out.stream().write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (print_report) kept += bytes;
+    };
+    if (out.open(out_path, &error)) write(enc.session(session));
+    for (CsvInput& csv : csvs) {
+      for (const std::string& w : csv.import.warnings) {
+        std::cerr << "cutriage: " << tools::terminal_safe(w, false) << "\n";
+      }
+      std::vector<std::string> warnings;
+      // The first pass read this CSV whole: only the file changing in between fails here.
+      const int rc = stream_csv(csv, [&](wire::KernelRecord& k) {
+        tools::triage_imported(k, csv.import.process_name, totals, options, warnings);
+        for (const std::string& w : warnings) std::cerr << "cutriage: " << tools::terminal_safe(w, false) << "\n";
+        warnings.clear();
+        write(enc.kernel(k));
+        ++kernels;
+      });
+      if (rc != kOk) return rc;
+    }
     if (!error.empty() || !out.commit(&error)) {
       std::cerr << "cutriage: cannot write '" << out_path << "': " << error << "\n";
       return kWriteFailed;
     }
   }
-  std::cerr << "cutriage: " << run.kernels.size() << " kernel" << (run.kernels.size() == 1 ? "" : "s")
+  std::cerr << "cutriage: " << kernels << " kernel" << (kernels == 1 ? "" : "s")
             << " triaged -> " << out_path << "\n";
   if (print_report) {
-    tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+    tools::ReadResult r = tools::read_cutriage_bytes(kept);
     std::cout << tools::render_report(r, {});
   }
   return kOk;

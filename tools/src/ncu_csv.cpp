@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <istream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -219,12 +221,6 @@ struct CsvRecord {
   size_t line = 0;  // 1-based line of the text where the record starts
 };
 
-struct CsvTokens {
-  std::vector<CsvRecord> records;
-  size_t log_lines_skipped = 0;
-  std::optional<size_t> unterminated_quote_line;
-};
-
 // "==PROF== Connected to process 1234", "==WARNING== ...", "==ERROR== ...".
 bool is_log_line(std::string_view line) {
   if (!starts_with(line, "==")) return false;
@@ -233,62 +229,99 @@ bool is_log_line(std::string_view line) {
   return i > 2 && line.substr(i, 2) == "==";
 }
 
-// Splits `text` (which starts at line `first_line`) into records. RFC 4180 with leniency: quoted
-// fields may hold commas, doubled quotes and line breaks; unquoted fields are trimmed; "\r\n",
-// "\n" and a lone "\r" end a record; blank lines and ncu log lines between records are skipped.
-CsvTokens tokenize(std::string_view text, size_t first_line) {
-  CsvTokens out;
-  size_t i = 0;
-  size_t line = first_line;
-  const size_t n = text.size();
-  while (i < n) {
-    // Between records.
-    if (text[i] == '\n') {
-      ++line;
-      ++i;
-      continue;
+// The physical lines of the input, repaired once to valid UTF-8 (ncu writes UTF-8; a Latin-1 host
+// name or a torn multi-byte character is replaced here, so every cell, name and header below is
+// valid UTF-8), the byte-order mark dropped. A line is at most one line of the input in memory.
+class RepairedLines {
+ public:
+  explicit RepairedLines(CsvLineSource& source) : source_(source) {}
+  bool next(std::string& line) {
+    if (!source_.next_line(line)) return false;
+    if (first_) {
+      first_ = false;
+      if (starts_with(line, "\xEF\xBB\xBF")) line.erase(0, 3);
     }
-    if (text[i] == '\r') {
-      if (i + 1 >= n || text[i + 1] != '\n') ++line;
-      ++i;
-      continue;
+    if (!is_valid_utf8(line)) {
+      size_t replaced = 0;
+      line = valid_utf8(line, &replaced);
+      invalid_utf8_bytes_ += replaced;
     }
-    {
-      const size_t eol = text.find('\n', i);
-      const std::string_view raw_line = text.substr(i, eol == std::string_view::npos ? n - i : eol - i);
-      if (trim(raw_line).empty() || is_log_line(raw_line)) {
-        if (!trim(raw_line).empty()) ++out.log_lines_skipped;
-        i = eol == std::string_view::npos ? n : eol;  // the '\n' is consumed above
+    return true;
+  }
+  [[nodiscard]] size_t invalid_utf8_bytes() const { return invalid_utf8_bytes_; }
+
+ private:
+  CsvLineSource& source_;
+  bool first_ = true;
+  size_t invalid_utf8_bytes_ = 0;
+};
+
+// Splits the input into records, one at a time, from the line that starts at `first_line`. RFC
+// 4180 with leniency: quoted fields may hold commas, doubled quotes and line breaks; unquoted
+// fields are trimmed; "\r\n", "\n" and a lone "\r" end a record; blank lines and ncu log lines
+// between records are skipped. Every line read ends in '\n' but the input's last, so a one-byte
+// look-ahead never leaves the current line.
+class CsvTokenizer {
+ public:
+  CsvTokenizer(RepairedLines& lines, std::string first, size_t first_line)
+      : lines_(lines), buf_(std::move(first)), line_(first_line) {}
+
+  size_t log_lines_skipped = 0;
+  std::optional<size_t> unterminated_quote_line;
+
+  bool next(CsvRecord& rec) {
+    rec.fields.clear();
+    while (true) {
+      if (!fill()) return false;
+      // Between records.
+      const char c = buf_[i_];
+      if (c == '\n') {
+        ++line_;
+        ++i_;
         continue;
       }
+      if (c == '\r') {
+        if (i_ + 1 >= buf_.size() || buf_[i_ + 1] != '\n') ++line_;
+        ++i_;
+        continue;
+      }
+      const size_t eol = buf_.find('\n', i_);
+      const std::string_view raw_line =
+          std::string_view(buf_).substr(i_, eol == std::string::npos ? buf_.size() - i_ : eol - i_);
+      if (trim(raw_line).empty() || is_log_line(raw_line)) {
+        if (!trim(raw_line).empty()) ++log_lines_skipped;
+        i_ = eol == std::string::npos ? buf_.size() : eol;  // the '\n' is consumed above
+        continue;
+      }
+      break;
     }
-    CsvRecord rec;
-    rec.line = line;
+    rec.line = line_;
     std::string field;
     bool quoted = false;     // the current field started with a quote
     bool in_quotes = false;  // inside a quoted section
-    const size_t quote_line = line;
+    const size_t quote_line = line_;
     auto finish_field = [&]() {
       rec.fields.push_back(quoted ? field : std::string(trim(field)));
       field.clear();
       quoted = false;
     };
     bool end_of_record = false;
-    while (i < n && !end_of_record) {
-      const char c = text[i];
+    while (!end_of_record && fill()) {
+      const size_t n = buf_.size();
+      const char c = buf_[i_];
       if (in_quotes) {
         if (c == '"') {
-          if (i + 1 < n && text[i + 1] == '"') {
+          if (i_ + 1 < n && buf_[i_ + 1] == '"') {
             field.push_back('"');
-            i += 2;
+            i_ += 2;
           } else {
             in_quotes = false;
-            ++i;
+            ++i_;
           }
         } else {
-          if (c == '\n') ++line;
+          if (c == '\n') ++line_;
           field.push_back(c);
-          ++i;
+          ++i_;
         }
         continue;
       }
@@ -301,36 +334,53 @@ CsvTokens tokenize(std::string_view text, size_t first_line) {
           } else {
             field.push_back(c);  // a stray quote inside an unquoted field: keep it literally
           }
-          ++i;
+          ++i_;
           break;
         case ',':
           finish_field();
-          ++i;
+          ++i_;
           break;
         case '\r':
-          ++i;
-          if (i < n && text[i] == '\n') ++i;
-          ++line;
+          ++i_;
+          if (i_ < n && buf_[i_] == '\n') ++i_;
+          ++line_;
           end_of_record = true;
           break;
         case '\n':
-          ++i;
-          ++line;
+          ++i_;
+          ++line_;
           end_of_record = true;
           break;
         default:
           // Whitespace after a closing quote is dropped; anything else is kept.
           if (!(quoted && is_space(c))) field.push_back(c);
-          ++i;
+          ++i_;
           break;
       }
     }
-    if (in_quotes) out.unterminated_quote_line = quote_line;
+    if (in_quotes) unterminated_quote_line = quote_line;
     finish_field();
-    out.records.push_back(std::move(rec));
+    return true;
   }
-  return out;
-}
+
+ private:
+  // Makes buf_[i_] the next unread byte, reading the next line when this one is used up.
+  bool fill() {
+    while (i_ >= buf_.size()) {
+      i_ = 0;
+      if (!lines_.next(buf_)) {
+        buf_.clear();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  RepairedLines& lines_;
+  std::string buf_;
+  size_t i_ = 0;
+  size_t line_;
+};
 
 // ------------------------------------------------------------------------------------------------
 // Columns
@@ -594,72 +644,89 @@ NcuCsvResult fail(std::string message) {
   return r;
 }
 
-NcuCsvResult parse_impl(std::string_view text) {
-  // Byte-order mark.
-  if (starts_with(text, "\xEF\xBB\xBF")) text.remove_prefix(3);
-  if (trim(text).empty()) return fail("the input is empty (expected the output of `ncu --csv --page raw`)");
-  // ncu writes UTF-8; anything else (a Latin-1 host name, a torn multi-byte character) is repaired
-  // here once, so every cell, name and header below is valid UTF-8.
-  size_t invalid_utf8_bytes = 0;
-  std::string repaired;
-  if (!is_valid_utf8(text)) {
-    repaired = valid_utf8(text, &invalid_utf8_bytes);
-    text = repaired;
-  }
+}  // namespace
 
+// What the reader keeps between rows: the columns, the session identity, one GpuInfo per device,
+// the warnings (at most kMaxWarnings) and the tokenizer's one line.
+struct NcuCsvReader::State {
+  explicit State(CsvLineSource& source) : lines(source) {}
+  RepairedLines lines;
+  std::optional<CsvTokenizer> tokens;
+  CsvRecord rec;  // the row being read; its fields' storage is reused
+  Columns cols;
+  size_t header_line = 0;
+  size_t header_width = 0;
+  std::vector<std::string> duplicate_columns;
+  std::optional<size_t> id_col, name_col, mangled_col, demangled_col, function_col, device_col,
+      context_col, stream_col, pid_col, host_col, process_col, device_name_col;
+  bool expect_units = true;
+  bool first_row = true;
+  uint64_t ordinal = 0;
+  uint64_t kernels = 0;
+  std::map<uint32_t, size_t> gpu_index;  // device -> index into import.gpus
+  NcuImport import;                      // without kernels; warnings are the rows' only
+  size_t dropped_warnings = 0;
+
+  void warn(std::string w) { add_warning(import, dropped_warnings, std::move(w)); }
+  bool row(wire::KernelRecord& k);
+};
+
+NcuCsvReader::NcuCsvReader(CsvLineSource& source) : state_(std::make_unique<State>(source)) {}
+NcuCsvReader::~NcuCsvReader() = default;
+
+std::optional<NcuCsvError> NcuCsvReader::open() {
+  State& st = *state_;
   // The header is the first line that starts with the "ID" column; anything before it (==PROF==
   // log lines, the application's own output) is skipped.
-  size_t header_offset = std::string_view::npos;
-  size_t header_line = 0;
-  {
-    size_t pos = 0;
-    size_t line = 1;
-    while (pos < text.size()) {
-      size_t eol = text.find('\n', pos);
-      if (eol == std::string_view::npos) eol = text.size();
-      std::string_view l = text.substr(pos, eol - pos);
-      while (!l.empty() && is_space(l.front())) l.remove_prefix(1);
-      if (starts_with(l, "\"ID\"") || starts_with(l, "ID,")) {
-        header_offset = pos;
-        header_line = line;
-        break;
-      }
-      pos = eol + 1;
-      ++line;
+  std::string line;
+  size_t line_no = 0;
+  bool any_text = false;
+  bool found = false;
+  while (st.lines.next(line)) {
+    ++line_no;
+    std::string_view l = line;
+    any_text = any_text || !trim(l).empty();
+    while (!l.empty() && is_space(l.front())) l.remove_prefix(1);
+    if (starts_with(l, "\"ID\"") || starts_with(l, "ID,")) {
+      found = true;
+      break;
     }
   }
-  if (header_offset == std::string_view::npos) {
-    return fail(
-        "no header row: no line starts with the \"ID\" column (expected the output of "
-        "`ncu --csv --page raw`, whose header has \"ID\", \"Kernel Name\" and one column per metric)");
+  if (!found && !any_text) {
+    return NcuCsvError{"the input is empty (expected the output of `ncu --csv --page raw`)"};
   }
+  if (!found) {
+    return NcuCsvError{
+        "no header row: no line starts with the \"ID\" column (expected the output of "
+        "`ncu --csv --page raw`, whose header has \"ID\", \"Kernel Name\" and one column per metric)"};
+  }
+  st.header_line = line_no;
+  st.tokens.emplace(st.lines, std::move(line), line_no);
+  CsvRecord header;
+  if (!st.tokens->next(header)) return NcuCsvError{"no header row found"};
+  st.header_line = header.line;
 
-  CsvTokens tokens = tokenize(text.substr(header_offset), header_line);
-  if (tokens.records.empty()) return fail("no header row found");
-  const CsvRecord& header = tokens.records.front();
-
-  Columns cols;
-  std::vector<std::string> duplicate_columns;
+  Columns& cols = st.cols;
   for (size_t i = 0; i < header.fields.size(); ++i) {
     std::string name(trim(header.fields[i]));
     if (name.empty()) continue;
     if (!cols.by_name.emplace(name, i).second) {
-      duplicate_columns.push_back(name);
+      st.duplicate_columns.push_back(name);
       continue;
     }
   }
   const bool has_metric_name = cols.find("Metric Name").has_value();
   const bool has_metric_value = cols.find("Metric Value").has_value();
   if (has_metric_name && has_metric_value) {
-    return fail("line " + std::to_string(header.line) +
-                ": this is a `--page details` export (it has \"Section Name\", \"Metric Name\", "
-                "\"Metric Unit\" and \"Metric Value\" columns, one row per metric); re-export the "
-                "report with `ncu --import <report>.ncu-rep --csv --page raw --print-units base`");
+    return NcuCsvError{"line " + std::to_string(header.line) +
+                       ": this is a `--page details` export (it has \"Section Name\", \"Metric Name\", "
+                       "\"Metric Unit\" and \"Metric Value\" columns, one row per metric); re-export the "
+                       "report with `ncu --import <report>.ncu-rep --csv --page raw --print-units base`"};
   }
   if (!cols.find("Kernel Name")) {
-    return fail("line " + std::to_string(header.line) +
-                ": the header has an \"ID\" column but no \"Kernel Name\" column; this is not an "
-                "`ncu --csv --page raw` export");
+    return NcuCsvError{"line " + std::to_string(header.line) +
+                       ": the header has an \"ID\" column but no \"Kernel Name\" column; this is not an "
+                       "`ncu --csv --page raw` export"};
   }
   for (const auto& [name, index] : cols.by_name) {
     if (looks_like_metric_name(name)) {
@@ -671,201 +738,246 @@ NcuCsvResult parse_impl(std::string_view text) {
   std::sort(cols.metrics.begin(), cols.metrics.end(),
             [](const Columns::Metric& a, const Columns::Metric& b) { return a.index < b.index; });
   if (cols.metrics.empty()) {
-    return fail("line " + std::to_string(header.line) +
-                ": the header has no metric columns (only identity columns such as \"ID\" and "
-                "\"Kernel Name\"); profile with --set/--section/--metrics so the raw page has metrics");
+    return NcuCsvError{"line " + std::to_string(header.line) +
+                       ": the header has no metric columns (only identity columns such as \"ID\" and "
+                       "\"Kernel Name\"); profile with --set/--section/--metrics so the raw page has metrics"};
   }
+  st.header_width = header.fields.size();
+  st.id_col = cols.find("ID");
+  st.name_col = cols.find("Kernel Name");
+  st.mangled_col = cols.find("Mangled Name");
+  st.demangled_col = cols.find("Demangled Name");
+  st.function_col = cols.find("Function Name");
+  st.device_col = cols.find("Device");
+  st.context_col = cols.find("Context");
+  st.stream_col = cols.find("Stream");
+  st.pid_col = cols.find("Process ID");
+  st.host_col = cols.find("Host Name");
+  st.process_col = cols.find("Process Name");
+  st.device_name_col = cols.find("Device Name");
+  return std::nullopt;
+}
 
-  NcuImport imp;
-  size_t dropped_warnings = 0;
-  if (invalid_utf8_bytes > 0) {
-    add_warning(imp, dropped_warnings,
-                "the CSV is not valid UTF-8: " + std::to_string(invalid_utf8_bytes) +
-                    " byte(s) were replaced with U+FFFD");
+bool NcuCsvReader::next(wire::KernelRecord& k) {
+  State& st = *state_;
+  if (!st.tokens) return false;
+  while (st.tokens->next(st.rec)) {
+    k = wire::KernelRecord{};
+    if (st.row(k)) {
+      ++st.kernels;
+      return true;
+    }
   }
-  if (!duplicate_columns.empty()) {
-    std::string w = "the header repeats " + std::to_string(duplicate_columns.size()) +
-                    " column name(s) (first: \"" + duplicate_columns.front() + "\"); the first occurrence is used";
-    add_warning(imp, dropped_warnings, std::move(w));
-  }
-  if (tokens.unterminated_quote_line) {
-    add_warning(imp, dropped_warnings,
-                "line " + std::to_string(*tokens.unterminated_quote_line) +
-                    ": a quoted field is not closed before the end of the input; the text may be truncated");
-  }
-  if (tokens.log_lines_skipped > 0) {
-    add_warning(imp, dropped_warnings,
-                "skipped " + std::to_string(tokens.log_lines_skipped) +
-                    " ncu log line(s) (==PROF==, ==WARNING==, ...) between the CSV rows");
-  }
+  return false;
+}
 
-  const auto id_col = cols.find("ID");
-  const auto name_col = cols.find("Kernel Name");
-  const auto mangled_col = cols.find("Mangled Name");
-  const auto demangled_col = cols.find("Demangled Name");
-  const auto function_col = cols.find("Function Name");
-  const auto device_col = cols.find("Device");
-  const auto context_col = cols.find("Context");
-  const auto stream_col = cols.find("Stream");
-  const auto pid_col = cols.find("Process ID");
-  const auto host_col = cols.find("Host Name");
-  const auto process_col = cols.find("Process Name");
-  const auto device_name_col = cols.find("Device Name");
+// One data row into `k`; false for a row that is not a kernel (blank, the header again, the units
+// row, no ID).
+bool NcuCsvReader::State::row(wire::KernelRecord& k) {
+  NcuImport& imp = import;
+  const bool all_empty = std::all_of(rec.fields.begin(), rec.fields.end(),
+                                     [](const std::string& f) { return trim(f).empty(); });
+  if (all_empty) return false;
+  const std::string_view id_cell = cell_at(rec, id_col);
+  if (id_cell == "ID") {  // the header again (several processes or concatenated exports)
+    expect_units = true;
+    return false;
+  }
+  if (id_cell.empty()) {
+    if (expect_units) {
+      for (auto& mc : cols.metrics) mc.scale = normalize_unit(cell_at(rec, mc.index));
+      expect_units = false;
+      return false;
+    }
+    warn("line " + std::to_string(rec.line) + ": row has no \"ID\" value; skipped");
+    return false;
+  }
+  expect_units = false;
 
-  bool expect_units = true;
-  bool first_row = true;
-  uint64_t ordinal = 0;
-  std::map<uint32_t, size_t> gpu_index;  // device -> index into imp.gpus
-  const size_t header_width = header.fields.size();
+  triage::KernelInput& in = k.input;
+  in.demangled_name = std::string(cell_at(rec, name_col));
+  if (starts_with(in.demangled_name, "_Z")) {  // --print-kernel-base mangled
+    in.mangled_name = in.demangled_name;
+    in.demangled_name = demangle(in.mangled_name);
+  }
+  if (auto mangled = cell_at(rec, mangled_col); !mangled.empty()) in.mangled_name = std::string(mangled);
+  if (auto dem = cell_at(rec, demangled_col); !dem.empty()) in.demangled_name = std::string(dem);
+  if (in.demangled_name.empty() && !in.mangled_name.empty()) in.demangled_name = demangle(in.mangled_name);
+  if (auto fn = cell_at(rec, function_col); !fn.empty()) {
+    in.function_name = function_base_name(fn);
+  } else {
+    in.function_name = function_base_name(in.demangled_name);
+  }
+  // The demangler copies length-prefixed identifiers byte-wise and may cut a multi-byte
+  // character of a (valid) mangled name in two.
+  in.demangled_name = valid_utf8(in.demangled_name);
+  in.function_name = valid_utf8(in.function_name);
+  const std::string where = describe_row(rec.line, id_cell, in.function_name);
 
-  for (size_t r = 1; r < tokens.records.size(); ++r) {
-    const CsvRecord& rec = tokens.records[r];
-    const bool all_empty = std::all_of(rec.fields.begin(), rec.fields.end(),
-                                       [](const std::string& f) { return trim(f).empty(); });
-    if (all_empty) continue;
-    const std::string_view id_cell = cell_at(rec, id_col);
-    if (id_cell == "ID") {  // the header again (several processes or concatenated exports)
-      expect_units = true;
+  std::vector<std::string> row_problems;
+  if (rec.fields.size() < header_width) {
+    row_problems.push_back("it has " + std::to_string(rec.fields.size()) + " of the header's " +
+                           std::to_string(header_width) + " columns (the missing ones are treated as not collected)");
+  } else if (rec.fields.size() > header_width) {
+    row_problems.push_back("it has " + std::to_string(rec.fields.size() - header_width) +
+                           " more column(s) than the header (ignored)");
+  }
+  if (in.demangled_name.empty()) row_problems.push_back("its \"Kernel Name\" is empty");
+
+  if (auto id = parse_u64(id_cell)) {
+    in.launch_index = *id;
+  } else {
+    in.launch_index = ordinal;
+    row_problems.push_back("its ID \"" + excerpt(id_cell) + "\" is not a number (using " +
+                           std::to_string(ordinal) + ")");
+  }
+  ++ordinal;
+  if (auto dev = cell_at(rec, device_col); !dev.empty()) {
+    if (auto v = parse_u64(dev); v && *v <= std::numeric_limits<uint32_t>::max()) {
+      in.device = static_cast<uint32_t>(*v);
+    } else {
+      row_problems.push_back("its \"Device\" \"" + excerpt(dev) + "\" is not a device index");
+    }
+  }
+  if (auto v = parse_u64(cell_at(rec, context_col))) k.context_id = *v;
+  if (auto v = parse_u64(cell_at(rec, stream_col))) k.stream_id = *v;
+
+  // Metrics.
+  RowText text_values;
+  std::vector<std::string> unparsable;
+  for (const auto& mc : cols.metrics) {
+    const std::string_view cell = cell_at(rec, mc.index);
+    if (is_missing(cell)) continue;
+    if (auto v = parse_number(cell)) {
+      in.metrics.set(mc.name, *v * mc.scale.factor, mc.scale.unit, triage::MetricSource::kMeasured);
       continue;
     }
-    if (id_cell.empty()) {
-      if (expect_units) {
-        for (auto& mc : cols.metrics) mc.scale = normalize_unit(cell_at(rec, mc.index));
-        expect_units = false;
-        continue;
-      }
-      add_warning(imp, dropped_warnings,
-                  "line " + std::to_string(rec.line) + ": row has no \"ID\" value; skipped");
-      continue;
-    }
-    expect_units = false;
-
-    wire::KernelRecord k;
-    triage::KernelInput& in = k.input;
-    in.demangled_name = std::string(cell_at(rec, name_col));
-    if (starts_with(in.demangled_name, "_Z")) {  // --print-kernel-base mangled
-      in.mangled_name = in.demangled_name;
-      in.demangled_name = demangle(in.mangled_name);
-    }
-    if (auto mangled = cell_at(rec, mangled_col); !mangled.empty()) in.mangled_name = std::string(mangled);
-    if (auto dem = cell_at(rec, demangled_col); !dem.empty()) in.demangled_name = std::string(dem);
-    if (in.demangled_name.empty() && !in.mangled_name.empty()) in.demangled_name = demangle(in.mangled_name);
-    if (auto fn = cell_at(rec, function_col); !fn.empty()) {
-      in.function_name = function_base_name(fn);
+    const bool textual = std::any_of(cell.begin(), cell.end(), is_letter);
+    if (textual && mc.scale.unit.empty()) {
+      text_values.values.emplace(mc.name, std::string(cell));  // a string-valued metric
     } else {
-      in.function_name = function_base_name(in.demangled_name);
+      unparsable.push_back(mc.name + "=\"" + excerpt(cell) + "\"");
     }
-    // The demangler copies length-prefixed identifiers byte-wise and may cut a multi-byte
-    // character of a (valid) mangled name in two.
-    in.demangled_name = valid_utf8(in.demangled_name);
-    in.function_name = valid_utf8(in.function_name);
-    const std::string where = describe_row(rec.line, id_cell, in.function_name);
-
-    std::vector<std::string> row_problems;
-    if (rec.fields.size() < header_width) {
-      row_problems.push_back("it has " + std::to_string(rec.fields.size()) + " of the header's " +
-                             std::to_string(header_width) + " columns (the missing ones are treated as not collected)");
-    } else if (rec.fields.size() > header_width) {
-      row_problems.push_back("it has " + std::to_string(rec.fields.size() - header_width) +
-                             " more column(s) than the header (ignored)");
-    }
-    if (in.demangled_name.empty()) row_problems.push_back("its \"Kernel Name\" is empty");
-
-    if (auto id = parse_u64(id_cell)) {
-      in.launch_index = *id;
-    } else {
-      in.launch_index = ordinal;
-      row_problems.push_back("its ID \"" + excerpt(id_cell) + "\" is not a number (using " +
-                             std::to_string(ordinal) + ")");
-    }
-    ++ordinal;
-    if (auto dev = cell_at(rec, device_col); !dev.empty()) {
-      if (auto v = parse_u64(dev); v && *v <= std::numeric_limits<uint32_t>::max()) {
-        in.device = static_cast<uint32_t>(*v);
-      } else {
-        row_problems.push_back("its \"Device\" \"" + excerpt(dev) + "\" is not a device index");
-      }
-    }
-    if (auto v = parse_u64(cell_at(rec, context_col))) k.context_id = *v;
-    if (auto v = parse_u64(cell_at(rec, stream_col))) k.stream_id = *v;
-
-    // Metrics.
-    RowText text_values;
-    std::vector<std::string> unparsable;
-    for (const auto& mc : cols.metrics) {
-      const std::string_view cell = cell_at(rec, mc.index);
-      if (is_missing(cell)) continue;
-      if (auto v = parse_number(cell)) {
-        in.metrics.set(mc.name, *v * mc.scale.factor, mc.scale.unit, triage::MetricSource::kMeasured);
-        continue;
-      }
-      const bool textual = std::any_of(cell.begin(), cell.end(), is_letter);
-      if (textual && mc.scale.unit.empty()) {
-        text_values.values.emplace(mc.name, std::string(cell));  // a string-valued metric
-      } else {
-        unparsable.push_back(mc.name + "=\"" + excerpt(cell) + "\"");
-      }
-    }
-    if (!unparsable.empty()) {
-      std::string p = std::to_string(unparsable.size()) + " value(s) could not be parsed as numbers and were skipped (";
-      for (size_t i = 0; i < unparsable.size() && i < 3; ++i) p += (i ? ", " : "") + unparsable[i];
-      if (unparsable.size() > 3) p += ", ...";
-      p += ")";
-      row_problems.push_back(std::move(p));
-    }
-
-    in.launch = launch_config(rec, cols, in.metrics);
-    in.device_limits = device_limits(rec, cols, in.metrics, text_values);
-    in.collection.replay_mode = triage::ReplayMode::kKernel;  // ncu's default; the caller may override
-    in.collection.collector = triage::Collector::kNcuImport;
-    if (auto passes = in.metrics.get("profiler__replayer_passes")) in.collection.passes = to_u32(*passes);
-    if (auto dur = in.metrics.get("gpu__time_duration.sum")) k.duration_ns = *dur;
-
-    // Session identity from the first row.
-    if (first_row) {
-      imp.host = std::string(cell_at(rec, host_col));
-      imp.process_name = std::string(cell_at(rec, process_col));
-      if (auto pid = parse_u64(cell_at(rec, pid_col))) imp.pid = *pid;
-      first_row = false;
-    }
-
-    // One GpuInfo per device.
-    std::string gpu_name(text_values.get("device__attribute_display_name"));
-    if (gpu_name.empty()) gpu_name = std::string(cell_at(rec, device_name_col));
-    auto [it, inserted] = gpu_index.emplace(in.device, imp.gpus.size());
-    if (inserted) {
-      wire::GpuInfo g;
-      g.device = in.device;
-      g.name = gpu_name;
-      if (in.device_limits) g.limits = *in.device_limits;
-      imp.gpus.push_back(std::move(g));
-    } else {
-      wire::GpuInfo& g = imp.gpus[it->second];
-      if (g.name.empty()) g.name = gpu_name;
-      if (g.limits.sm_count == 0 && in.device_limits && in.device_limits->sm_count > 0) {
-        g.limits = *in.device_limits;
-      }
-    }
-
-    if (!row_problems.empty()) {
-      std::string w = where + ": ";
-      for (size_t i = 0; i < row_problems.size(); ++i) w += (i ? "; " : "") + row_problems[i];
-      add_warning(imp, dropped_warnings, std::move(w));
-    }
-    imp.kernels.push_back(std::move(k));
+  }
+  if (!unparsable.empty()) {
+    std::string p = std::to_string(unparsable.size()) + " value(s) could not be parsed as numbers and were skipped (";
+    for (size_t i = 0; i < unparsable.size() && i < 3; ++i) p += (i ? ", " : "") + unparsable[i];
+    if (unparsable.size() > 3) p += ", ...";
+    p += ")";
+    row_problems.push_back(std::move(p));
   }
 
-  if (imp.kernels.empty()) {
-    return fail("the CSV has a header but no profiled kernels (line " + std::to_string(header.line) +
+  in.launch = launch_config(rec, cols, in.metrics);
+  in.device_limits = device_limits(rec, cols, in.metrics, text_values);
+  in.collection.replay_mode = triage::ReplayMode::kKernel;  // ncu's default; the caller may override
+  in.collection.collector = triage::Collector::kNcuImport;
+  if (auto passes = in.metrics.get("profiler__replayer_passes")) in.collection.passes = to_u32(*passes);
+  if (auto dur = in.metrics.get("gpu__time_duration.sum")) k.duration_ns = *dur;
+
+  // Session identity from the first row.
+  if (first_row) {
+    imp.host = std::string(cell_at(rec, host_col));
+    imp.process_name = std::string(cell_at(rec, process_col));
+    if (auto pid = parse_u64(cell_at(rec, pid_col))) imp.pid = *pid;
+    first_row = false;
+  }
+
+  // One GpuInfo per device.
+  std::string gpu_name(text_values.get("device__attribute_display_name"));
+  if (gpu_name.empty()) gpu_name = std::string(cell_at(rec, device_name_col));
+  auto [it, inserted] = gpu_index.emplace(in.device, imp.gpus.size());
+  if (inserted) {
+    wire::GpuInfo g;
+    g.device = in.device;
+    g.name = gpu_name;
+    if (in.device_limits) g.limits = *in.device_limits;
+    imp.gpus.push_back(std::move(g));
+  } else {
+    wire::GpuInfo& g = imp.gpus[it->second];
+    if (g.name.empty()) g.name = gpu_name;
+    if (g.limits.sm_count == 0 && in.device_limits && in.device_limits->sm_count > 0) {
+      g.limits = *in.device_limits;
+    }
+  }
+
+  if (!row_problems.empty()) {
+    std::string w = where + ": ";
+    for (size_t i = 0; i < row_problems.size(); ++i) w += (i ? "; " : "") + row_problems[i];
+    warn(std::move(w));
+  }
+  return true;
+}
+
+NcuCsvResult NcuCsvReader::finish() {
+  State& st = *state_;
+  if (st.kernels == 0) {
+    return fail("the CSV has a header but no profiled kernels (line " + std::to_string(st.header_line) +
                 " is the header; no data rows follow)");
   }
+  // The file-wide warnings first, as they are about everything below them.
+  std::vector<std::string> front;
+  if (st.lines.invalid_utf8_bytes() > 0) {
+    front.push_back("the CSV is not valid UTF-8: " + std::to_string(st.lines.invalid_utf8_bytes()) +
+                    " byte(s) were replaced with U+FFFD");
+  }
+  if (!st.duplicate_columns.empty()) {
+    front.push_back("the header repeats " + std::to_string(st.duplicate_columns.size()) +
+                    " column name(s) (first: \"" + st.duplicate_columns.front() +
+                    "\"); the first occurrence is used");
+  }
+  if (st.tokens->unterminated_quote_line) {
+    front.push_back("line " + std::to_string(*st.tokens->unterminated_quote_line) +
+                    ": a quoted field is not closed before the end of the input; the text may be truncated");
+  }
+  if (st.tokens->log_lines_skipped > 0) {
+    front.push_back("skipped " + std::to_string(st.tokens->log_lines_skipped) +
+                    " ncu log line(s) (==PROF==, ==WARNING==, ...) between the CSV rows");
+  }
+  NcuImport imp = std::move(st.import);
+  size_t dropped = st.dropped_warnings;
+  std::vector<std::string> warnings = std::move(front);
+  for (std::string& w : imp.warnings) {
+    if (warnings.size() < kMaxWarnings) {
+      warnings.push_back(std::move(w));
+    } else {
+      ++dropped;
+    }
+  }
+  if (dropped > 0) warnings.push_back("... and " + std::to_string(dropped) + " more warning(s)");
+  imp.warnings = std::move(warnings);
   std::sort(imp.gpus.begin(), imp.gpus.end(),
             [](const wire::GpuInfo& a, const wire::GpuInfo& b) { return a.device < b.device; });
-  if (dropped_warnings > 0) {
-    imp.warnings.push_back("... and " + std::to_string(dropped_warnings) + " more warning(s)");
-  }
   NcuCsvResult result;
   result.import = std::move(imp);
+  return result;
+}
+
+bool StringLineSource::next_line(std::string& line) {
+  if (text_.empty()) return false;
+  const size_t eol = text_.find('\n');
+  const size_t take = eol == std::string_view::npos ? text_.size() : eol + 1;
+  line.assign(text_.data(), take);
+  text_.remove_prefix(take);
+  return true;
+}
+
+bool StreamLineSource::next_line(std::string& line) {
+  if (!std::getline(in_, line)) return false;
+  if (!in_.eof()) line.push_back('\n');  // getline stopped at one
+  return true;
+}
+
+namespace {
+
+NcuCsvResult parse_impl(std::string_view text) {
+  StringLineSource source(text);
+  NcuCsvReader reader(source);
+  if (auto error = reader.open()) return fail(std::move(error->message));
+  std::vector<wire::KernelRecord> kernels;
+  wire::KernelRecord k;
+  while (reader.next(k)) kernels.push_back(std::move(k));
+  NcuCsvResult result = reader.finish();
+  if (result.import) result.import->kernels = std::move(kernels);
   return result;
 }
 

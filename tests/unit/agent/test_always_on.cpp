@@ -3,6 +3,7 @@
 // fake's (FakeConfig::cost_*, on the agent's monotonic clock). Also the budget and the control
 // channels on their own.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "agent_harness.h"
+#include "always_on.h"
 #include "budget.h"
 #include "control.h"
 #include "groups.h"
@@ -1091,6 +1093,46 @@ TEST_CASE("always-on: resuming from the file the process itself writes to", "[ag
   for (const v1::AssembledLaunch& l : k->assembled_launches()) CHECK(l.earlier_pid() == 1234);
   REQUIRE(r.file.records(0).has_session());
   CHECK(r.file.records(0).session().pid() == 4321);  // the new process's file
+}
+
+TEST_CASE("always-on: CUTRIAGE_RESUME naming a FIFO, a directory, a device or an oversize file",
+          "[agent][always_on][resume]") {
+  // Read as CUTRIAGE_THRESHOLDS is (base::read_regular_file): never blocks (a FIFO with no
+  // writer), never reads more than the cap, and says what the name is instead of taking it for a
+  // missing file; the agent runs on, every family starting afresh. Before, a FIFO, a directory
+  // or /dev/zero was silently taken for "no earlier output yet" and a FIFO swapped in after the
+  // check would have blocked the application in its first CUDA call.
+  const Captured a = capture_of("strided_load");
+  const auto dir = std::filesystem::temp_directory_path() / ("cutriage-resume-odd-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "a-directory");
+  const std::string fifo = (dir / "fifo.pb").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string big = (dir / "big.pb").string();
+  std::ofstream(big, std::ios::binary) << "x";
+  std::filesystem::resize_file(big, agent::kMaxResumeFileBytes + 1);  // sparse: nothing written
+  struct Case {
+    std::string path;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {fifo, "is a named pipe (FIFO), not a regular file"},
+      {(dir / "a-directory").string(), "is a directory, not a regular file"},
+      {"/dev/zero", "is a character device, not a regular file"},
+      {big, "is larger than 256 MiB (the most read)"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.says) {
+      const RunResult run = run_service(a, 900, c.path);
+      const std::string line = "CUTRIAGE_RESUME=\"" + c.path + "\": " + c.says +
+                               "; skipped, the agent runs on without resuming from it";
+      CHECK(run.log.find(line) != std::string::npos);
+      CHECK(run.log.find("continue from there") == std::string::npos);
+      // The agent ran on: the family was measured from nothing to complete.
+      CHECK(run.complete_notices.size() == 1);
+      for (const std::string& n : run.complete_notices) CHECK(n.find("resumed") == std::string::npos);
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 namespace {

@@ -13,9 +13,11 @@
 #include "catch.h"
 #include "config.h"
 #include "fuzz_agent.h"
+#include "fuzz_control.h"
 #include "fuzz_replay.h"
 
 using cutriage::testing::replay;
+using cutriage::testing::replay_seeds;
 
 TEST_CASE("fuzz regressions: agent configuration", "[fuzz][config]") {
   replay("config", cutriage::fuzz::exercise_config);
@@ -27,6 +29,16 @@ TEST_CASE("fuzz regressions: output path pattern", "[fuzz][config]") {
 
 TEST_CASE("fuzz regressions: kernel filter", "[fuzz][config]") {
   replay("kernel_filter", cutriage::fuzz::exercise_kernel_filter);
+}
+
+TEST_CASE("fuzz regressions: cutriage_init's configuration string", "[fuzz][config]") {
+  replay("init_string", cutriage::fuzz::exercise_init_string);
+  replay_seeds("init_string", cutriage::fuzz::exercise_init_string);
+}
+
+TEST_CASE("fuzz regressions: control file commands", "[fuzz][config]") {
+  replay("control", cutriage::fuzz::exercise_control);
+  replay_seeds("control", cutriage::fuzz::exercise_control);
 }
 
 // Found by fuzz_kernel_filter: a regular expression ending in "(" made libstdc++'s regex scanner

@@ -16,6 +16,7 @@
 #include "fuzz_replay.h"
 
 using cutriage::testing::replay;
+using cutriage::testing::replay_seeds;
 
 TEST_CASE("fuzz regressions: ncu csv", "[fuzz]") {
   replay("ncu_csv", cutriage::fuzz::exercise_ncu_csv);
@@ -35,6 +36,34 @@ TEST_CASE("fuzz regressions: the agent's reader of an earlier output", "[fuzz]")
 
 TEST_CASE("fuzz regressions: thresholds", "[fuzz]") {
   replay("thresholds", cutriage::fuzz::exercise_thresholds);
+}
+
+TEST_CASE("fuzz regressions: trace export", "[fuzz]") {
+  replay("trace_export", cutriage::fuzz::exercise_trace_export);
+  replay_seeds("trace_export", cutriage::fuzz::exercise_trace_export);
+}
+
+TEST_CASE("fuzz regressions: pprof export", "[fuzz]") {
+  replay("pprof_export", cutriage::fuzz::exercise_pprof_export);
+  replay_seeds("pprof_export", cutriage::fuzz::exercise_pprof_export);
+}
+
+TEST_CASE("fuzz regressions: nvdisasm listing", "[fuzz]") {
+  replay("nvdisasm", cutriage::fuzz::exercise_nvdisasm);
+  replay_seeds("nvdisasm", cutriage::fuzz::exercise_nvdisasm);
+}
+
+// The contracts themselves catch what they are for (a checker that accepts everything would let
+// the fuzzers run green).
+TEST_CASE("fuzz contracts: the JSON checker refuses what Perfetto would", "[fuzz]") {
+  using cutriage::testing::JsonChecker;
+  CHECK(JsonChecker(R"({"traceEvents": [{"ph": "X", "ts": 1.5e3, "name": "k\u00e9"}], "x": null})").check().empty());
+  CHECK_FALSE(JsonChecker(R"({"a": 1,})").check().empty());
+  CHECK_FALSE(JsonChecker("{\"a\": \"tab\there\"}").check().empty());
+  CHECK_FALSE(JsonChecker(R"({"a": 01})").check().empty());
+  CHECK_FALSE(JsonChecker(R"({"a": "\x41"})").check().empty());
+  CHECK_FALSE(JsonChecker(R"([1] [2])").check().empty());
+  CHECK_FALSE(JsonChecker(R"({"a": [1, 2})").check().empty());
 }
 
 // Found by fuzz_ncu_csv: a CSV with bytes that are not UTF-8 (here a Latin-1 host name and a torn
