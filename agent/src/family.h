@@ -80,6 +80,9 @@ struct Family {
   std::vector<uint64_t> profiled_launches;
   std::set<std::string> attempted;  // counters asked for so far (accepted or rejected)
   std::vector<std::string> rejected;
+  // Counters refused once beside another of their plan (RejectedMetric::conflict): asked again
+  // by the next stage, which no longer holds their partner; refused twice, they are rejected.
+  std::set<std::string> conflicted;
   std::optional<triage::Diagnosis> diagnosis;
   std::vector<std::string> uncollected;
   wire::ProfileStatus last_status = wire::ProfileStatus::kUnspecified;

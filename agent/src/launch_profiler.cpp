@@ -417,7 +417,15 @@ void LaunchProfiler::complete_counters(Active& active) {
       f.measured.set(r.name, r.value, unit_for(r.name));
       f.measured_on[r.name] = active.launch_index;
     }
-    for (const collectors::RejectedMetric& rj : active.plan.rejected) f.note_rejected(rj.name);
+    for (const collectors::RejectedMetric& rj : active.plan.rejected) {
+      // A counter refused only beside a partner of this plan (pcie__* beside dram__* on GH100) is
+      // not "not collectable on this GPU": the next stage asks again without the partner, once.
+      if (rj.conflict && active.group < 0 && f.conflicted.insert(rj.name).second) {
+        f.attempted.erase(rj.name);
+        continue;
+      }
+      f.note_rejected(rj.name);
+    }
     if (active.group >= 0) {
       // A counter of the group that gave no value is not asked for again (attempted); the record
       // says so, so that a process resuming from it (CUTRIAGE_RESUME) does not ask either.

@@ -424,7 +424,7 @@ class CuptiProfilerHost final : public ProfilerHost {
       return probe;
     };
     if (bad == 0 || !prefix_fails(with_culprit(bad))) {
-      return {culprit, "cannot be collected in one config with the metrics requested before it"};
+      return {culprit, "cannot be collected in one config with the metrics requested before it", true};
     }
     while (bad - good > 1) {
       const size_t mid = good + (bad - good) / 2;
@@ -434,8 +434,9 @@ class CuptiProfilerHost final : public ProfilerHost {
         good = mid;
       }
     }
-    return {culprit, "cannot be collected in one config with " + names[bad - 1] +
-                         ", requested before it (CUPTI refuses the combination)"};
+    return {culprit,
+            "cannot be collected in one config with " + names[bad - 1] + ", requested before it (CUPTI refuses the combination)",
+            true};
   }
 
   void remember(std::vector<std::string> names, CompiledConfig config) {

@@ -71,6 +71,8 @@ struct FakeConfig {
   Status begin_status;               // returned by every begin()
   int fail_end_on_call = 0;          // 1-based end() call that fails; 0 = none
   std::set<std::string> chip_rejects{"launch__grid_size"};  // names the chip "does not have"
+  // Counter -> partner: refused (RejectedMetric::conflict) when the partner is in the same plan.
+  std::map<std::string, std::string> conflicts;
   std::string chip = "GH100";
   uint32_t devices = 1;
   std::set<uint32_t> failing_devices;  // device_info fails for these ordinals
@@ -100,8 +102,12 @@ class FakeHost final : public collectors::ProfilerHost {
     collectors::MetricPlan p;
     p.chip = cfg_.chip;
     for (const std::string& m : metrics) {
+      auto partner = cfg_.conflicts.find(m);
       if (cfg_.chip_rejects.count(m)) {
         p.rejected.push_back({m, "not a " + cfg_.chip + " metric"});
+      } else if (partner != cfg_.conflicts.end() &&
+                 std::find(metrics.begin(), metrics.end(), partner->second) != metrics.end()) {
+        p.rejected.push_back({m, "cannot be collected in one config with " + partner->second, true});
       } else {
         p.metrics.push_back(m);
       }

@@ -439,6 +439,9 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
   out << "    complete  yes" << (when.empty() ? "" : ", " + when) << "\n";
 }
 
+// A kernel-local estimate from this factor on means the verdict names work to remove.
+constexpr double kWasteGain = 1.2;
+
 // Decision 7's confirmation in words, with its own unit and threshold (never a fixed number).
 std::string hardware_limit_text(const v1::Diagnosis& d) {
   for (const auto& visit : d.path()) {
@@ -457,8 +460,12 @@ std::string hardware_limit_text(const v1::Diagnosis& d) {
       for (const auto& t : c.thresholds()) {
         if (t.name() == "d7.limiter_near_peak.near_peak_pct") limit = t.value();
       }
-      return "Decision 7: " + unit.substr(0, unit.find('.')) + " runs at " + fmt(value) + "% of its peak, at or above " +
-             fmt(limit) + "%: little is left to gain in this implementation";
+      const std::string at = "Decision 7: " + unit.substr(0, unit.find('.')) + " runs at " + fmt(value) +
+                             "% of its peak, at or above " + fmt(limit) + "%";
+      // A verdict that removes waste (uncoalesced loads, divergence, conflicts) gains by taking work
+      // off the saturated unit: "little is left to gain" would contradict its own estimate.
+      if (d.estimated_speedup() >= kWasteGain) return at + ": saturated by work the fix above removes";
+      return at + ": little is left to gain in this implementation";
     }
   }
   return "Decision 7: the limiting unit runs close to its peak";
@@ -490,12 +497,16 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
     out << "    collected ";
     if (k.launch_index() != 0) out << "launch #" << k.launch_index();
     for (uint64_t li : k.combined_launch_indices()) out << " + #" << li;
+    const bool named = k.launch_index() != 0;
     if (k.replay_mode() == v1::REPLAY_MODE_NONE) {
-      out << (k.launch_index() != 0 ? ", " : "") << "one pass each, no replay";
+      out << (named ? ", " : "") << "one pass each, no replay";
     } else if (k.passes() > 0) {
-      out << (k.launch_index() != 0 ? ", " : "")
-          << (k.combined_launch_indices_size() > 0 ? "the last replayed in " : "replayed in ") << k.passes()
-          << (k.passes() == 1 ? " pass" : " passes");
+      const std::string passes = std::to_string(k.passes()) + (k.passes() == 1 ? " replay pass" : " replay passes");
+      if (!named) {
+        out << passes;  // an import: which launch ncu chose is not recorded
+      } else {
+        out << ", " << (k.combined_launch_indices_size() > 0 ? "the last in " : "in ") << passes;
+      }
     }
     out << "\n";
   }
@@ -512,7 +523,10 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   }
 
   out << "    verdict   " << verdict_text(d) << "\n";
-  if (d.at_hardware_limit()) out << "              (" << hardware_limit_text(d) << ")\n";
+  // When Decision 7's finding is the verdict itself, the headline already says it.
+  if (d.at_hardware_limit() && d.primary_rule_id() != "d7.limiter_near_peak") {
+    out << "              (" << hardware_limit_text(d) << ")\n";
+  }
 
   out << "    trust     " << enum_words(v1::Trust_Name(d.trust()), "TRUST_");
   // Notes can be long (lists of metrics); the report shows each one's start, --verbose all of it.

@@ -590,7 +590,7 @@ Rule occupancy_resource_limit() {
         }
         std::string reading = "theoretical occupancy " + num(theoretical, 1) + "%, limited by " +
                               std::string(choices[best].name) + " (" + num(limits[best], 0) +
-                              " blocks per SM; warps " + num(limits[0], 0) + ", blocks " +
+                              (limits[best] == 1 ? " block" : " blocks") + " per SM; warps " + num(limits[0], 0) + ", blocks " +
                               num(limits[1], 0) + ", registers " + num(limits[2], 0) + ", shared " +
                               num(limits[3], 0) + ")";
         if (auto achieved = ctx.metric(kAchievedOcc)) {

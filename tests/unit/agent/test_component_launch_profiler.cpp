@@ -100,6 +100,44 @@ TEST_CASE("launch profiler: a second launch adds what the route still lacks to t
   CHECK(ks[1]->metrics_size() > ks[0]->metrics_size());
 }
 
+// Issue 23: every deep record listed pcie__read_bytes.sum and pcie__write_bytes.sum as "not
+// collectable on this GPU", though GH100 collects them; CUPTI only refuses them in one config with
+// dram__* (profiler_host.cpp). Refused beside a partner, a counter is asked again without it.
+TEST_CASE("launch profiler: a counter refused only beside another is asked again, not called uncollectable",
+          "[component][launch_profiler]") {
+  Captured k = capture_of("register_spill");
+  AgentConfig c = deep_config(agent::MetricMode::kAdaptive);
+  c.max_profiles_per_kernel = 8;
+  ComponentRig rig(c, counters_for({&k}));
+  for (const char* pcie : {"pcie__read_bytes.sum", "pcie__write_bytes.sum"}) {
+    rig.platform.config.conflicts[pcie] = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+  }
+  for (uint64_t i = 1; i <= 8; ++i) {
+    if (!rig.launch(launch_of(k, i))) break;
+  }
+  // stats.planned holds what each plan accepted: the first stage kept dram__ and refused pcie__
+  // beside it; a later stage, without dram__, collected pcie__.
+  const auto has = [](const std::vector<std::string>& plan, const char* m) {
+    return std::find(plan.begin(), plan.end(), m) != plan.end();
+  };
+  REQUIRE(rig.platform.stats.planned.size() >= 2);
+  REQUIRE(has(rig.platform.stats.planned[0], "dram__throughput.avg.pct_of_peak_sustained_elapsed"));
+  REQUIRE_FALSE(has(rig.platform.stats.planned[0], "pcie__read_bytes.sum"));
+  bool retried = false;
+  for (size_t i = 1; i < rig.platform.stats.planned.size(); ++i) {
+    retried = retried || has(rig.platform.stats.planned[i], "pcie__read_bytes.sum");
+  }
+  CHECK(retried);
+  tools::ReadResult r = rig.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  REQUIRE_FALSE(ks.empty());
+  const v1::KernelProfile& last = *ks.back();
+  for (const std::string& rejected : last.rejected_metrics()) CHECK(rejected.rfind("pcie__", 0) != 0);
+  bool measured = false;
+  for (const v1::Metric& m : last.metrics()) measured = measured || tools::lookup(r, m.name_iid()) == "pcie__read_bytes.sum";
+  CHECK(measured);
+}
+
 TEST_CASE("launch profiler: a busy context leaves the launch unprofiled and the family waiting",
           "[component][launch_profiler]") {
   Captured k = capture_of("vector_add");

@@ -487,7 +487,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.control_file != d.control_file || c.control_signal != d.control_signal ||
                          c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target ||
                          c.release_ms != d.release_ms || c.resume_path != d.resume_path ||
-                         c.output_mode != d.output_mode;
+                         c.output_mode != d.output_mode || c.prometheus_dcgm_labels != d.prometheus_dcgm_labels;
     CHECK(changed);
   }
   CHECK(names == std::set<std::string>{"CUTRIAGE_ENABLE", "CUTRIAGE_OUTPUT", "CUTRIAGE_OUTPUT_MODE", "CUTRIAGE_KERNEL_NAME",
@@ -505,7 +505,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_MODE", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
                                        "CUTRIAGE_PC_SAMPLING_INTERVAL", "CUTRIAGE_CONTROL_FILE",
                                        "CUTRIAGE_CONTROL_SIGNAL", "CUTRIAGE_DEEP_SECONDS", "CUTRIAGE_DEEP_TARGET",
-                                       "CUTRIAGE_RELEASE_MS", "CUTRIAGE_RESUME"});
+                                       "CUTRIAGE_RELEASE_MS", "CUTRIAGE_RESUME", "CUTRIAGE_PROMETHEUS_DCGM_LABELS"});
   for (const auto& option : options) {
     if (option.env == "CUTRIAGE_OUTPUT") CHECK(option.flag == "-o, --output");
   }

@@ -149,7 +149,7 @@ TEST_CASE("agent output: SIGKILL while writing leaves every complete record read
   }
 }
 
-TEST_CASE("agent output: a full disk gives one error line; the application runs on with its exit status",
+TEST_CASE("agent output: a full disk gives one error line, the application runs on with its exit status",
           "[agent][faults]") {
   // RLIMIT_FSIZE stands for the full file system: writes past 64 KiB fail (EFBIG, SIGXFSZ
   // ignored, as an application may), the first of them short, tearing the record it was writing.

@@ -19,6 +19,9 @@ namespace cutriage::collectors {
 struct RejectedMetric {
   std::string name;
   std::string reason;  // "not a GH100 metric", "needs a rollup (.sum/.avg/.min/.max)", ...
+  // Collectable alone, refused only beside another metric of the same request (pcie__* with
+  // dram__* on GH100): a later request without that partner can collect it.
+  bool conflict = false;
 };
 
 // How a profiled launch is collected.
