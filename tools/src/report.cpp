@@ -442,6 +442,28 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
 // A kernel-local estimate from this factor on means the verdict names work to remove.
 constexpr double kWasteGain = 1.2;
 
+// Limiters that name work the kernel need not do (traffic, instructions, lanes): a unit near its
+// peak is then busy with that waste, not with the algorithm's own work.
+bool removes_waste(v1::Limiter l) {
+  switch (l) {
+    case v1::LIMITER_UNCOALESCED_GLOBAL:
+    case v1::LIMITER_LOW_BYTES_PER_SECTOR:
+    case v1::LIMITER_STORE_AMPLIFICATION:
+    case v1::LIMITER_LOCAL_MEMORY_SPILLS:
+    case v1::LIMITER_SHARED_BANK_CONFLICTS:
+    case v1::LIMITER_ATOMIC_CONTENTION:
+    case v1::LIMITER_EXCESS_L2_TRANSACTIONS:
+    case v1::LIMITER_REGISTER_FILE_SMEM_FILL:
+    case v1::LIMITER_WARP_DIVERGENCE:
+    case v1::LIMITER_PREDICATION:
+    case v1::LIMITER_INSTRUCTION_REPLAY:
+    case v1::LIMITER_SLOW_PATH_ARITHMETIC:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Decision 7's confirmation in words, with its own unit and threshold (never a fixed number).
 std::string hardware_limit_text(const v1::Diagnosis& d) {
   for (const auto& visit : d.path()) {
@@ -464,7 +486,9 @@ std::string hardware_limit_text(const v1::Diagnosis& d) {
                              "% of its peak, at or above " + fmt(limit) + "%";
       // A verdict that removes waste (uncoalesced loads, divergence, conflicts) gains by taking work
       // off the saturated unit: "little is left to gain" would contradict its own estimate.
-      if (d.estimated_speedup() >= kWasteGain) return at + ": saturated by work the fix above removes";
+      if (d.estimated_speedup() >= kWasteGain || removes_waste(d.primary_limiter())) {
+        return at + ": saturated by work the fix above removes";
+      }
       return at + ": little is left to gain in this implementation";
     }
   }

@@ -632,9 +632,9 @@ Rule achieved_below_theoretical() {
         double ratio = achieved / theoretical;
         ctx.note("achieved_to_theoretical_occupancy", ratio);
         double limit = ctx.threshold("achieved_to_theoretical");
-        std::string reading = "achieved occupancy " + num(achieved, 1) + "% of a theoretical " +
-                              num(theoretical, 1) + "% (" + share_pct(ratio) + ")";
-        if (!(ratio < limit)) return RuleVerdict::not_fired(reading + ", >= " + share_pct(limit));
+        std::string reading = "achieved occupancy " + num(achieved, 1) + "% is " + share_pct(ratio) +
+                              " of the theoretical " + num(theoretical, 1) + "%";
+        if (!(ratio < limit)) return RuleVerdict::not_fired(reading + " (>= " + share_pct(limit) + ")");
         return RuleVerdict::fired(reading + " (< " + share_pct(limit) + ")", below(ratio, limit));
       },
   };

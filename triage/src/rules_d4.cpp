@@ -205,15 +205,16 @@ Rule limiting_pipe() {
           return p.pipe.rfind(top.pipe, 0) == 0 || top.pipe.rfind(p.pipe, 0) == 0;
         };
         auto next = std::find_if(pipes.begin() + 1, pipes.end(), [&](const PipeReading& p) { return !same_pipe(p); });
-        if (next != pipes.end()) reading += "; next " + next->pipe + " " + num(next->pct, 1) + "%";
+        // The threshold right after the number it applies to, the runner-up after both.
+        const std::string runner_up = next != pipes.end() ? "; next " + next->pipe + " " + num(next->pct, 1) + "%" : "";
         if (!(top.pct > high)) {
-          return RuleVerdict::not_fired(reading + ": no pipe above " + num(high, 0) + "%").decided_by(top.metric,
-                                                                                                       "high_pct");
+          return RuleVerdict::not_fired(reading + ": no pipe above " + num(high, 0) + "%" + runner_up)
+              .decided_by(top.metric, "high_pct");
         }
         bool is_binding = top.pct > binding;
         RuleVerdict v = RuleVerdict::fired(
-            reading + (is_binding ? " (> " + num(binding, 0) + "%: binding)"
-                                  : " (> " + num(high, 0) + "%: high pressure)"),
+            reading + (is_binding ? " (> " + num(binding, 0) + "%: binding)" : " (> " + num(high, 0) + "%: high pressure)") +
+                runner_up,
             above(top.pct, high));
         v.limiter = pipe_limiter(top.pipe);
         v.detail = top.pipe;
