@@ -211,10 +211,10 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
       continue;
     }
     ++st.kernels;
-    if (pcs.sampling_period_log2() != 0) periods.insert(pcs.sampling_period_log2());
     // Beyond 2^40 cycles per sample the weight would overflow int64 with few samples; CUPTI's
-    // periods are 2^5 to 2^31.
+    // periods are 2^5 to 2^31. The file's value is untrusted: clamped before any shift.
     const uint32_t log2 = std::min<uint32_t>(pcs.sampling_period_log2(), 40);
+    if (log2 != 0) periods.insert(log2);
     if (log2 == 0) unknown_period.insert(0);
     const uint64_t weight = uint64_t{1} << log2;
     const std::string mangled(lookup(file, k->mangled_name_iid()));

@@ -169,7 +169,7 @@ triage::KernelInput assembled(const triage::KernelInput& full) {
   const double duration = full.metrics.get("gpu__time_duration.sum").value_or(0);
   for (uint32_t g = 1; g <= 3; ++g) {
     triage::AssembledLaunch a;
-    a.launch_index = 10 * g;
+    a.launch_index = uint64_t{10} * g;
     if (full.launch) {
       a.grid = full.launch->grid;
       a.block = full.launch->block;
