@@ -12,6 +12,7 @@
 #include <string>
 
 #include "capture_support.h"
+#include "zoo_captures.h"
 #include "catch.h"
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/plan.h"
@@ -23,24 +24,7 @@ using cutriage::testing::slurp;
 
 namespace {
 
-std::vector<wire::KernelRecord> zoo_records() {
-  const std::filesystem::path dir = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu";
-  std::vector<std::filesystem::path> csvs;
-  for (const auto& e : std::filesystem::directory_iterator(dir / "zoo")) {
-    if (e.path().extension() == ".csv") csvs.push_back(e.path());
-  }
-  std::sort(csvs.begin(), csvs.end());
-  std::vector<tools::NcuImport> imports;
-  for (const auto& p : csvs) {
-    tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(p));
-    if (r.import) imports.push_back(std::move(*r.import));
-  }
-  tools::ImportOptions options;
-  options.clock_control = triage::ClockControl::kNone;
-  std::vector<std::string> warnings;
-  options.timings = tools::parse_timings(slurp(dir / "timings.csv"), warnings);
-  return tools::triage_imports(std::move(imports), options).kernels;
-}
+std::vector<wire::KernelRecord> zoo_records() { return testing::zoo_ncu_records(); }
 
 }  // namespace
 

@@ -27,6 +27,7 @@
 #include "import.h"
 #include "ncu_csv.h"
 #include "record_support.h"
+#include "zoo_captures.h"
 
 using namespace cutriage;
 using cutriage::testing::slurp;
@@ -71,22 +72,7 @@ std::vector<Row> golden() {
 const std::map<std::string, triage::KernelInput>& ncu_inputs() {
   static const auto result = [] {
     std::map<std::string, triage::KernelInput> by_name;
-    std::vector<std::filesystem::path> csvs;
-    for (const auto& e : std::filesystem::directory_iterator(data("ncu/zoo"))) {
-      if (e.path().extension() == ".csv") csvs.push_back(e.path());
-    }
-    std::sort(csvs.begin(), csvs.end());
-    std::vector<tools::NcuImport> imports;
-    for (const auto& p : csvs) {
-      tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(p));
-      if (r.import) imports.push_back(std::move(*r.import));
-    }
-    tools::ImportOptions options;
-    options.clock_control = triage::ClockControl::kNone;  // capture.sh: ncu --clock-control none
-    std::vector<std::string> warnings;
-    options.timings = tools::parse_timings(slurp(data("ncu/timings.csv")), warnings);
-    tools::TriageRun run = tools::triage_imports(std::move(imports), options);
-    for (wire::KernelRecord& k : run.kernels) by_name.try_emplace(k.input.function_name, std::move(k.input));
+    for (wire::KernelRecord& k : testing::zoo_ncu_records()) by_name.try_emplace(k.input.function_name, std::move(k.input));
     return by_name;
   }();
   return result;
@@ -119,41 +105,22 @@ const std::map<std::string, AgentKernel>& agent_inputs() {
   return result;
 }
 
-bool counter_backed(const std::string& name) {
-  return name.rfind("launch__", 0) != 0 && name.rfind("device__", 0) != 0 && name.rfind("cutriage__", 0) != 0;
-}
-
 // Deep mode's adaptive sets over one capture: the routing counters first, then, stage by stage,
 // what the route still needs, until it needs nothing the capture has.
 triage::KernelInput adaptive(const triage::KernelInput& full, int* stages) {
   triage::KernelInput k = full;
-  k.metrics = triage::MetricSet();
-  // A capture's value is revealed when the stage asks for it or for the counters behind it (ncu
-  // measured some ratios the agent derives from their counters: the value is what the agent's
-  // counters would give).
-  auto reveal = [&](const std::vector<std::string>& names) {
-    const std::set<std::string> asked(names.begin(), names.end());
-    size_t added = 0;
-    for (const auto& [name, v] : full.metrics.all()) {
-      if (k.metrics.has(name)) continue;
-      const std::vector<std::string> behind = triage::counter_inputs(name);
-      const bool wanted = asked.count(name) == 1 || (!behind.empty() && std::all_of(behind.begin(), behind.end(), [&](const std::string& c) {
-                                                       return asked.count(c) == 1;
-                                                     }));
-      if (!wanted) continue;
-      k.metrics.set(name, v.value, v.unit);
-      ++added;
-    }
-    return added;
-  };
-  for (const auto& [name, v] : full.metrics.all()) {
-    if (!counter_backed(name)) k.metrics.set(name, v.value, v.unit);
-  }
-  reveal(triage::counters_for_decisions(triage::routing_decisions()));
+  // What the stages asked for so far (testing::collected_view: a ratio ncu measured directly is
+  // revealed once the counters behind it are asked for).
+  std::vector<std::string> first = triage::counters_for_decisions(triage::routing_decisions());
+  std::set<std::string> asked(first.begin(), first.end());
+  k.metrics = testing::collected_view(full.metrics, asked);
   *stages = 1;
   for (; *stages < 12; ++*stages) {
     const triage::Diagnosis d = triage::triage_kernel(k);
-    if (reveal(triage::counters_still_needed(d, k.metrics)) == 0) break;
+    const size_t before = k.metrics.size();
+    for (std::string& c : triage::counters_still_needed(d, k.metrics)) asked.insert(std::move(c));
+    k.metrics = testing::collected_view(full.metrics, asked);
+    if (k.metrics.size() == before) break;
   }
   return k;
 }
