@@ -90,8 +90,8 @@ std::string progress_line(std::string_view kernel_name, const v1::KernelProfile&
     const size_t fixed = columns(head) + columns(launch);
     const size_t room = style.width > fixed ? style.width - fixed : 0;
     if (columns(name) + columns(what) > room) {
-      constexpr size_t kMinWhat = 24;
-      const size_t what_room = room > columns(name) + kMinWhat ? room - columns(name) : std::min(room, kMinWhat);
+      constexpr size_t kMinWhat = 16;  // "MEMORY BOUND - D..." still says what it is
+      const size_t what_room = room >= columns(name) + kMinWhat ? room - columns(name) : std::min(room, kMinWhat);
       what = cut(what, std::min(columns(what), what_room));
       name = cut(name, room > columns(what) ? room - columns(what) : 0);
     }
