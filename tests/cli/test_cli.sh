@@ -34,7 +34,7 @@ expect "help" 0 "usage: cutriage" -- "$bin" --help
 expect "no command" 1 "usage: cutriage" -- "$bin"
 expect "unknown command" 1 "unknown command 'frobnicate'" -- "$bin" frobnicate
 expect "triage without csv" 1 "--ncu-csv FILE... is required" -- "$bin" triage -o "$tmp/x.pb"
-expect "bad clock control" 1 "--clock-control: accepts none, locked or unknown, not 'fast'" -- "$bin" triage --ncu-csv "$csv" --clock-control fast
+expect "bad clock control" 1 "--clock-control accepts none, locked or unknown, not 'fast'" -- "$bin" triage --ncu-csv "$csv" --clock-control fast
 expect "missing csv" 2 "cannot read '$tmp/nope.csv'" -- "$bin" triage --ncu-csv "$tmp/nope.csv" -o "$tmp/x.pb"
 printf '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n' >"$tmp/details.csv"
 expect "details page" 5 "--page raw" -- "$bin" triage --ncu-csv "$tmp/details.csv" -o "$tmp/x.pb"
