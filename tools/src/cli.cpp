@@ -90,7 +90,7 @@ const CLI::Option* named_option(CLI::App& app, const std::string& message, std::
 
 // CLI11's errors in the tool's words, naming each flag as it was typed.
 std::string describe(CLI::App& app, const Spelling& spelling, const CLI::ParseError& e) {
-  const std::string what = e.what();
+  std::string what = e.what();
   std::string rest;
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
     if (const CLI::Option* o = named_option(app, what, rest)) {

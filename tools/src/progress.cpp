@@ -120,6 +120,7 @@ void ProgressFollower::reset() {
 size_t ProgressFollower::poll() {
   struct stat by_name {};
   if (::stat(path_.c_str(), &by_name) != 0) return 0;  // not written yet (or gone)
+  if (!S_ISREG(by_name.st_mode)) return 0;  // the agent writes regular files only; never open a FIFO
   if (fd_ >= 0 && static_cast<uint64_t>(by_name.st_ino) != inode_) reset();  // replaced
   if (fd_ < 0) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
