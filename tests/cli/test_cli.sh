@@ -34,7 +34,7 @@ expect "help" 0 "usage: cutriage" -- "$bin" --help
 expect "no command" 1 "usage: cutriage" -- "$bin"
 expect "unknown command" 1 "unknown command 'frobnicate'" -- "$bin" frobnicate
 expect "triage without csv" 1 "--ncu-csv FILE... is required" -- "$bin" triage -o "$tmp/x.pb"
-expect "bad clock control" 1 "--clock-control: accepts none, locked or unknown, not 'fast'" -- "$bin" triage --ncu-csv "$csv" --clock-control fast
+expect "bad clock control" 1 "--clock-control accepts none, locked or unknown, not 'fast'" -- "$bin" triage --ncu-csv "$csv" --clock-control fast
 expect "missing csv" 2 "cannot read '$tmp/nope.csv'" -- "$bin" triage --ncu-csv "$tmp/nope.csv" -o "$tmp/x.pb"
 printf '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n' >"$tmp/details.csv"
 expect "details page" 5 "--page raw" -- "$bin" triage --ncu-csv "$tmp/details.csv" -o "$tmp/x.pb"
@@ -104,6 +104,37 @@ if [[ -n "${CUTRIAGE_AGENT_LIBRARY:-}" ]]; then
   expect "run injects the agent" 0 "^CUDA_INJECTION64_PATH=.*libcutriage.so$" -- \
     "$bin" run --no-report -- sh -c 'env | grep ^CUDA_INJECTION64_PATH='
 fi
+# run's progress lines: the "application" writes an agent file (H200, 6 profiled launches) in two
+# parts 0.4 s apart, as the agent would while it runs; run follows it and prints a line per launch.
+# Any regular file stands for the agent library: the application here is a shell.
+agent_file=$data/agent/prog_multithread.pb
+grow='head -c 30000 "$1" >"$2"; sleep 0.4; tail -c +30001 "$1" >>"$2"; sleep 0.4'
+expect "run prints a line per profiled launch as the file grows" 0 \
+  "^cutriage: profiled gt_[a-z_]+ \(launch #[0-9]+\): LATENCY BOUND - achieved occupancy" -- \
+  "$bin" run --library "$bin" -o "$tmp/grow.pb" --no-report -- sh -c "$grow" sh "$agent_file" "$tmp/grow.pb"
+n=$(grep -c '^cutriage: profiled ' "$tmp/err")
+want=$("$bin" json "$agent_file" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(len({r["kernel"]["launchIndex"] for r in d["records"] if "kernel" in r and r["kernel"].get("status") == "PROFILE_STATUS_PROFILED"}))' 2>/dev/null || echo "?")
+if [[ $n == "$want" ]]; then
+  echo "ok   run: one line per profiled launch ($n)"; passed=$((passed + 1))
+else
+  echo "FAIL run: $n progress lines, expected $want"; failed=$((failed + 1))
+fi
+if grep -q $'\x1b' "$tmp/err"; then
+  echo "FAIL run: colour in a pipe"; failed=$((failed + 1))
+else
+  echo "ok   run: no colour in a pipe"; passed=$((passed + 1))
+fi
+expect "run --quiet prints no progress" 0 "" -- \
+  "$bin" run --quiet --library "$bin" -o "$tmp/quiet.pb" --no-report -- sh -c "$grow" sh "$agent_file" "$tmp/quiet.pb"
+if grep -q 'cutriage: profiled' "$tmp/err"; then
+  echo "FAIL run --quiet: progress lines"; failed=$((failed + 1))
+else
+  echo "ok   run --quiet: no progress lines"; passed=$((passed + 1))
+fi
+
 # The report of a real agent file (H200): status lines, session end, not-profiled section.
 expect "report of an agent file" 0 "3 CUDA graph launches" -- "$bin" report "$data/agent/prog_graphs.pb"
 expect "report of an agent file names the kernel" 0 "gt_add_one" -- "$bin" report "$data/agent/prog_graphs.pb"

@@ -90,7 +90,7 @@ const CLI::Option* named_option(CLI::App& app, const std::string& message, std::
 
 // CLI11's errors in the tool's words, naming each flag as it was typed.
 std::string describe(CLI::App& app, const Spelling& spelling, const CLI::ParseError& e) {
-  const std::string what = e.what();
+  std::string what = e.what();
   std::string rest;
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
     if (const CLI::Option* o = named_option(app, what, rest)) {
@@ -105,8 +105,9 @@ std::string describe(CLI::App& app, const Spelling& spelling, const CLI::ParseEr
     }
   }
   if (const CLI::Option* o = named_option(app, what, rest)) {
-    // Validators' messages ("--top: expected ...") and conversions.
-    return spelling.of(o) + ": " + rest;
+    // The validators below word their messages to follow the flag: "--top needs ...".
+    const bool ours = dynamic_cast<const CLI::ValidationError*>(&e) != nullptr;
+    return spelling.of(o) + (ours ? " " : ": ") + rest;
   }
   return what;
 }
@@ -277,15 +278,15 @@ CLI::Validator whole_number(unsigned long long min, unsigned long long max) {
       [min, max](std::string& value) -> std::string {
         const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
         if (value.empty() || value.size() > 20 || value.find_first_not_of("0123456789") != std::string::npos) {
-          return "expected " + range + ", not " + in_quotes(value);
+          return "needs " + range + ", not " + in_quotes(value);
         }
         unsigned long long n = 0;
         try {
           n = std::stoull(value);
         } catch (...) {
-          return "expected " + range + ", not " + in_quotes(value);
+          return "needs " + range + ", not " + in_quotes(value);
         }
-        if (n < min || n > max) return "expected " + range + ", not " + value;
+        if (n < min || n > max) return "needs " + range + ", not " + value;
         return {};
       },
       "", "whole_number");
@@ -307,7 +308,7 @@ CLI::Validator one_of(std::vector<std::string> accepted, std::vector<std::string
 }
 
 CLI::Validator not_empty() {
-  return CLI::Validator([](std::string& value) -> std::string { return value.empty() ? "the value is empty" : ""; },
+  return CLI::Validator([](std::string& value) -> std::string { return value.empty() ? "needs a value that is not empty" : ""; },
                         "", "not_empty");
 }
 

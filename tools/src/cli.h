@@ -123,7 +123,7 @@ std::string closest(const std::string& typed, const std::vector<std::string>& ca
 // Paragraphs are separated by "\n\n"; a single "\n" inside one is a space.
 std::string wrap(const std::string& text, size_t width, size_t indent = 0);
 
-// Validators for option values, with messages that read after the flag ("--top: ...").
+// Validators for option values, with messages that read after the flag ("--top needs ...").
 // A whole number from `min` to `max`, digits only.
 CLI::Validator whole_number(unsigned long long min, unsigned long long max);
 // One of `accepted` (shown in the message), or one of `aliases` (accepted silently).

@@ -90,8 +90,8 @@ std::string progress_line(std::string_view kernel_name, const v1::KernelProfile&
     const size_t fixed = columns(head) + columns(launch);
     const size_t room = style.width > fixed ? style.width - fixed : 0;
     if (columns(name) + columns(what) > room) {
-      constexpr size_t kMinWhat = 24;
-      const size_t what_room = room > columns(name) + kMinWhat ? room - columns(name) : std::min(room, kMinWhat);
+      constexpr size_t kMinWhat = 16;  // "MEMORY BOUND - D..." still says what it is
+      const size_t what_room = room >= columns(name) + kMinWhat ? room - columns(name) : std::min(room, kMinWhat);
       what = cut(what, std::min(columns(what), what_room));
       name = cut(name, room > columns(what) ? room - columns(what) : 0);
     }
@@ -120,6 +120,7 @@ void ProgressFollower::reset() {
 size_t ProgressFollower::poll() {
   struct stat by_name {};
   if (::stat(path_.c_str(), &by_name) != 0) return 0;  // not written yet (or gone)
+  if (!S_ISREG(by_name.st_mode)) return 0;  // the agent writes regular files only; never open a FIFO
   if (fd_ >= 0 && static_cast<uint64_t>(by_name.st_ino) != inode_) reset();  // replaced
   if (fd_ < 0) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);

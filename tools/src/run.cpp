@@ -226,7 +226,7 @@ int cmd_run(const RunOptions& o) {
     if (done < 0 && errno != EINTR) break;
     if (done == 0) {
       progress->poll();
-      struct timespec tick {0, 100 * 1000 * 1000};
+      struct timespec tick {0, 100L * 1000 * 1000};  // the ~100 ms between looks at the file
       ::nanosleep(&tick, nullptr);
     }
   }

@@ -176,7 +176,7 @@ TEST_CASE("progress: a file written afresh under the same name is read from its 
   CHECK(lines_of(out.str()).back() == "cutriage: profiled b (launch #2): MEMORY BOUND - two");
 }
 
-TEST_CASE("progress: control characters in names are escaped; colour and cutting only when asked",
+TEST_CASE("progress: control characters in names are escaped, colour and cutting only when asked",
           "[progress]") {
   v1::KernelProfile k;
   k.set_launch_index(3);
