@@ -28,6 +28,7 @@ limit=${CUTRIAGE_PROMETHEUS_TEST_SECONDS:-150}  # each server's own life, past t
 
 tmp=$(mktemp -d)
 pids=()
+# shellcheck disable=SC2317  # run by the trap
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
