@@ -34,26 +34,30 @@ EXTERNAL_HEADERS = [
     (re.compile(r"^protozero/"), "protozero"),
     (re.compile(r"^(spdlog|fmt)/"), "spdlog/fmt"),
     (re.compile(r"^zlib\.h$"), "zlib"),
+    (re.compile(r"^CLI/"), "CLI11"),
 ]
 EXTERNAL_TARGETS = [
     (re.compile(r"^CUDA::"), "CUDA"),
     (re.compile(r"^protobuf::"), "libprotobuf"),
     (re.compile(r"^(spdlog|fmt)::"), "spdlog/fmt"),
     (re.compile(r"^ZLIB::"), "zlib"),
+    (re.compile(r"^CLI11::"), "CLI11"),
 ]
 
 # room -> the rooms (and outside libraries) it must not use. "libprotobuf" is also what a header
-# protoc generated (*.pb.h) and a target that links libprotobuf stand for.
+# protoc generated (*.pb.h) and a target that links libprotobuf stand for. CLI11, the command
+# line parser, is the tool's alone (tools/src/cli.h wraps it): every other room forbids it.
 FORBIDDEN = {
     # Standard library only (the demangler's <cxxabi.h> is part of it).
-    "base": (PROJECT - {"base"}) | {"CUDA", "libprotobuf", "protozero", "spdlog/fmt", "zlib"},
+    "base": (PROJECT - {"base"}) | {"CUDA", "libprotobuf", "protozero", "spdlog/fmt", "zlib", "CLI11"},
     # Standard library and base: no CUDA, no protobuf, no I/O libraries.
     "triage": {"collectors", "agent", "wire", "proto", "tools",
-               "CUDA", "libprotobuf", "protozero", "spdlog/fmt", "zlib"},
-    "collectors": {"triage", "agent", "tools", "libprotobuf"},
+               "CUDA", "libprotobuf", "protozero", "spdlog/fmt", "zlib", "CLI11"},
+    "collectors": {"triage", "agent", "tools", "libprotobuf", "CLI11"},
     # The injected agent never links libprotobuf (its wire writer is protozero) nor the tool.
-    "agent": {"tools", "libprotobuf"},
-    "wire": {"collectors", "agent", "tools", "libprotobuf"},
+    "agent": {"tools", "libprotobuf", "CLI11"},
+    "wire": {"collectors", "agent", "tools", "libprotobuf", "CLI11"},
+    "proto": {"CLI11"},
 }
 
 # Where a quoted include is looked for, after the including file's own directory: each room's

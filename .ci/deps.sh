@@ -4,8 +4,9 @@
 #  - an #include or a target_link_libraries line (direct, or through the targets it links) or a
 #    path into another room's directory in a CMakeLists.txt, that is a forbidden edge
 #    (.ci/deps.py, FORBIDDEN): base -> anything of the project; triage -> collectors, agent,
-#    proto, wire, tools; collectors -> triage, agent, tools; agent -> tools; and libprotobuf
-#    (protoc's classes) in the agent, the collectors, the wire writer, triage or base;
+#    proto, wire, tools; collectors -> triage, agent, tools; agent -> tools; libprotobuf
+#    (protoc's classes) in the agent, the collectors, the wire writer, triage or base; and CLI11
+#    (the command line parser, <CLI/...>) anywhere but tools/;
 #  - libcutriage.so, when it was built: a NEEDED entry for libprotobuf, spdlog or fmt, or an
 #    exported symbol other than the C API of agent/cutriage.map (or one of it missing).
 # Runnable locally:

@@ -10,6 +10,7 @@ packages=(
   zlib1g-dev                          # `cutriage pprof` gzips its profiles (FindZLIB)
   libprotozero-dev                    # header-only wire encoder used by the agent
   libspdlog-dev libfmt-dev            # header-only logging in the agent
+  libcli11-dev                        # header-only command line parser of the `cutriage` tool
   catch2                              # tests (v2.13 on Debian 12; v3 also works)
   python3                             # cli.trace_export reads `cutriage trace` output with json
   python3-prometheus-client           # agent.prometheus_parses reads the Prometheus export

@@ -59,7 +59,9 @@
 
 namespace cutriage::agent {
 
-inline constexpr const char* kAgentVersion = "0.1.0";
+// The CMake project's version (the top CMakeLists.txt defines CUTRIAGE_VERSION for every target),
+// the one the tool prints for `cutriage --version`.
+inline constexpr const char* kAgentVersion = CUTRIAGE_VERSION;
 
 // What the agent knows about the process it runs in.
 struct ProcessInfo {

@@ -349,7 +349,7 @@ const std::array<Option, 40> kOptions = {{
        c.output_mode = mode;
        return ok();
      }},
-    {{"CUTRIAGE_KERNEL_NAME", "--kernel-name", "NAME|regex:RE", "(all kernels)",
+    {{"CUTRIAGE_KERNEL_NAME", "-k, --kernel-name", "NAME|regex:RE", "(all kernels)",
       "profile only kernels whose name (see --kernel-name-base) equals NAME, or in which the "
       "ECMAScript regular expression RE finds a match"},
      "an exact kernel name or regex:<ECMAScript regular expression>", apply_kernel_name},
@@ -357,13 +357,13 @@ const std::array<Option, 40> kOptions = {{
       "the name --kernel-name matches: the function name (no return type, no parameters), the "
       "full demangled name, or the mangled symbol"},
      "function, demangled or mangled", apply_name_base},
-    {{"CUTRIAGE_LAUNCH_SKIP", "--launch-skip", "N", "0",
+    {{"CUTRIAGE_LAUNCH_SKIP", "-s, --launch-skip", "N", "0",
       "let the first N matching launches run unprofiled"},
      "a non-negative integer",
      [](std::string_view v, AgentConfig& c) {
        return apply_unsigned(v, c.launch_skip, 0, UINT64_MAX);
      }},
-    {{"CUTRIAGE_LAUNCH_COUNT", "--launch-count", "N", "0 (no limit)",
+    {{"CUTRIAGE_LAUNCH_COUNT", "-c, --launch-count", "N", "0 (no limit)",
       "profile at most N launches in all"},
      "a non-negative integer (0 = no limit)",
      [](std::string_view v, AgentConfig& c) {

@@ -203,7 +203,9 @@ struct ConfigResult {
 // table that drives parsing, `cutriage run --help`, the flag-to-environment mapping and the docs.
 struct OptionSpec {
   std::string_view env;          // "CUTRIAGE_LAUNCH_COUNT"
-  std::string_view flag;         // "--launch-count"; aliases separated by ", ", long form last ("-o, --output")
+  // "--trace"; a short form first where ncu has one, separated by ", " ("-c, --launch-count"):
+  // ncu's -o, -k, -c and -s mean the same here.
+  std::string_view flag;
   std::string_view value_hint;   // "N"
   std::string_view default_text; // "0 (no limit)"
   std::string_view help;

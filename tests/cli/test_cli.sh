@@ -33,8 +33,8 @@ csv=$data/ncu/zoo/strided_load.csv
 expect "help" 0 "usage: cutriage" -- "$bin" --help
 expect "no command" 1 "usage: cutriage" -- "$bin"
 expect "unknown command" 1 "unknown command 'frobnicate'" -- "$bin" frobnicate
-expect "triage without csv" 1 "--ncu-csv FILE is required" -- "$bin" triage -o "$tmp/x.pb"
-expect "bad clock control" 1 "accepts none, locked or unknown" -- "$bin" triage --ncu-csv "$csv" --clock-control fast
+expect "triage without csv" 1 "--ncu-csv FILE... is required" -- "$bin" triage -o "$tmp/x.pb"
+expect "bad clock control" 1 "--clock-control: accepts none, locked or unknown, not 'fast'" -- "$bin" triage --ncu-csv "$csv" --clock-control fast
 expect "missing csv" 2 "cannot read '$tmp/nope.csv'" -- "$bin" triage --ncu-csv "$tmp/nope.csv" -o "$tmp/x.pb"
 printf '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n' >"$tmp/details.csv"
 expect "details page" 5 "--page raw" -- "$bin" triage --ncu-csv "$tmp/details.csv" -o "$tmp/x.pb"
@@ -63,7 +63,7 @@ expect "json truncated" 4 "truncated" -- "$bin" json "$tmp/torn.pb"
 
 # cutriage trace: errors (the export itself is checked by test_trace_export.py).
 expect "trace help" 0 "usage: cutriage trace" -- "$bin" trace --help
-expect "trace without file" 1 "which file" -- "$bin" trace
+expect "trace without file" 1 "FILE.pb is required" -- "$bin" trace
 expect "trace unknown option" 1 "unknown option '--frobnicate'" -- "$bin" trace --frobnicate "$tmp/s.pb"
 expect "trace missing file" 2 "cannot open" -- "$bin" trace "$tmp/none.pb" -o "$tmp/t.json"
 expect "trace not cutriage" 3 "not a cutriage file" -- "$bin" trace "$csv" -o "$tmp/t.json"
@@ -85,13 +85,22 @@ fi
 expect "run help lists every option" 0 "CUTRIAGE_MAX_PROFILES_PER_KERNEL" -- "$bin" run --help
 expect "run without app" 1 "which application" -- "$bin" run
 expect "run unknown flag" 1 "unknown option '--frobnicate'" -- "$bin" run --frobnicate 1 -- true
-expect "run bad value" 1 'CUTRIAGE_LAUNCH_COUNT="ten": expected a non-negative integer' -- "$bin" run --launch-count ten -- true
+# A bad value is named by the flag as typed, not by the variable it sets.
+expect "run bad value" 1 '^cutriage run: --launch-count "ten": expected a non-negative integer' -- "$bin" run --launch-count ten -- true
+expect "run bad value, short flag" 1 '^cutriage run: -c "ten": expected a non-negative integer' -- "$bin" run -c ten -- true
+expect "run bad value from the environment" 1 'CUTRIAGE_LAUNCH_COUNT="ten": expected' -- env CUTRIAGE_LAUNCH_COUNT=ten "$bin" run -- true
 expect "run library missing" 8 "libcutriage.so not found at $tmp/none.so" -- "$bin" run --library "$tmp/none.so" -- true
 if [[ -n "${CUTRIAGE_AGENT_LIBRARY:-}" ]]; then
   expect "run keeps the app's status" 3 "no profile was written" -- "$bin" run -- sh -c 'exit 3'
   expect "run cannot start app" 9 "cannot start $tmp/no-such-app" -- "$bin" run -- "$tmp/no-such-app"
   expect "run passes flags as variables" 0 "^CUTRIAGE_LAUNCH_SKIP=7$" -- \
     "$bin" run --launch-skip 7 --no-report -- sh -c 'env | grep ^CUTRIAGE_LAUNCH_SKIP='
+  expect "run passes ncu's short flags as variables" 0 "^CUTRIAGE_KERNEL_NAME=gemm CUTRIAGE_LAUNCH_COUNT=2 CUTRIAGE_LAUNCH_SKIP=3 CUTRIAGE_OUTPUT=$tmp/o.pb$" -- \
+    "$bin" run -k gemm -c 2 -s 3 -o "$tmp/o.pb" --no-report -- sh -c 'echo "CUTRIAGE_KERNEL_NAME=$CUTRIAGE_KERNEL_NAME CUTRIAGE_LAUNCH_COUNT=$CUTRIAGE_LAUNCH_COUNT CUTRIAGE_LAUNCH_SKIP=$CUTRIAGE_LAUNCH_SKIP CUTRIAGE_OUTPUT=$CUTRIAGE_OUTPUT"'
+  expect "run --flag=value" 0 "^CUTRIAGE_SELECT=all$" -- \
+    "$bin" run --select=all --no-report -- sh -c 'env | grep ^CUTRIAGE_SELECT='
+  expect "run leaves the application's flags alone" 0 "^app: --help -c 1$" -- \
+    "$bin" run --no-report sh -c 'echo "app: $*"' sh --help -c 1
   expect "run injects the agent" 0 "^CUDA_INJECTION64_PATH=.*libcutriage.so$" -- \
     "$bin" run --no-report -- sh -c 'env | grep ^CUDA_INJECTION64_PATH='
 fi

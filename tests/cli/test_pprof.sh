@@ -48,9 +48,9 @@ is_gzip() {  # is_gzip NAME FILE: the gzip magic, and a member gzip itself accep
 
 expect "pprof help" 0 "usage: cutriage pprof" -- "$bin" pprof --help
 expect "main help lists pprof" 0 "pprof FILE.pb" -- "$bin" --help
-expect "pprof without file" 1 "which file" -- "$bin" pprof
+expect "pprof without file" 1 "FILE.pb is required" -- "$bin" pprof
 expect "pprof unknown option" 1 "unknown option '--frobnicate'" -- "$bin" pprof --frobnicate "$tmp/pc.pb"
-expect "pprof --kernel without name" 1 "--kernel needs a name" -- "$bin" pprof "$tmp/pc.pb" --kernel
+expect "pprof --kernel without name" 1 "--kernel needs a value \(NAME\)" -- "$bin" pprof "$tmp/pc.pb" --kernel
 expect "pprof missing file" 2 "cannot open" -- "$bin" pprof "$tmp/none.pb" -o "$tmp/p.pb.gz"
 printf 'not a cutriage file\n' >"$tmp/text.pb"
 expect "pprof not cutriage" 3 "not a cutriage file" -- "$bin" pprof "$tmp/text.pb" -o "$tmp/p.pb.gz"

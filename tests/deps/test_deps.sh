@@ -82,6 +82,16 @@ n=$(plant agent/src/config.cpp '#include "report.h"')
 expect_fail "the agent including a tools header by its bare name" "agent/src/config.cpp:$n: agent -> tools" \
   "$work/tree" "$none"
 
+# CLI11 is the tool's: its header anywhere else is an edge (the tool's own use passes above).
+grep -q '#include <CLI/CLI.hpp>' "$src/tools/src/cli.h" && ok "the tool includes CLI11 (and passes)" ||
+  { echo "no CLI11 include in tools/src/cli.h" >"$work/out"; bad "the tool includes CLI11 (and passes)"; }
+n=$(plant agent/src/config.cpp '#include <CLI/CLI.hpp>')
+expect_fail "the agent including CLI11" "agent/src/config.cpp:$n: agent -> CLI11" "$work/tree" "$none"
+n=$(plant triage/src/engine.cpp '#include <CLI/App.hpp>')
+expect_fail "triage including CLI11" "triage/src/engine.cpp:$n: triage -> CLI11" "$work/tree" "$none"
+n=$(plant proto/wire/src/writer.cpp '#include <CLI/CLI.hpp>')
+expect_fail "the wire writer including CLI11" "proto/wire/src/writer.cpp:$n: wire -> CLI11" "$work/tree" "$none"
+
 n=$(plant collectors/CMakeLists.txt 'target_link_libraries(cutriage_collectors_api INTERFACE cutriage::triage)')
 expect_fail "collectors linking triage" "collectors/CMakeLists.txt:$n: collectors -> triage" "$work/tree" "$none"
 

@@ -1326,6 +1326,8 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
   return terminal_safe(out.str(), true);
 }
 
+std::string verdict_headline(const v1::Diagnosis& diagnosis) { return verdict_text(diagnosis); }
+
 std::string terminal_safe(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());

@@ -34,6 +34,9 @@ struct ReportOptions {
 // and hottest instruction, and the sampling totals.
 std::string render_report(const ReadResult& file, const ReportOptions& options);
 
+// The verdict as the report's `verdict` line gives it: "MEMORY BOUND - DRAM at 91% of peak".
+std::string verdict_headline(const v1::Diagnosis& diagnosis);
+
 // `text` with every byte that could drive a terminal escaped: C0 controls and DEL as "\x1b",
 // UTF-8-encoded C1 controls as "\u009b", bytes that are not well-formed UTF-8 as "\xff". A newline
 // is kept when `keep_newlines` (a whole report), escaped otherwise (one name on one line).

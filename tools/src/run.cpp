@@ -7,13 +7,16 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <system_error>
 
 #include "config.h"
 #include "file_reader.h"
+#include "progress.h"
 #include "report.h"
 
 namespace cutriage::tools {
@@ -24,27 +27,22 @@ constexpr int kUsage = 1;
 constexpr int kNoLibrary = 8;
 constexpr int kCannotStart = 9;
 
-std::string run_help() {
-  std::string h =
-      "usage: cutriage run [options] [--] APP [ARGS...]\n"
-      "\n"
-      "Runs APP with the cutriage agent injected, then prints the report. APP's output, results and\n"
-      "exit status are its own. Each option is also an environment variable, which is how the agent\n"
-      "receives it (and how to configure it under launchers that `run` cannot wrap).\n"
-      "\n";
-  for (const agent::OptionSpec& o : agent::config_options()) {
-    std::string left = "  " + std::string(o.flag) + " " + std::string(o.value_hint);
-    if (left.size() < 34) left.resize(34, ' ');
-    h += left + std::string(o.help) + "\n" + std::string(36, ' ') + "(" + std::string(o.env) +
-         ", default " + std::string(o.default_text) + ")\n";
+// "-o, --output" -> "-o,--output", as CLI11 names an option.
+std::string cli11_names(std::string_view flags) {
+  std::string names;
+  for (const char c : flags) {
+    if (c != ' ') names += c;
   }
-  h +=
-      "  --library PATH                  libcutriage.so to inject (default: beside this tool)\n"
-      "  --no-report                     do not print the report after the run\n"
-      "\n"
-      "exit status: APP's own (128 + signal when it was killed); 1 bad option, 8 agent library not\n"
-      "found, 9 APP could not be started.\n";
-  return h;
+  return names;
+}
+
+// The tool's own flags, apart from the agent's.
+constexpr const char* kLibraryFlag = "--library";
+constexpr const char* kNoReportFlag = "--no-report";
+constexpr const char* kQuietFlag = "-q,--quiet";
+
+bool is_identifier_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 bool is_file(const std::string& p) {
@@ -75,78 +73,70 @@ std::string find_agent_library(const std::string& explicit_path, const std::stri
   return "";
 }
 
-int run_command(const std::vector<std::string>& args, const std::string& self_exe) {
-  std::map<std::string, std::string> env_set;  // CUTRIAGE_* from flags
-  std::string library;
-  bool report = true;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-h" || a == "--help") {
-      std::cout << run_help();
-      return 0;
-    }
-    if (a.empty() || a[0] != '-') break;
-    std::string flag = a;
-    std::optional<std::string> value;
-    if (size_t eq = a.find('='); eq != std::string::npos) {
-      flag = a.substr(0, eq);
-      value = a.substr(eq + 1);
-    }
-    auto take_value = [&]() -> std::optional<std::string> {
-      if (value) return value;
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    if (flag == "--no-report") {
-      report = false;
-      continue;
-    }
-    if (flag == "--library") {
-      auto v = take_value();
-      if (!v) {
-        std::cerr << "cutriage run: --library needs a path\n";
-        return kUsage;
-      }
-      library = *v;
-      continue;
-    }
-    const agent::OptionSpec* spec = nullptr;
-    for (const agent::OptionSpec& o : agent::config_options()) {
-      // A flag field may list aliases ("-o, --output").
-      std::string_view flags = o.flag;
-      size_t pos = 0;
-      while (pos <= flags.size()) {
-        size_t comma = flags.find(',', pos);
-        std::string_view one = flags.substr(pos, comma == std::string_view::npos ? flags.npos : comma - pos);
-        while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
-        while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
-        if (one == flag) spec = &o;
-        if (comma == std::string_view::npos) break;
-        pos = comma + 1;
-      }
-      if (spec != nullptr) break;
-    }
-    if (spec == nullptr) {
-      std::cerr << "cutriage run: unknown option '" << flag << "' (see cutriage run --help)\n";
-      return kUsage;
-    }
-    auto v = take_value();
-    if (!v) {
-      std::cerr << "cutriage run: " << flag << " needs a value (" << spec->value_hint << ")\n";
-      return kUsage;
-    }
-    env_set[std::string(spec->env)] = *v;
+void bind_run(CLI::App& app, RunOptions& o) {
+  const std::vector<agent::OptionSpec>& specs = agent::config_options();
+  o.agent_values.assign(specs.size(), std::string());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const agent::OptionSpec& spec = specs[i];
+    const std::string help = std::string(spec.help) + " (" + std::string(spec.env) + "; default " +
+                             std::string(spec.default_text) + ")";
+    app.add_option(cli11_names(spec.flag), o.agent_values[i], help)
+        ->type_name(std::string(spec.value_hint))
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
-  if (i >= args.size()) {
+  app.add_option(kLibraryFlag, o.library, "libcutriage.so to inject (default: beside this tool, or $CUTRIAGE_LIBRARY)")
+      ->type_name("PATH")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::not_empty());
+  app.add_flag(kNoReportFlag, o.no_report, "do not print the report after the run");
+  app.add_flag(kQuietFlag, o.quiet, "no line on stderr for each kernel profiled while the application runs");
+}
+
+void finish_run(const CLI::App& app, const cli::Spelling& spelling, RunOptions& o) {
+  const std::vector<agent::OptionSpec>& specs = agent::config_options();
+  o.settings.clear();
+  for (size_t i = 0; i < specs.size() && i < o.agent_values.size(); ++i) {
+    const std::string names = cli11_names(specs[i].flag);
+    const CLI::Option* option = app.get_option(names.substr(names.rfind(',') + 1));
+    if (option->count() == 0) continue;
+    o.settings.push_back({std::string(specs[i].env), spelling.of(option), o.agent_values[i]});
+  }
+  o.report = !o.no_report;
+  // What the parser left: "--" and APP ARGS..., or APP ARGS... (unknown flags are errors before this).
+  std::vector<std::string> rest = app.remaining();
+  if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+  o.app = std::move(rest);
+}
+
+std::string name_flags(std::string message, const std::vector<RunOptions::Setting>& settings) {
+  for (const RunOptions::Setting& s : settings) {
+    // "CUTRIAGE_X=" becomes "FLAG ", a bare "CUTRIAGE_X" becomes "FLAG"; CUTRIAGE_X_Y is another.
+    size_t at = 0;
+    while ((at = message.find(s.env, at)) != std::string::npos) {
+      const size_t end = at + s.env.size();
+      if ((at > 0 && is_identifier_char(message[at - 1])) || (end < message.size() && is_identifier_char(message[end]))) {
+        at = end;
+        continue;
+      }
+      const bool assigned = end < message.size() && message[end] == '=';
+      message.replace(at, s.env.size() + (assigned ? 1 : 0), assigned ? s.flag + " " : s.flag);
+      at += s.flag.size();
+    }
+  }
+  return message;
+}
+
+int cmd_run(const RunOptions& o) {
+  std::map<std::string, std::string> env_set;  // CUTRIAGE_* from flags
+  for (const RunOptions::Setting& s : o.settings) env_set[s.env] = s.value;
+  const std::string& library = o.library;
+  const bool report = o.report;
+  const std::string& self_exe = o.self_exe;
+  if (o.app.empty()) {
     std::cerr << "cutriage run: which application? (cutriage run [options] [--] APP [ARGS...])\n";
     return kUsage;
   }
-  std::vector<std::string> app(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  std::vector<std::string> app = o.app;
 
   // The summary on stderr repeats what the report prints; off unless asked for.
   if (!env_set.count("CUTRIAGE_SUMMARY") && std::getenv("CUTRIAGE_SUMMARY") == nullptr) {
@@ -166,7 +156,7 @@ int run_command(const std::vector<std::string>& args, const std::string& self_ex
   }
   agent::ConfigResult cfg = agent::parse_config(env);
   for (const agent::ConfigIssue& issue : cfg.issues) {
-    std::cerr << "cutriage run: " << issue.message << "\n";
+    std::cerr << "cutriage run: " << name_flags(issue.message, o.settings) << "\n";
   }
   if (!cfg.ok()) return kUsage;
 
@@ -226,9 +216,21 @@ int run_command(const std::vector<std::string>& args, const std::string& self_ex
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
+  // Meanwhile the agent's file is followed, a line per kernel profiled (progress.h).
+  std::optional<ProgressFollower> progress;
+  if (!o.quiet && out_path) progress.emplace(*out_path, std::cerr, progress_style_for(STDERR_FILENO));
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (true) {
+    const pid_t done = ::waitpid(child, &status, progress ? WNOHANG : 0);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR) break;
+    if (done == 0) {
+      progress->poll();
+      struct timespec tick {0, 100 * 1000 * 1000};
+      ::nanosleep(&tick, nullptr);
+    }
   }
+  if (progress) progress->poll();  // what the agent wrote as the application exited
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
 
@@ -253,6 +255,23 @@ int run_command(const std::vector<std::string>& args, const std::string& self_ex
     }
   }
   return code;
+}
+
+}  // namespace cutriage::tools
+
+namespace cutriage::tools {
+
+cli::Command run_command_entry(std::function<int(const RunOptions&)> run) {
+  cli::Command text{
+      "run", "run APP with the agent injected, then print the report", "[options] [--] APP [ARGS...]",
+      "Runs APP with the cutriage agent injected, prints a line on stderr for each kernel profiled as the "
+      "application runs (--quiet: none), then prints the report. APP's output, results and exit status are "
+      "its own. Each agent option is also an environment variable, which is how the agent receives it (and "
+      "how to configure it under launchers that `run` cannot wrap). -o, -k, -c and -s are ncu's.",
+      "exit status: APP's own (128 + signal when it was killed); 1 bad option, 8 agent library not found, "
+      "9 APP could not be started.",
+      true, true, {}};
+  return cli::make_command<RunOptions>(std::move(text), bind_run, std::move(run), finish_run);
 }
 
 }  // namespace cutriage::tools

@@ -1,20 +1,56 @@
 // `cutriage run [options] [--] APP [ARGS...]`: runs APP with libcutriage.so injected
-// (CUDA_INJECTION64_PATH), the options passed as CUTRIAGE_* variables, then prints the report of
-// the file the agent wrote.
+// (CUDA_INJECTION64_PATH), the options passed as CUTRIAGE_* variables, a line on stderr for each
+// kernel profiled while it runs (progress.h), then the report of the file the agent wrote.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "cli.h"
+
 namespace cutriage::tools {
+
+struct RunOptions {
+  // An agent option given as a flag: its variable, the flag as typed (for messages) and the value.
+  struct Setting {
+    std::string env;
+    std::string flag;
+    std::string value;
+  };
+  std::vector<Setting> settings;  // in the order of the agent's option table
+  std::string library;            // empty: find it (find_agent_library)
+  bool report = true;             // --no-report: false
+  bool quiet = false;             // --quiet: no progress lines
+  std::vector<std::string> app;   // APP ARGS...
+  std::string self_exe = "/proc/self/exe";
+
+  // What the parser binds to: the agent's flags, one per agent::config_options() entry, and
+  // --no-report.
+  std::vector<std::string> agent_values;
+  bool no_report = false;
+};
+
+// Declares the flags: one per entry of the agent's option table (agent/src/config.cpp), named as
+// it names them ("-c, --launch-count"), and the tool's own.
+void bind_run(CLI::App& app, RunOptions& o);
+// After parsing: the settings given, with their spellings, and the application's command line.
+void finish_run(const CLI::App& app, const cli::Spelling& spelling, RunOptions& o);
 
 // Returns the application's exit status (128 + signal number when it was killed), or 1 for a
 // usage or configuration error, 8 when libcutriage.so cannot be found, 9 when APP cannot start.
-int run_command(const std::vector<std::string>& args, const std::string& self_exe);
+int cmd_run(const RunOptions& o);
+
+// The table's entry (commands.h).
+cli::Command run_command_entry(std::function<int(const RunOptions&)> run = cmd_run);
 
 // Where libcutriage.so is: `explicit_path` if given, else $CUTRIAGE_LIBRARY, else next to the
 // tool (build tree: ../agent/libcutriage.so; install: ../lib/libcutriage.so). Empty when none
 // exists.
 std::string find_agent_library(const std::string& explicit_path, const std::string& self_exe);
+
+// `message` (from the agent's configuration parser, which names variables) with each variable in
+// `settings` named by the flag that set it instead: "-c \"ten\": expected ..." for
+// "CUTRIAGE_LAUNCH_COUNT=\"ten\": expected ...".
+std::string name_flags(std::string message, const std::vector<RunOptions::Setting>& settings);
 
 }  // namespace cutriage::tools

@@ -1,0 +1,625 @@
+#include "commands.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cutriage/base/read_file.h"
+#include "cutriage/triage/rule.h"
+#include "cutriage/wire/writer.h"
+#include "file_reader.h"
+#include "import.h"
+#include "ncu_csv.h"
+#include "output_file.h"
+#include "pprof_export.h"
+#include "report.h"
+#include "run.h"
+#include "table_export.h"
+#include "trace_export.h"
+
+namespace cutriage::tools::commands {
+
+namespace {
+
+// As the agent's CUTRIAGE_THRESHOLDS (agent/src/injection.cpp): a real file is a few dozen lines.
+constexpr size_t kMaxThresholdsFileBytes = size_t{1} << 20;
+
+// A usage error the parser cannot see (one option given without the one it goes with).
+int usage_error(const char* command, const std::string& message) {
+  std::cerr << "cutriage " << command << ": " << message << "\n(`cutriage " << command
+            << " --help` lists its options)\n";
+  return kUsage;
+}
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return !f.bad();
+}
+
+// -o naming one of the command's inputs would destroy it (before: silently overwritten).
+int refuse_input_as_output(const std::string& out_path, const std::vector<std::string>& inputs) {
+  for (const std::string& in : inputs) {
+    if (!in.empty() && tools::same_file(out_path, in)) {
+      std::cerr << "cutriage: the output '" << out_path << "' is the input '" << in
+                << "'; name another file with -o\n";
+      return kUsage;
+    }
+  }
+  return kOk;
+}
+
+int exit_for(tools::ReadStatus status) {
+  switch (status) {
+    case tools::ReadStatus::kOk: return kOk;
+    case tools::ReadStatus::kTruncated: return kTruncated;
+    case tools::ReadStatus::kNotCutriage: return kNotCutriage;
+    case tools::ReadStatus::kUnreadable: return kUnreadable;
+  }
+  return kUnreadable;
+}
+
+// Reads a cutriage file; prints the one-line problem. Returns false when nothing is usable.
+bool load(const std::string& path, tools::ReadResult& result) {
+  result = tools::read_cutriage_file(path);
+  if (result.status == tools::ReadStatus::kOk) return true;
+  std::cerr << "cutriage: " << path << ": " << result.message << "\n";
+  return result.status == tools::ReadStatus::kTruncated;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// triage
+
+void bind_triage(CLI::App& app, TriageOptions& o) {
+  app.add_option("--ncu-csv", o.csv_paths,
+                 "the export(s) of `ncu --csv --page raw --print-units base` (required); several files, "
+                 "after one --ncu-csv or each after its own, make one session")
+      ->type_name("FILE...")
+      ->required()
+      ->allow_extra_args()
+      ->check(cli::not_empty());
+  app.add_option("-o,--output", o.output, "where to write the diagnoses (default: the first CSV's name with .pb appended)")
+      ->type_name("OUT.pb")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--timings", o.timings,
+                 "unprofiled kernel durations, lines `program,kernel,median_ns,count`, for Decision 0's "
+                 "duration check")
+      ->type_name("FILE")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--clock-control", o.clock_control,
+                 "how ncu ran: none, locked (ncu's default) or unknown (the default)")
+      ->type_name("C")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::one_of({"none", "locked", "unknown"}, {"base"}));
+  app.add_option("--thresholds", o.thresholds, "threshold overrides, lines `rule.threshold = value`")
+      ->type_name("FILE")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_flag("--report", o.report, "also print the report to stdout");
+}
+
+int cmd_triage(const TriageOptions& o) {
+  const std::vector<std::string>& csv_paths = o.csv_paths;
+  std::string out_path = o.output;
+  const std::string& timings_path = o.timings;
+  const std::string& thresholds_path = o.thresholds;
+  const bool print_report = o.report;
+  tools::ImportOptions options;
+  if (o.clock_control == "none") {
+    options.clock_control = triage::ClockControl::kNone;
+  } else if (o.clock_control == "locked" || o.clock_control == "base") {
+    options.clock_control = triage::ClockControl::kLocked;
+  }
+  if (out_path.empty()) out_path = csv_paths.front() + ".pb";
+  std::vector<std::string> inputs = csv_paths;
+  inputs.push_back(timings_path);
+  inputs.push_back(thresholds_path);
+  if (int rc = refuse_input_as_output(out_path, inputs); rc != kOk) return rc;
+  if (!thresholds_path.empty()) {
+    // Bounded and regular files only, as the agent reads CUTRIAGE_THRESHOLDS: /dev/zero here
+    // ended in std::bad_alloc.
+    base::Result<std::string> ttext = base::read_regular_file(thresholds_path, kMaxThresholdsFileBytes);
+    if (!ttext.is_ok()) {
+      std::cerr << "cutriage: --thresholds '" << thresholds_path << "': " << ttext.status().message() << "\n";
+      return ttext.status().code() == base::StatusCode::kUnavailable ? kUnreadable : kBadThresholds;
+    }
+    if (auto err = options.triage.thresholds.parse(ttext.value())) {
+      std::cerr << "cutriage: " << thresholds_path << ": " << *err << "\n";
+      return kBadThresholds;
+    }
+  }
+  if (!timings_path.empty()) {
+    std::string ttext;
+    if (!read_text(timings_path, ttext)) {
+      std::cerr << "cutriage: cannot read timings file '" << timings_path << "'\n";
+      return kUnreadable;
+    }
+    std::vector<std::string> warnings;
+    options.timings = tools::parse_timings(ttext, warnings);
+    for (const std::string& w : warnings) std::cerr << "cutriage: " << timings_path << ": " << tools::terminal_safe(w, false) << "\n";
+  }
+
+  // Two passes over each CSV, one row in memory at a time (before: the text, every row's tokens
+  // and every kernel were held at once, 680 KB a row). The first gives the totals time shares
+  // need and each capture's identity for the session header; the second triages each row and
+  // writes its record. A CSV that is not a regular file (a pipe) is read into memory once, as it
+  // cannot be read twice.
+  struct CsvInput {
+    std::string path;
+    std::string text;  // a pipe's whole text; empty for a regular file, read from its path
+    bool in_memory = false;
+    tools::NcuImport import;  // identity, GPUs and warnings; no kernels
+  };
+  std::vector<CsvInput> csvs;
+  tools::ImportTotals totals;
+  // Runs `each` on every kernel of the CSV; prints the problem and returns its exit code.
+  auto stream_csv = [](CsvInput& csv, const auto& each) -> int {
+    std::ifstream file;
+    std::optional<tools::StringLineSource> text_lines;
+    std::optional<tools::StreamLineSource> file_lines;
+    tools::CsvLineSource* source = nullptr;
+    if (csv.in_memory) {
+      source = &text_lines.emplace(csv.text);
+    } else {
+      file.open(csv.path, std::ios::binary);
+      if (!file) {
+        std::cerr << "cutriage: cannot read '" << csv.path << "'\n";
+        return kUnreadable;
+      }
+      source = &file_lines.emplace(file);
+    }
+    tools::NcuCsvReader reader(*source);
+    std::optional<tools::NcuCsvError> error = reader.open();
+    if (!error) {
+      wire::KernelRecord k;
+      while (reader.next(k)) each(k);
+    }
+    if (file.bad()) {
+      std::cerr << "cutriage: cannot read '" << csv.path << "'\n";
+      return kUnreadable;
+    }
+    tools::NcuCsvResult done;
+    if (!error) done = reader.finish();
+    if (!error && done.error) error = done.error;
+    if (error) {
+      std::cerr << "cutriage: " << csv.path << ": " << error->message << "\n";
+      return kBadCsv;
+    }
+    csv.import = std::move(*done.import);
+    return kOk;
+  };
+  for (const std::string& csv_path : csv_paths) {
+    CsvInput& csv = csvs.emplace_back();
+    csv.path = csv_path;
+    struct stat st {};
+    if (::stat(csv_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      if (!read_text(csv_path, csv.text)) {
+        std::cerr << "cutriage: cannot read '" << csv_path << "'\n";
+        return kUnreadable;
+      }
+      csv.in_memory = true;
+    }
+    int rc = kOk;
+    try {
+      rc = stream_csv(csv, [&](const wire::KernelRecord& k) {
+        totals.total_ns += k.duration_ns;
+        ++totals.kernels;
+      });
+    } catch (const std::exception& e) {
+      std::cerr << "cutriage: " << csv_path << ": internal error while reading the ncu CSV: " << e.what() << "\n";
+      return kBadCsv;
+    }
+    if (rc != kOk) return rc;
+    if (!options.source_path.empty()) options.source_path += " ";
+    options.source_path += csv_path;
+  }
+
+  wire::SessionInfo session = tools::new_session(options);
+  for (CsvInput& csv : csvs) tools::add_import_identity(session, csv.import);
+  wire::RecordEncoder enc;
+  std::string kept;  // the file's bytes again, for --report only
+  size_t kernels = 0;
+  {
+    tools::OutputFile out;
+    std::string error;
+    auto write = [&](const std::string& bytes) {
+      if (!error.empty()) return;
+      out.stream().write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      if (print_report) kept += bytes;
+    };
+    if (out.open(out_path, &error)) write(enc.session(session));
+    for (CsvInput& csv : csvs) {
+      for (const std::string& w : csv.import.warnings) {
+        std::cerr << "cutriage: " << tools::terminal_safe(w, false) << "\n";
+      }
+      std::vector<std::string> warnings;
+      // The first pass read this CSV whole: only the file changing in between fails here.
+      const int rc = stream_csv(csv, [&](wire::KernelRecord& k) {
+        tools::triage_imported(k, csv.import.process_name, totals, options, warnings);
+        for (const std::string& w : warnings) std::cerr << "cutriage: " << tools::terminal_safe(w, false) << "\n";
+        warnings.clear();
+        write(enc.kernel(k));
+        ++kernels;
+      });
+      if (rc != kOk) return rc;
+    }
+    if (!error.empty() || !out.commit(&error)) {
+      std::cerr << "cutriage: cannot write '" << out_path << "': " << error << "\n";
+      return kWriteFailed;
+    }
+  }
+  std::cerr << "cutriage: " << kernels << " kernel" << (kernels == 1 ? "" : "s")
+            << " triaged -> " << out_path << "\n";
+  if (print_report) {
+    tools::ReadResult r = tools::read_cutriage_bytes(kept);
+    std::cout << tools::render_report(r, {});
+  }
+  return kOk;
+}
+
+// ---------------------------------------------------------------------------------------------
+// report
+
+void bind_report(CLI::App& app, ReportOptions& o) {
+  app.add_option("FILE.pb", o.file, "a cutriage file (the agent's output, or `cutriage triage`'s)")->required();
+  app.add_flag("-v,--verbose", o.verbose, "list every check of every visited decision, with not-evaluated reasons");
+  app.add_option("--top", o.top, "only the N longest kernels (0: all)")
+      ->type_name("N")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::whole_number(0, 1000000000));
+  app.add_option("--format", o.format,
+                 "text (the default): the report above; json: JSON Lines, one object per row; csv: RFC 4180 "
+                 "with a header row. Columns: docs/exports.md")
+      ->type_name("F")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::one_of({"text", "json", "csv"}, {"jsonl"}));
+  app.add_option("--rows", o.rows,
+                 "with json or csv: kernels (the default), one row per profiled kernel, or families, one "
+                 "row per kernel family of the trace summary")
+      ->type_name("R")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::one_of({"kernels", "families"}));
+}
+
+int cmd_report(const ReportOptions& o) {
+  const std::string& path = o.file;
+  tools::ReportOptions options;
+  options.verbose = o.verbose;
+  options.max_kernels = o.top;
+  std::optional<tools::TableFormat> format;  // nullopt: text
+  if (o.format == "json" || o.format == "jsonl") format = tools::TableFormat::kJsonLines;
+  if (o.format == "csv") format = tools::TableFormat::kCsv;
+  std::optional<tools::TableRows> rows;
+  if (o.rows == "kernels") rows = tools::TableRows::kKernels;
+  if (o.rows == "families") rows = tools::TableRows::kFamilies;
+  if (rows && !format) return usage_error("report", "--rows goes with --format json or csv");
+  tools::ReadResult r;
+  if (!load(path, r)) return exit_for(r.status);
+  if (format) {
+    std::string error;
+    const std::string table = tools::render_table(r, *format, rows.value_or(tools::TableRows::kKernels), error);
+    if (!error.empty()) {
+      std::cerr << "cutriage: " << path << ": " << error << "\n";
+      return kNoTrace;
+    }
+    std::cout << table;
+    return exit_for(r.status);
+  }
+  std::cout << tools::render_report(r, options);
+  return exit_for(r.status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// json
+
+void bind_json(CLI::App& app, JsonOptions& o) {
+  app.add_option("FILE.pb", o.file, "a cutriage file")->required();
+}
+
+int cmd_json(const JsonOptions& o) {
+  tools::ReadResult r;
+  if (!load(o.file, r)) return exit_for(r.status);
+  std::string error;
+  std::string json = tools::render_json(r, error);
+  if (!error.empty()) {
+    std::cerr << "cutriage: " << o.file << ": " << error << "\n";
+    return kNotCutriage;
+  }
+  std::cout << json << "\n";
+  return exit_for(r.status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// trace
+
+void bind_trace(CLI::App& app, TraceOptions& o) {
+  app.add_option("FILE.pb", o.file, "a cutriage file written with the kernel trace on")->required();
+  app.add_option("-o,--output", o.output,
+                 "where to write it (default: FILE.pb with .trace.json appended; - for stdout)")
+      ->type_name("OUT.json")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+int cmd_trace(const TraceOptions& o) {
+  const std::string& path = o.file;
+  std::string out_path = o.output;
+  if (out_path.empty()) out_path = path + ".trace.json";
+  if (out_path != "-") {
+    if (int rc = refuse_input_as_output(out_path, {path}); rc != kOk) return rc;
+  }
+  tools::ReadResult r;
+  if (!load(path, r)) return exit_for(r.status);
+  if (r.trace_records.empty()) {
+    // Checked before the output is opened, so no empty file is left behind.
+    std::cerr << "cutriage: " << path
+              << ": the file has no trace: the run was made without tracing, so there is no "
+                 "timeline to export\n";
+    return kNoTrace;
+  }
+  std::optional<tools::TraceExportError> error;
+  tools::TraceExportStats stats;
+  if (out_path == "-") {
+    error = tools::export_chrome_trace(r, std::cout, &stats);
+  } else {
+    // Committed only when complete: a failed write leaves the name as it was (output_file.h).
+    tools::OutputFile out;
+    std::string why;
+    if (!out.open(out_path, &why)) {
+      std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
+      return kWriteFailed;
+    }
+    error = tools::export_chrome_trace(r, out.stream(), &stats);
+    if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
+  }
+  if (error) {
+    if (error->kind == tools::TraceExportError::Kind::kNoTrace) {
+      std::cerr << "cutriage: " << path << ": " << error->message << "\n";
+      return kNoTrace;
+    }
+    std::cerr << "cutriage: cannot write '" << out_path << "'" << (error->message.empty() ? "" : ": ")
+              << error->message << "\n";
+    return kWriteFailed;
+  }
+  if (out_path != "-") {
+    std::cerr << "cutriage: " << stats.kernels << " kernels, " << stats.copies << " copies, "
+              << stats.nvtx_ranges << " NVTX ranges";
+    if (stats.placed_profiled != 0) {
+      std::cerr << ", " << stats.placed_profiled << " profiled launches placed from their records";
+    }
+    std::cerr << " -> " << out_path << "\n";
+  }
+  return exit_for(r.status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// pprof
+
+void bind_pprof(CLI::App& app, PprofOptions& o) {
+  app.add_option("FILE.pb", o.file, "a cutriage file with PC samples")->required();
+  app.add_option("-o,--output", o.output,
+                 "where to write it (default: FILE.pb with .pprof.pb.gz appended; - for stdout)")
+      ->type_name("OUT.pb.gz")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--kernel", o.kernel, "only kernels whose mangled or demangled name contains NAME")
+      ->type_name("NAME")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::not_empty());
+}
+
+int cmd_pprof(const PprofOptions& o) {
+  const std::string& path = o.file;
+  std::string out_path = o.output;
+  tools::PprofOptions options;
+  options.kernel = o.kernel;
+  if (out_path.empty()) out_path = path + ".pprof.pb.gz";
+  if (out_path != "-") {
+    if (int rc = refuse_input_as_output(out_path, {path}); rc != kOk) return rc;
+  }
+  options.source_name = path;
+  tools::ReadResult r;
+  if (!load(path, r)) return exit_for(r.status);
+  // Made in memory before the output is opened, so that no empty file is left behind when
+  // there is nothing to export.
+  tools::SassResolver sass;
+  tools::PprofStats stats;
+  std::ostringstream buffer;
+  if (std::optional<tools::PprofError> error = tools::export_pprof(r, options, sass, buffer, &stats)) {
+    if (error->kind == tools::PprofError::Kind::kNoSamples) {
+      std::cerr << "cutriage: " << path << ": " << error->message << "\n";
+      return kNoSamples;
+    }
+    std::cerr << "cutriage: cannot encode the profile"
+              << (error->message.empty() ? "" : ": " + error->message) << "\n";
+    return kWriteFailed;
+  }
+  for (const std::string& note : stats.notes) std::cerr << "cutriage: note: " << note << "\n";
+  const std::string compressed = buffer.str();
+  if (out_path == "-") {
+    std::cout.write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "cutriage: cannot write to stdout\n";
+      return kWriteFailed;
+    }
+    return exit_for(r.status);
+  }
+  {
+    // Committed only when complete: a failed write leaves the name as it was (output_file.h).
+    tools::OutputFile out;
+    std::string why;
+    if (out.open(out_path, &why)) out.stream().write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+    if (!why.empty() || !out.commit(&why)) {
+      std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
+      return kWriteFailed;
+    }
+  }
+  std::cerr << "cutriage: " << stats.kernels << (stats.kernels == 1 ? " kernel, " : " kernels, ")
+            << stats.samples << " samples (" << stats.stall_samples << " stalls";
+  if (stats.unattributed_samples != 0) std::cerr << ", " << stats.unattributed_samples << " not attributed to a PC";
+  std::cerr << "), " << stats.cycles << " SM cycles, in " << stats.stacks << " stacks -> " << out_path << "\n";
+  return exit_for(r.status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// rules, metrics
+
+void bind_rules(CLI::App& /*app*/, RulesOptions& /*o*/) {}
+
+int cmd_rules(const RulesOptions& /*o*/) {
+  for (const triage::Rule& rule : triage::all_rules()) {
+    std::cout << rule.id << "  [" << triage::to_string(rule.decision) << "] " << rule.title << "\n";
+    for (const triage::MetricNeed& m : rule.metrics) {
+      std::cout << "    " << (m.required ? "needs    " : "optional ") << m.name << "\n";
+    }
+    for (const triage::ThresholdDef& t : rule.thresholds) {
+      std::cout << "    threshold " << rule.id << "." << t.name << " = " << t.value;
+      if (!t.note.empty()) std::cout << "  (" << t.note << ")";
+      std::cout << "\n";
+    }
+  }
+  // The session checks of the timeline: no counters, thresholds overridden the same way.
+  for (const triage::SessionCheckDef& check : triage::session_checks()) {
+    std::cout << check.id << "  [" << triage::to_string(check.decision) << "] " << check.title << "\n";
+    std::cout << "    reads    the kernel and copy trace\n";
+    for (const triage::ThresholdDef& t : check.thresholds) {
+      std::cout << "    threshold " << check.id << "." << t.name << " = " << t.value;
+      if (!t.note.empty()) std::cout << "  (" << t.note << ")";
+      std::cout << "\n";
+    }
+  }
+  return kOk;
+}
+
+void bind_metrics(CLI::App& app, MetricsOptions& o) {
+  app.add_flag("--ncu", o.ncu,
+               "one comma-separated line for `ncu --metrics`, without cutriage's own timeline quantities");
+}
+
+int cmd_metrics(const MetricsOptions& o) {
+  const bool ncu = o.ncu;
+  std::vector<std::string> names = triage::all_metric_names();
+  std::string sep = ncu ? "," : "\n";
+  bool first = true;
+  for (const std::string& n : names) {
+    // cutriage__* are cutriage's own timeline quantities; ncu cannot collect them.
+    if (ncu && n.rfind("cutriage__", 0) == 0) continue;
+    if (!first) std::cout << sep;
+    std::cout << n;
+    first = false;
+  }
+  std::cout << "\n";
+  return kOk;
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// The command table
+
+cli::Command triage_command(std::function<int(const TriageOptions&)> run) {
+  return cli::make_command<TriageOptions>(
+      {"triage", "diagnose Nsight Compute raw CSV captures", "--ncu-csv FILE... [-o OUT.pb] [options]",
+       "Reads an export of `ncu --csv --page raw --print-units base` (one row per profiled launch), runs the "
+       "Compute Triage decision tree on every kernel and writes a cutriage file.",
+       "exit codes: 2 a CSV cannot be read, 5 a CSV is not usable (a --page details export), 6 the output "
+       "cannot be written, 7 bad thresholds file.",
+       false, false, {}},
+      bind_triage, std::move(run));
+}
+
+cli::Command report_command(std::function<int(const ReportOptions&)> run) {
+  return cli::make_command<ReportOptions>(
+      {"report", "human summary, kernels sorted by time (or JSON Lines, CSV)", "FILE.pb [options]",
+       "Per kernel, longest first: the verdict, how far to trust it, the path through the decisions, the "
+       "numbers behind the verdict, the next action and what it could buy. A file with a trace opens with the "
+       "application view: the kernel families ranked by GPU time.",
+       "exit codes: 2 unreadable file, 3 not a cutriage file, 4 truncated file (the complete records are "
+       "reported), 10 for --rows families when the file has no trace.",
+       false, false, {}},
+      bind_report, std::move(run));
+}
+
+cli::Command json_command(std::function<int(const JsonOptions&)> run) {
+  return cli::make_command<JsonOptions>(
+      {"json", "the file's records in the proto3 JSON mapping", "FILE.pb",
+       "Prints the file's records (session header, interned strings, kernels with diagnoses) in the proto3 "
+       "JSON mapping of cutriage.v1, for scripts.",
+       "exit codes: 2 unreadable file, 3 not a cutriage file, 4 truncated file.", false, false, {}},
+      bind_json, std::move(run));
+}
+
+cli::Command trace_command(std::function<int(const TraceOptions&)> run) {
+  return cli::make_command<TraceOptions>(
+      {"trace", "the GPU timeline as Chrome trace JSON (Perfetto)", "FILE.pb [-o OUT.json]",
+       "Writes the kernels, copies and NVTX ranges the agent traced as Chrome trace event JSON, which the "
+       "Perfetto UI (ui.perfetto.dev), its trace processor and chrome://tracing open: one process per GPU "
+       "with one thread per stream, profiled launches in category \"profiled\", and a \"CPU\" process with "
+       "one thread per OS thread holding its NVTX ranges. Times are microseconds from the first event.",
+       "exit codes: 6 the output cannot be written, 10 the file has no trace (the run was made without "
+       "tracing).",
+       false, false, {}},
+      bind_trace, std::move(run));
+}
+
+cli::Command pprof_command(std::function<int(const PprofOptions&)> run) {
+  return cli::make_command<PprofOptions>(
+      {"pprof", "PC samples (stall reasons per line and SASS) for pprof", "FILE.pb [-o OUT.pb.gz] [--kernel NAME]",
+       "Writes the warp-state samples of PC sampling as a gzip-compressed pprof profile, for `go tool pprof`, "
+       "Perfetto or speedscope. Stacks, root to leaf: kernel (demangled name) > source line (\"stencil.cu:42\", "
+       "or \"pc 0x01a0\" without -lineinfo) > SASS PC (\"0x01a0 LDG.E ...\", the SASS from nvdisasm when it "
+       "is installed) > warp state (\"long_scoreboard\"). Two values: samples, and cycles = samples x 2^N "
+       "(one sample per SM every 2^N cycles), the default, which compares kernels sampled at different "
+       "periods. Samples the device counted but no PC holds are under \"(samples not attributed to a PC)\", "
+       "so the total is the sum of the report's per-launch totals. The issue states selected and "
+       "not_selected are kept as leaves; every sample is labelled kind=stall, kind=issue or "
+       "kind=unattributed (`pprof -tagignore=kind=issue` shows the stalls only).\n\n"
+       "nvdisasm is looked for in $CUTRIAGE_NVDISASM, $PATH, $CUDA_HOME/bin, /usr/local/cuda/bin.",
+       "exit codes: 6 the output cannot be written, 10 the file (or the kernels NAME selects) has no PC "
+       "samples.",
+       false, false, {}},
+      bind_pprof, std::move(run));
+}
+
+cli::Command rules_command(std::function<int(const RulesOptions&)> run) {
+  return cli::make_command<RulesOptions>(
+      {"rules", "list the triage rules and their thresholds", "",
+       "Lists every rule of the decision tree (id, decision, title), the metrics it needs or reads if "
+       "present, and its thresholds with their defaults; then the session checks of the timeline. Thresholds "
+       "are overridden by name (`rule_id.threshold = value`) with --thresholds or CUTRIAGE_THRESHOLDS.",
+       "", false, false, {}},
+      bind_rules, std::move(run));
+}
+
+cli::Command metrics_command(std::function<int(const MetricsOptions&)> run) {
+  return cli::make_command<MetricsOptions>(
+      {"metrics", "list the metrics the rules read", "[--ncu]",
+       "Lists every metric a rule reads, one a line.", "", false, false, {}},
+      bind_metrics, std::move(run));
+}
+
+cli::Program program() {
+  cli::Program p;
+  p.version = CUTRIAGE_VERSION;
+  p.summary =
+      "cutriage tells why a CUDA kernel is slow: it runs an application with the profiling agent "
+      "injected (run), or triages Nsight Compute captures (triage), and reads the files either writes.";
+  p.epilog =
+      "exit codes: 0 ok, 1 usage, 2 unreadable input, 3 not a cutriage file, 4 truncated file, 5 unusable "
+      "CSV, 6 cannot write output, 7 bad thresholds file, 10 no trace in the file (`trace`), no PC samples "
+      "(`pprof`); `run` returns the application's own status (8 agent library not found, 9 application "
+      "could not be started).";
+  p.commands = {run_command_entry(), triage_command(), report_command(), json_command(),
+                trace_command(),     pprof_command(),  rules_command(),  metrics_command()};
+  return p;
+}
+
+}  // namespace cutriage::tools::commands
