@@ -1341,7 +1341,12 @@ TEST_CASE("always-on: with the trace paused three quarters of the time, a diagno
   Service s = make_service("strided_load", cfg);
   for (int i = 0; i < 60; ++i) {
     serve(s, 10, 1'000'000'000);  // ten minutes of traffic, a launch a second
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the flush thread's turn
+    // The flush thread's turn: two of its rounds after the traffic, so that it has seen the clock
+    // move (a fixed sleep was too short under ThreadSanitizer on a loaded machine).
+    const int seen = s.h->platform.flushes.load();
+    for (int w = 0; w < 2000 && s.h->platform.flushes.load() < seen + 2; ++w) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   s.h->ag->finish();
   CHECK(s.h->platform.trace_pauses.load() > 5);
