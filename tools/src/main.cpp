@@ -4,7 +4,8 @@
 //   0 ok; 1 usage error; 2 input missing or unreadable; 3 not a cutriage file;
 //   4 truncated cutriage file (complete records were used); 5 CSV not usable;
 //   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`,
-//   `report --rows families`) or no PC samples (`pprof`).
+//   `report --rows families`) or no PC samples (`pprof`); 11 `diff --fail-if-slower`: a matched
+//   kernel family (or the total GPU time) got slower than allowed.
 #include <sys/stat.h>
 
 #include <fstream>
@@ -17,8 +18,10 @@
 #include "cutriage/base/read_file.h"
 #include "cutriage/triage/rule.h"
 #include "cutriage/wire/writer.h"
+#include "diff.h"
 #include "file_reader.h"
 #include "import.h"
+#include "multi_file.h"
 #include "ncu_csv.h"
 #include "output_file.h"
 #include "pprof_export.h"
@@ -43,6 +46,7 @@ enum Exit : int {
   // 8 and 9 are `run`'s (agent library not found, application not started).
   kNoTrace = 10,    // `trace`: the file has no trace; `pprof`: it has no PC samples
   kNoSamples = 10,
+  kSlower = tools::kExitSlower,  // `diff --fail-if-slower`
 };
 
 // As the agent's CUTRIAGE_THRESHOLDS (agent/src/injection.cpp): a real file is a few dozen lines.
@@ -54,7 +58,8 @@ constexpr const char* kMainHelp =
     "commands:\n"
     "  run [options] APP [ARGS...]       run APP with the agent injected, then print the report\n"
     "  triage --ncu-csv FILE... -o OUT.pb  diagnose Nsight Compute raw CSV captures\n"
-    "  report FILE.pb [--format F]       human summary, kernels sorted by time (or JSON Lines, CSV)\n"
+    "  report FILE.pb... [--format F]    human summary, kernels sorted by time (or JSON Lines, CSV)\n"
+    "  diff BEFORE.pb AFTER.pb           per kernel family: time change, verdicts, keep or revert\n"
     "  json FILE.pb                      the file's records in the proto3 JSON mapping\n"
     "  trace FILE.pb [-o OUT.json]       the GPU timeline as Chrome trace JSON (Perfetto)\n"
     "  pprof FILE.pb [-o OUT.pb.gz]      PC samples (stall reasons per line and SASS) for pprof\n"
@@ -64,7 +69,8 @@ constexpr const char* kMainHelp =
     "`cutriage <command> --help` describes each command.\n"
     "exit codes: 0 ok, 1 usage, 2 unreadable input, 3 not a cutriage file, 4 truncated file,\n"
     "            5 unusable CSV, 6 cannot write output, 7 bad thresholds file,\n"
-    "            10 no trace in the file (`trace`), no PC samples (`pprof`);\n"
+    "            10 no trace in the file (`trace`), no PC samples (`pprof`),\n"
+    "            11 a kernel got slower than `diff --fail-if-slower` allows;\n"
     "            `run` returns the application's own status (8 agent library not found,\n"
     "            9 application could not be started)\n";
 
@@ -83,9 +89,12 @@ constexpr const char* kTriageHelp =
     "  --report              also print the report to stdout\n";
 
 constexpr const char* kReportHelp =
-    "usage: cutriage report FILE.pb [--verbose] [--top N] [--format text|json|csv]\n"
+    "usage: cutriage report FILE.pb [FILE.pb...] [--verbose] [--top N] [--format text|json|csv]\n"
     "                                [--rows kernels|families]\n"
     "\n"
+    "Several files: the segments of one process (same host, pid and start) are merged; files of\n"
+    "different processes are reported one after the other, each under its name (host:pid), and\n"
+    "the json and csv rows get a first column `process`.\n"
     "Per kernel, longest first: the verdict, how far to trust it, the path through the decisions,\n"
     "the numbers behind the verdict, the next action and what it could buy.\n"
     "  --verbose        list every check of every visited decision, with not-evaluated reasons\n"
@@ -95,6 +104,28 @@ constexpr const char* kReportHelp =
     "  --rows R         with json or csv: kernels (default), one row per profiled kernel, or\n"
     "                   families, one row per kernel family of the trace summary\n"
     "exit code 10 for --rows families when the file has no trace.\n";
+
+constexpr const char* kDiffHelp =
+    "usage: cutriage diff BEFORE.pb AFTER.pb [options]\n"
+    "       cutriage diff --before FILE.pb... --after FILE.pb... [options]\n"
+    "\n"
+    "Compares two runs (agent files or `cutriage triage --ncu-csv` imports) kernel family by\n"
+    "family: the time per launch (the ground truth), the verdict and limiter of each run, the\n"
+    "deciding metrics side by side, the call (keep when faster beyond the noise, revert when\n"
+    "slower) and the causal chain: did the counter the BEFORE verdict names move the way its next\n"
+    "action predicts (confirmed, unexplained, regressed, no change, no prediction). Each side may\n"
+    "be several files (segments are merged, processes summed). docs/diff.md describes it.\n"
+    "  --before FILE...        the BEFORE side's files (then --after)\n"
+    "  --after FILE...         the AFTER side's files\n"
+    "  --match OLD=NEW         pair kernel OLD of BEFORE with kernel NEW of AFTER (a rename);\n"
+    "                          mangled, display or function name; repeatable\n"
+    "  --noise PCT             changes within PCT percent are noise (default 5)\n"
+    "  --fail-if-slower PCT    exit 11 when a matched family's time per launch, or the total GPU\n"
+    "                          time, grew by more than PCT percent (for CI)\n"
+    "  --ledger FILE           append one JSON line per compared family (never overwritten)\n"
+    "  --label TEXT            the change, as the ledger records it\n"
+    "  --format text|json      text (default) or JSON Lines\n"
+    "exit codes: as every command, and 11 for --fail-if-slower.\n";
 
 constexpr const char* kJsonHelp =
     "usage: cutriage json FILE.pb\n"
@@ -379,12 +410,33 @@ int cmd_triage(const std::vector<std::string>& args) {
   return kOk;
 }
 
+// `report` over several files (multi_file.h).
+int report_runs(const std::vector<std::string>& paths, const tools::ReportOptions& options,
+                std::optional<tools::TableFormat> format, std::optional<tools::TableRows> rows) {
+  tools::MultiRead read = tools::read_runs(paths);
+  for (const std::string& m : read.messages) std::cerr << "cutriage: " << m << "\n";
+  if (!read.conflict.empty()) return usage_error(read.conflict, kReportHelp);
+  if (read.processes.empty()) return exit_for(read.status);
+  if (format) {
+    std::string error;
+    const std::string table = tools::render_runs_table(read.processes, *format, rows.value_or(tools::TableRows::kKernels), error);
+    if (!error.empty()) {
+      std::cerr << "cutriage: " << error << "\n";
+      return kNoTrace;
+    }
+    std::cout << table;
+    return exit_for(read.status);
+  }
+  std::cout << tools::render_runs_report(read.processes, options);
+  return exit_for(read.status);
+}
+
 int cmd_report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::cout << kReportHelp;
     return kOk;
   }
-  std::string path;
+  std::vector<std::string> paths;
   tools::ReportOptions options;
   std::optional<tools::TableFormat> format;  // nullopt: text
   std::optional<tools::TableRows> rows;
@@ -420,14 +472,14 @@ int cmd_report(const std::vector<std::string>& args) {
       }
     } else if (!args[i].empty() && args[i][0] == '-') {
       return usage_error("unknown option '" + args[i] + "'", kReportHelp);
-    } else if (path.empty()) {
-      path = args[i];
     } else {
-      return usage_error("one file at a time", kReportHelp);
+      paths.push_back(args[i]);
     }
   }
-  if (path.empty()) return usage_error("which file?", kReportHelp);
+  if (paths.empty()) return usage_error("which file?", kReportHelp);
   if (rows && !format) return usage_error("--rows goes with --format json or csv", kReportHelp);
+  if (paths.size() > 1) return report_runs(paths, options, format, rows);
+  const std::string& path = paths.front();
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);
   if (format) {
@@ -442,6 +494,72 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   std::cout << tools::render_report(r, options);
   return exit_for(r.status);
+}
+
+int cmd_diff(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kDiffHelp;
+    return kOk;
+  }
+  tools::DiffOptions options;
+  std::vector<std::string> positional;
+  std::vector<std::string>* side = nullptr;  // after --before / --after: where files go
+  auto number = [](const std::string& text, double& dst) {
+    try {
+      size_t used = 0;
+      dst = std::stod(text, &used);
+      return used == text.size() && dst >= 0;
+    } catch (...) {
+      return false;
+    }
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--before") {
+      side = &options.before;
+    } else if (a == "--after") {
+      side = &options.after;
+    } else if (a == "--match") {
+      const size_t eq = i + 1 < args.size() ? args[i + 1].find('=') : std::string::npos;
+      if (eq == std::string::npos || eq == 0 || eq + 1 == args[i + 1].size()) {
+        return usage_error("--match needs OLD=NEW", kDiffHelp);
+      }
+      options.matches.emplace_back(args[i + 1].substr(0, eq), args[i + 1].substr(eq + 1));
+      ++i;
+    } else if (a == "--noise" || a == "--fail-if-slower") {
+      double v = 0;
+      if (i + 1 >= args.size() || !number(args[i + 1], v)) return usage_error(a + " needs a percentage", kDiffHelp);
+      ++i;
+      if (a == "--noise") options.noise_pct = v; else options.fail_if_slower_pct = v;
+    } else if (a == "--ledger" || a == "--label") {
+      if (i + 1 >= args.size()) return usage_error(a + " needs a value", kDiffHelp);
+      (a == "--ledger" ? options.ledger_path : options.label) = args[++i];
+    } else if (a == "--format") {
+      if (i + 1 >= args.size()) return usage_error("--format needs text or json", kDiffHelp);
+      const std::string& f = args[++i];
+      if (f == "json" || f == "jsonl") {
+        options.format = tools::DiffFormat::kJsonLines;
+      } else if (f != "text") {
+        return usage_error("--format accepts text or json, not '" + f + "'", kDiffHelp);
+      }
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'", kDiffHelp);
+    } else if (side != nullptr) {
+      side->push_back(a);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (!positional.empty() && (!options.before.empty() || !options.after.empty())) {
+    return usage_error("give the files either as BEFORE AFTER or with --before/--after", kDiffHelp);
+  }
+  if (!positional.empty()) {
+    if (positional.size() != 2) return usage_error("diff takes two files, BEFORE and AFTER", kDiffHelp);
+    options.before = {positional[0]};
+    options.after = {positional[1]};
+  }
+  if (options.before.empty() || options.after.empty()) return usage_error("which files?", kDiffHelp);
+  return tools::cmd_diff(options, std::cout, std::cerr);
 }
 
 int cmd_json(const std::vector<std::string>& args) {
@@ -681,6 +799,7 @@ int main(int argc, char** argv) {
     int rc = -1;
     if (cmd == "triage") rc = cmd_triage(args);
     if (cmd == "report") rc = cmd_report(args);
+    if (cmd == "diff") rc = cmd_diff(args);
     if (cmd == "json") rc = cmd_json(args);
     if (cmd == "trace") rc = cmd_trace(args);
     if (cmd == "pprof") rc = cmd_pprof(args);
