@@ -382,6 +382,23 @@ DiffResult compute_diff(RunView before, RunView after, const DiffOptions& option
       }
     }
   }
+  // Then by name for people: an Nsight Compute import has no mangled names (its key is the
+  // demangled signature), an agent file has them; the function name without parameters is what
+  // both give. Only a name that is unique on both sides pairs.
+  auto unique_name = [](const std::vector<FamilySide>& fams, const std::string& name) {
+    return std::count_if(fams.begin(), fams.end(), [&](const FamilySide& f) { return f.name == name; }) == 1;
+  };
+  for (size_t i = 0; i < r.before.families.size(); ++i) {
+    if (after_of[i] >= 0 || !unique_name(r.before.families, r.before.families[i].name)) continue;
+    for (size_t j = 0; j < r.after.families.size(); ++j) {
+      if (!after_taken[j] && r.after.families[j].name == r.before.families[i].name &&
+          unique_name(r.after.families, r.after.families[j].name)) {
+        after_of[i] = static_cast<long>(j);
+        after_taken[j] = true;
+        break;
+      }
+    }
+  }
   for (size_t i = 0; i < r.before.families.size(); ++i) {
     if (after_of[i] < 0) {
       r.only_before.push_back(i);
