@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -139,15 +140,21 @@ MultiRead group_runs(const std::vector<std::string>& paths, std::vector<ReadResu
     // The same segment twice (or a whole run with one of its segments) would count its launches
     // twice: refuse rather than guess.
     std::set<uint32_t> seen;
+    std::optional<size_t> bad;
     for (size_t m : members) {
-      if (!seen.insert(files[m].segment_index).second || (files[m].segment_index == 0 && members.size() > 1)) {
-        out.conflict = "'" + paths[m] + "' is " +
-                       (files[m].segment_index == 0 ? std::string("a whole run")
-                                                    : "segment " + std::to_string(files[m].segment_index)) +
-                       " of a process another file of the list also holds; give each segment once";
-        out.processes.clear();
-        return out;
+      if (!seen.insert(files[m].segment_index).second) {
+        bad = m;
+        break;
       }
+    }
+    if (!bad && members.size() > 1 && seen.count(0) != 0) bad = members.front();  // sorted: segment 0 first
+    if (bad) {
+      const uint32_t seg = files[*bad].segment_index;
+      out.conflict = "'" + paths[*bad] + "' is " +
+                     (seg == 0 ? std::string("a whole run") : "segment " + std::to_string(seg)) +
+                     " of a process another file of the list also holds; give each segment once";
+      out.processes.clear();
+      return out;
     }
     ProcessRun run;
     std::vector<const ReadResult*> segs;
