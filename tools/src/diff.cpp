@@ -319,10 +319,12 @@ RunView run_view(const std::vector<ProcessRun>& runs) {
       continue;
     }
     Part& m = merged[it->second];
+    // A part with launches but no median makes the sum's median unknown (the mean is used).
+    const bool known = (m.side.median_ns > 0 || m.side.launches == 0) && (p.side.median_ns > 0 || p.side.launches == 0);
     const double w = m.median_weight + p.median_weight;
-    if (w > 0) m.side.median_ns = (m.side.median_ns * m.median_weight + p.side.median_ns * p.median_weight) / w;
-    m.median_weight = w;
-    if (p.median_weight == 0 && p.side.launches > 0) m.side.median_ns = 0;  // a part without one: unknown
+    m.side.median_ns =
+        known && w > 0 ? (m.side.median_ns * m.median_weight + p.side.median_ns * p.median_weight) / w : 0;
+    m.median_weight = known ? w : 0;
     const bool take = p.side.profiled && (!m.side.profiled || p.side.total_ns > m.side.total_ns);
     const uint64_t launches = m.side.launches + p.side.launches;
     const double total = m.side.total_ns + p.side.total_ns;
@@ -414,6 +416,16 @@ DiffResult compute_diff(RunView before, RunView after, const DiffOptions& option
     d.basis = median ? "median" : "mean";
     d.before_ns = median ? b.median_ns : b.mean_ns;
     d.after_ns = median ? a.median_ns : a.mean_ns;
+    if (!(d.before_ns > 0 && d.after_ns > 0)) {
+      // No unprofiled time on a side (every launch was replayed): nothing to compare, and
+      // nothing for the gate to hold.
+      d.basis = "none";
+      d.change_pct = std::numeric_limits<double>::quiet_NaN();
+      d.call = "unknown";
+      d.chain = ChainLabel::kNoChange;
+      r.matched.push_back(std::move(d));
+      continue;
+    }
     d.change_pct = pct_change(d.before_ns, d.after_ns);
     d.call = d.change_pct < -noise ? "keep" : d.change_pct > noise ? "revert" : "neutral";
     for (const CausalPrediction& p : predictions_for(b.rule_id)) {
@@ -447,6 +459,7 @@ DiffResult compute_diff(RunView before, RunView after, const DiffOptions& option
   // The total the gate holds: every matched family at BEFORE's launch counts, so a run that
   // launched more (a longer run, a warm-up not filtered) is not read as a slower one.
   for (const FamilyDiff& d : r.matched) {
+    if (d.basis == "none") continue;
     const double n = static_cast<double>(r.before.families[d.before].launches);
     r.matched_before_ns += d.before_ns * n;
     r.matched_after_ns += d.after_ns * n;
@@ -475,9 +488,10 @@ std::string render_diff_text(const DiffResult& diff, const DiffOptions& options)
     out += "    time      " + fmt_ns(d.before_ns) + " -> " + fmt_ns(d.after_ns) + " per launch (" + d.basis + "), " +
            fmt_pct(d.change_pct) + "; total " + fmt_ns(b.total_ns) + " -> " + fmt_ns(a.total_ns) + " over " +
            std::to_string(b.launches) + " -> " + std::to_string(a.launches) + " launches\n";
-    std::string call = d.call == "keep"     ? "KEEP: faster beyond the noise"
-                       : d.call == "revert" ? "REVERT: slower beyond the noise"
-                                            : "NEUTRAL: within the noise, the change buys nothing measurable";
+    std::string call = d.call == "keep"      ? "KEEP: faster beyond the noise"
+                       : d.call == "revert"  ? "REVERT: slower beyond the noise"
+                       : d.call == "unknown" ? "UNKNOWN: a run has no unprofiled time of this kernel"
+                                             : "NEUTRAL: within the noise, the change buys nothing measurable";
     if (d.over_limit) call += " (over --fail-if-slower " + fmt_value(*options.fail_if_slower_pct) + "%)";
     out += "    call      " + call + "\n";
     out += "    verdict   " + verdict_of(b) + " -> " + verdict_of(a) + "\n";
