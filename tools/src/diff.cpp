@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <system_error>
 #include <limits>
 #include <optional>
 
@@ -359,7 +359,9 @@ DiffResult compute_diff(RunView before, RunView after, const DiffOptions& option
   std::vector<long> after_of(r.before.families.size(), -1);
   std::vector<bool> after_taken(r.after.families.size(), false);
   std::vector<bool> renamed(r.before.families.size(), false);
-  for (const auto& [old_name, new_name] : options.matches) {
+  for (const auto& match : options.matches) {
+    const std::string& old_name = match.first;
+    const std::string& new_name = match.second;
     long b = -1, a = -1;
     for (size_t i = 0; i < r.before.families.size() && b < 0; ++i) {
       if (after_of[i] < 0 && names_match(r.before.families[i], old_name)) b = static_cast<long>(i);
@@ -367,8 +369,19 @@ DiffResult compute_diff(RunView before, RunView after, const DiffOptions& option
     for (size_t i = 0; i < r.after.families.size() && a < 0; ++i) {
       if (!after_taken[i] && names_match(r.after.families[i], new_name)) a = static_cast<long>(i);
     }
-    if (b < 0) r.warnings.push_back("--match " + old_name + "=" + new_name + ": no kernel '" + old_name + "' in BEFORE");
-    if (a < 0) r.warnings.push_back("--match " + old_name + "=" + new_name + ": no kernel '" + new_name + "' in AFTER");
+    auto missing = [&](const std::string& name, const char* side) {
+      std::string w = "--match ";
+      w += old_name;
+      w += '=';
+      w += new_name;
+      w += ": no kernel '";
+      w += name;
+      w += "' in ";
+      w += side;
+      r.warnings.push_back(std::move(w));
+    };
+    if (b < 0) missing(old_name, "BEFORE");
+    if (a < 0) missing(new_name, "AFTER");
     if (a < 0 || b < 0) continue;
     after_of[static_cast<size_t>(b)] = a;
     after_taken[static_cast<size_t>(a)] = true;
@@ -641,7 +654,7 @@ bool append_ledger(const std::string& path, const std::vector<std::string>& line
   // not followed into someone else's file. 0600: the ledger names files and commands.
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    error = std::strerror(errno);
+    error = std::generic_category().message(errno);
     return false;
   }
   std::string bytes;
@@ -651,14 +664,14 @@ bool append_ledger(const std::string& path, const std::vector<std::string>& line
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      error = n < 0 ? std::strerror(errno) : "short write";
+      error = n < 0 ? std::generic_category().message(errno) : std::string("short write");
       ::close(fd);
       return false;
     }
     done += static_cast<size_t>(n);
   }
   if (::close(fd) != 0) {
-    error = std::strerror(errno);
+    error = std::generic_category().message(errno);
     return false;
   }
   return true;

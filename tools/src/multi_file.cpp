@@ -87,6 +87,7 @@ ReadResult merge_segments(const std::vector<const ReadResult*>& segments) {
   }
   *merged.add_records()->mutable_session() = segments.front()->file.records(0).session();
   std::vector<std::pair<uint64_t, const std::string*>> by_id;
+  by_id.reserve(ids.size());
   for (const auto& [value, id] : ids) by_id.emplace_back(id, &value);
   std::sort(by_id.begin(), by_id.end());
   for (const auto& [id, value] : by_id) {
