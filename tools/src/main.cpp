@@ -410,27 +410,6 @@ int cmd_triage(const std::vector<std::string>& args) {
   return kOk;
 }
 
-// `report` over several files (multi_file.h).
-int report_runs(const std::vector<std::string>& paths, const tools::ReportOptions& options,
-                std::optional<tools::TableFormat> format, std::optional<tools::TableRows> rows) {
-  tools::MultiRead read = tools::read_runs(paths);
-  for (const std::string& m : read.messages) std::cerr << "cutriage: " << m << "\n";
-  if (!read.conflict.empty()) return usage_error(read.conflict, kReportHelp);
-  if (read.processes.empty()) return exit_for(read.status);
-  if (format) {
-    std::string error;
-    const std::string table = tools::render_runs_table(read.processes, *format, rows.value_or(tools::TableRows::kKernels), error);
-    if (!error.empty()) {
-      std::cerr << "cutriage: " << error << "\n";
-      return kNoTrace;
-    }
-    std::cout << table;
-    return exit_for(read.status);
-  }
-  std::cout << tools::render_runs_report(read.processes, options);
-  return exit_for(read.status);
-}
-
 int cmd_report(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::cout << kReportHelp;
@@ -478,7 +457,7 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   if (paths.empty()) return usage_error("which file?", kReportHelp);
   if (rows && !format) return usage_error("--rows goes with --format json or csv", kReportHelp);
-  if (paths.size() > 1) return report_runs(paths, options, format, rows);
+  if (paths.size() > 1) return tools::report_runs(paths, options, format, rows, std::cout, std::cerr);
   const std::string& path = paths.front();
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);

@@ -232,4 +232,38 @@ std::string render_runs_table(const std::vector<ProcessRun>& runs, TableFormat f
   return out;
 }
 
+int report_runs(const std::vector<std::string>& paths, const ReportOptions& options,
+                std::optional<TableFormat> format, std::optional<TableRows> rows, std::ostream& out,
+                std::ostream& err) {
+  // main.cpp's exit codes.
+  auto exit_for = [](ReadStatus status) {
+    switch (status) {
+      case ReadStatus::kOk: return 0;
+      case ReadStatus::kTruncated: return 4;
+      case ReadStatus::kNotCutriage: return 3;
+      case ReadStatus::kUnreadable: return 2;
+    }
+    return 2;
+  };
+  MultiRead read = read_runs(paths);
+  for (const std::string& m : read.messages) err << "cutriage: " << m << "\n";
+  if (!read.conflict.empty()) {
+    err << "cutriage: " << read.conflict << "\n";
+    return 1;
+  }
+  if (read.processes.empty()) return exit_for(read.status);
+  if (format) {
+    std::string error;
+    const std::string table = render_runs_table(read.processes, *format, rows.value_or(TableRows::kKernels), error);
+    if (!error.empty()) {
+      err << "cutriage: " << error << "\n";
+      return 10;
+    }
+    out << table;
+    return exit_for(read.status);
+  }
+  out << render_runs_report(read.processes, options);
+  return exit_for(read.status);
+}
+
 }  // namespace cutriage::tools

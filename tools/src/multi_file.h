@@ -5,6 +5,8 @@
 // and each side of `cutriage diff` read their files through this.
 #pragma once
 
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -51,5 +53,12 @@ std::string render_runs_report(const std::vector<ProcessRun>& runs, const Report
 // process without a trace, for family rows).
 std::string render_runs_table(const std::vector<ProcessRun>& runs, TableFormat format, TableRows rows,
                               std::string& error);
+
+// `cutriage report A.pb B.pb ...`: the report (format unset: text) or the table of the files,
+// to `out`; problems to `err`. main.cpp's exit codes: 0, 1 (the same segment twice), 2, 3, 4 (a
+// truncated input, its complete records used), 10 (family rows of a process without a trace).
+int report_runs(const std::vector<std::string>& paths, const ReportOptions& options,
+                std::optional<TableFormat> format, std::optional<TableRows> rows, std::ostream& out,
+                std::ostream& err);
 
 }  // namespace cutriage::tools
