@@ -305,6 +305,12 @@ RunView run_view(const std::vector<ProcessRun>& runs) {
     view.processes.push_back(run.name);
     for (const std::string& p : run.paths) view.paths.push_back(p);
     std::vector<Part> parts = process_parts(run.file, view.total_kernel_ns, view.span_ns);
+    const v1::SessionHeader& header = run.file.file.records(0).session();
+    for (const v1::Record& rec : run.file.file.records()) {
+      if (!rec.has_session_end() || header.source() != v1::SessionHeader::SOURCE_AGENT) continue;
+      const uint64_t start = header.start_time_unix_ns(), end = rec.session_end().end_time_unix_ns();
+      if (start != 0 && end > start) view.wall_ns = std::max(view.wall_ns, static_cast<double>(end - start));
+    }
     for (Part& p : parts) all.push_back(std::move(p));
   }
   // One family per key, the processes (and devices, block shapes) of the side summed. The median
@@ -559,6 +565,10 @@ std::string render_diff_text(const DiffResult& diff, const DiffOptions& options)
     out += "; GPU span " + fmt_ns(diff.before.span_ns) + " -> " + fmt_ns(diff.after.span_ns);
   }
   out += "\n";
+  if (diff.before.wall_ns > 0 && diff.after.wall_ns > 0) {
+    out += "        end to end (the application's wall time) " + fmt_ns(diff.before.wall_ns) + " -> " +
+           fmt_ns(diff.after.wall_ns) + " (" + fmt_pct(pct_change(diff.before.wall_ns, diff.after.wall_ns)) + ")\n";
+  }
   if (options.fail_if_slower_pct) {
     out += diff.fail ? "FAIL    slower than --fail-if-slower " + fmt_value(*options.fail_if_slower_pct) + "%\n"
                      : "pass    nothing slower than --fail-if-slower " + fmt_value(*options.fail_if_slower_pct) + "%\n";
@@ -605,6 +615,11 @@ std::string render_diff_json(const DiffResult& diff, const DiffOptions& options)
   total.str("kind", "total").num("matched_before_ns", diff.matched_before_ns).num("matched_after_ns", diff.matched_after_ns);
   total.num("change_pct", diff.total_change_pct).boolean("over_limit", diff.total_over_limit);
   total.num("before_total_kernel_ns", diff.before.total_kernel_ns).num("after_total_kernel_ns", diff.after.total_kernel_ns);
+  if (diff.before.wall_ns > 0 && diff.after.wall_ns > 0) {
+    total.num("before_wall_ns", diff.before.wall_ns).num("after_wall_ns", diff.after.wall_ns);
+  } else {
+    total.raw("before_wall_ns", "null").raw("after_wall_ns", "null");
+  }
   total.num("noise_pct", options.noise_pct);
   if (options.fail_if_slower_pct) total.num("fail_if_slower_pct", *options.fail_if_slower_pct); else total.raw("fail_if_slower_pct", "null");
   total.boolean("fail", diff.fail);
@@ -636,6 +651,8 @@ std::vector<std::string> ledger_lines(const DiffResult& diff, const DiffOptions&
     e2e.num("matched_change_pct", diff.total_change_pct);
     if (diff.before.span_ns > 0) e2e.num("before_span_ns", diff.before.span_ns); else e2e.raw("before_span_ns", "null");
     if (diff.after.span_ns > 0) e2e.num("after_span_ns", diff.after.span_ns); else e2e.raw("after_span_ns", "null");
+    if (diff.before.wall_ns > 0) e2e.num("before_wall_ns", diff.before.wall_ns); else e2e.raw("before_wall_ns", "null");
+    if (diff.after.wall_ns > 0) e2e.num("after_wall_ns", diff.after.wall_ns); else e2e.raw("after_wall_ns", "null");
     JsonObject line;
     line.integer("time_unix_ns", now).str("label", options.label);
     line.raw("baseline", json_strings(diff.before.paths)).raw("candidate", json_strings(diff.after.paths));

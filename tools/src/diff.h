@@ -63,6 +63,9 @@ struct RunView {
   std::vector<FamilySide> families;    // most GPU time first
   double total_kernel_ns = 0;          // every family's GPU time
   double span_ns = 0;                  // first kernel start to last end; 0: not known (imports)
+  // The application's wall time, the agent's start to its session end (the longest process);
+  // 0: not known (an import, a killed run).
+  double wall_ns = 0;
 };
 
 // The families of the processes (each process's trace summary, or its kernel records when it

@@ -144,6 +144,9 @@ TEST_CASE("diff: a capture against itself is neutral everywhere and passes --fai
   options.fail_if_slower_pct = 0;
   const tools::DiffResult d = tools::compute_diff(view_of_bytes(bytes, "a"), view_of_bytes(bytes, "a"), options);
   REQUIRE(d.matched.size() == 2);  // zoo_strided_load and its input fill
+  // An agent file that ended: the application's wall time, the trace's span.
+  CHECK(d.before.wall_ns > 1e9);
+  CHECK(d.before.span_ns > 0);
   CHECK(d.only_before.empty());
   CHECK(d.only_after.empty());
   for (const tools::FamilyDiff& f : d.matched) {
@@ -241,6 +244,7 @@ TEST_CASE("diff: the ledger is appended to, never overwritten, mode 0600, no sym
   CHECK(first[0].find("\"chain\":\"confirmed\"") != std::string::npos);
   CHECK(first[0].find("\"call\":\"keep\"") != std::string::npos);
   CHECK(first[0].find("\"baseline\":[") != std::string::npos);
+  CHECK(first[0].find("\"before_wall_ns\":null") != std::string::npos);  // an import has no wall time
   struct stat st {};
   REQUIRE(::stat(options.ledger_path.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
