@@ -94,6 +94,11 @@ expect "report: process heading" 0 "^=== process .*zoo_vector_add.pb" -- "$bin" 
 expect "report csv: process column" 0 "^process,family_id,name" -- "$bin" report "$a" "$b" --format csv --rows families
 expect "report json: process key" 0 '^\{"process":' -- "$bin" report "$a" "$b" --format json
 expect "report: a file twice" 1 "give each segment once" -- "$bin" report "$a" "$a"
+expect "report: a missing file" 2 "cannot open" -- "$bin" report "$a" "$tmp/none.pb"
+expect "report: not a cutriage file" 3 "not a cutriage file" -- "$bin" report "$a" "$csv"
+# tests/data/agent/zoo_transpose.pb was written without a trace: no family rows for its process.
+expect "report families: a process without a trace" 10 "process .*no trace summary" -- \
+  "$bin" report "$a" "$data/agent/zoo_transpose.pb" --format csv --rows families
 expect "diff: several files a side" 0 "zoo_vector_add" -- "$bin" diff --before "$a" "$b" --after "$a" "$b"
 
 echo "$passed passed, $failed failed"
