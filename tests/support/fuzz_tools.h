@@ -21,9 +21,11 @@
 #include "cutriage/triage/rule.h"
 #include "cutriage/wire/prior_run.h"
 #include "cutriage/wire/utf8.h"
+#include "diff.h"
 #include "file_reader.h"
 #include "import.h"
 #include "json_check.h"
+#include "multi_file.h"
 #include "ncu_csv.h"
 #include "pprof_export.h"
 #include "report.h"
@@ -69,6 +71,31 @@ inline std::string exercise_file_reader(std::string_view bytes) {
   (void)tools::render_report(r, verbose);
   std::string json_error;
   (void)tools::render_json(r, json_error);
+
+  // `cutriage diff` of the file against itself: every family pairs with itself, none is slower,
+  // the gate at 0% holds, and every JSON line is JSON.
+  const tools::MultiRead one = tools::group_runs({"f.pb"}, {r});
+  if (one.processes.size() != 1) return "one file did not read as one process";
+  tools::DiffOptions options;
+  options.fail_if_slower_pct = 0;
+  const tools::DiffResult diff = tools::compute_diff(tools::run_view(one.processes), tools::run_view(one.processes), options);
+  if (!diff.only_before.empty() || !diff.only_after.empty()) return "a family of the file did not pair with itself";
+  if (diff.fail) return "the file is slower than itself";
+  (void)tools::render_diff_text(diff, options);
+  std::istringstream lines(tools::render_diff_json(diff, options));
+  for (std::string line; std::getline(lines, line);) {
+    if (std::string why = testing::JsonChecker(line).check(); !why.empty()) return "a diff line is not JSON: " + why;
+  }
+  // The file as two segments of one run: the merge reads back and renders.
+  tools::ReadResult seg1 = r, seg2 = r;
+  seg1.file.mutable_records(0)->mutable_session()->set_segment_index(1);
+  seg1.segment_index = 1;
+  seg2.file.mutable_records(0)->mutable_session()->set_segment_index(2);
+  seg2.segment_index = 2;
+  const tools::MultiRead two = tools::group_runs({"a.pb", "b.pb"}, {seg1, seg2});
+  if (two.processes.size() != 1) return "two segments of one run did not merge";
+  if (two.processes[0].file.file.records_size() == 0) return "the merged segments hold no record";
+  (void)tools::render_runs_report(two.processes, brief);
   return "";
 }
 

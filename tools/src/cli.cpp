@@ -292,6 +292,25 @@ CLI::Validator whole_number(unsigned long long min, unsigned long long max) {
       "", "whole_number");
 }
 
+CLI::Validator percentage() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        const std::string want = "needs a percentage (a number from 0), not " + in_quotes(value);
+        if (value.empty() || value.size() > 32 || value.find_first_not_of("0123456789.") != std::string::npos) {
+          return want;
+        }
+        try {
+          size_t used = 0;
+          const double v = std::stod(value, &used);
+          if (used != value.size() || !(v >= 0) || v > 1e9) return want;
+        } catch (...) {
+          return want;
+        }
+        return {};
+      },
+      "", "percentage");
+}
+
 CLI::Validator one_of(std::vector<std::string> accepted, std::vector<std::string> aliases) {
   return CLI::Validator(
       [accepted = std::move(accepted), aliases = std::move(aliases)](std::string& value) -> std::string {

@@ -126,6 +126,8 @@ std::string wrap(const std::string& text, size_t width, size_t indent = 0);
 // Validators for option values, with messages that read after the flag ("--top needs ...").
 // A whole number from `min` to `max`, digits only.
 CLI::Validator whole_number(unsigned long long min, unsigned long long max);
+// A percentage: a decimal number from 0 (digits and one '.', no sign or exponent).
+CLI::Validator percentage();
 // One of `accepted` (shown in the message), or one of `aliases` (accepted silently).
 CLI::Validator one_of(std::vector<std::string> accepted, std::vector<std::string> aliases = {});
 // Any value but the empty string.

@@ -13,8 +13,10 @@
 #include "cutriage/base/read_file.h"
 #include "cutriage/triage/rule.h"
 #include "cutriage/wire/writer.h"
+#include "diff.h"
 #include "file_reader.h"
 #include "import.h"
+#include "multi_file.h"
 #include "ncu_csv.h"
 #include "output_file.h"
 #include "pprof_export.h"
@@ -271,7 +273,10 @@ int cmd_triage(const TriageOptions& o) {
 // report
 
 void bind_report(CLI::App& app, ReportOptions& o) {
-  app.add_option("FILE.pb", o.file, "a cutriage file (the agent's output, or `cutriage triage`'s)")->required();
+  app.add_option("FILE.pb", o.files,
+                 "cutriage files (the agent's output, or `cutriage triage`'s); several: the segments of one "
+                 "process are merged, processes are reported apart")
+      ->required();
   app.add_flag("-v,--verbose", o.verbose, "list every check of every visited decision, with not-evaluated reasons");
   app.add_option("--top", o.top, "only the N longest kernels (0: all)")
       ->type_name("N")
@@ -292,7 +297,7 @@ void bind_report(CLI::App& app, ReportOptions& o) {
 }
 
 int cmd_report(const ReportOptions& o) {
-  const std::string& path = o.file;
+  const std::string& path = o.files.front();
   tools::ReportOptions options;
   options.verbose = o.verbose;
   options.max_kernels = o.top;
@@ -303,6 +308,7 @@ int cmd_report(const ReportOptions& o) {
   if (o.rows == "kernels") rows = tools::TableRows::kKernels;
   if (o.rows == "families") rows = tools::TableRows::kFamilies;
   if (rows && !format) return usage_error("report", "--rows goes with --format json or csv");
+  if (o.files.size() > 1) return tools::report_runs(o.files, options, format, rows, std::cout, std::cerr);
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);
   if (format) {
@@ -317,6 +323,71 @@ int cmd_report(const ReportOptions& o) {
   }
   std::cout << tools::render_report(r, options);
   return exit_for(r.status);
+}
+
+// ---------------------------------------------------------------------------------------------
+// diff
+
+void bind_diff(CLI::App& app, DiffOptions& o) {
+  app.add_option("FILES", o.files, "BEFORE.pb AFTER.pb: the two runs (agent files or ncu imports)")
+      ->type_name("BEFORE AFTER");
+  app.add_option("--before", o.before, "the BEFORE side's files (segments merged, processes summed)")
+      ->type_name("FILE...")
+      ->expected(1, -1);
+  app.add_option("--after", o.after, "the AFTER side's files")->type_name("FILE...")->expected(1, -1);
+  app.add_option("--match", o.matches,
+                 "pair kernel OLD of BEFORE with kernel NEW of AFTER (a rename): mangled, display or function "
+                 "name; repeatable")
+      ->type_name("OLD=NEW")
+      ->allow_extra_args(false);  // one value per --match: the files follow it
+  app.add_option("--noise", o.noise_pct, "changes within PCT percent are noise (default 5)")
+      ->type_name("PCT")
+      ->check(cli::percentage());
+  app.add_option("--fail-if-slower", o.fail_if_slower_pct,
+                 "exit 11 when a matched family's time per launch, or the total GPU time, grew by more than "
+                 "PCT percent (for CI)")
+      ->type_name("PCT")
+      ->check(cli::percentage());
+  app.add_option("--ledger", o.ledger, "append one JSON line per compared family (never overwritten)")
+      ->type_name("FILE");
+  app.add_option("--label", o.label, "the change, as the ledger records it")->type_name("TEXT");
+  app.add_option("--format", o.format, "text (the default) or json (JSON Lines)")
+      ->type_name("F")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::one_of({"text", "json"}, {"jsonl"}));
+}
+
+static_assert(kSlower == tools::kExitSlower, "diff's exit code is the tool's");
+
+int cmd_diff(const DiffOptions& o) {
+  tools::DiffOptions options;
+  if (!o.files.empty() && (!o.before.empty() || !o.after.empty())) {
+    return usage_error("diff", "give the files either as BEFORE AFTER or with --before/--after");
+  }
+  if (!o.files.empty()) {
+    if (o.files.size() != 2) return usage_error("diff", "diff takes two files, BEFORE and AFTER");
+    options.before = {o.files[0]};
+    options.after = {o.files[1]};
+  } else {
+    options.before = o.before;
+    options.after = o.after;
+  }
+  if (options.before.empty() || options.after.empty()) {
+    return usage_error("diff", "which files? BEFORE.pb AFTER.pb, or --before FILE... --after FILE...");
+  }
+  for (const std::string& m : o.matches) {
+    const size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
+      return usage_error("diff", "--match needs OLD=NEW, not '" + m + "'");
+    }
+    options.matches.emplace_back(m.substr(0, eq), m.substr(eq + 1));
+  }
+  options.noise_pct = o.noise_pct;
+  if (o.fail_if_slower_pct >= 0) options.fail_if_slower_pct = o.fail_if_slower_pct;
+  options.ledger_path = o.ledger;
+  options.label = o.label;
+  if (o.format == "json" || o.format == "jsonl") options.format = tools::DiffFormat::kJsonLines;
+  return tools::cmd_diff(options, std::cout, std::cerr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -538,14 +609,31 @@ cli::Command triage_command(std::function<int(const TriageOptions&)> run) {
 
 cli::Command report_command(std::function<int(const ReportOptions&)> run) {
   return cli::make_command<ReportOptions>(
-      {"report", "human summary, kernels sorted by time (or JSON Lines, CSV)", "FILE.pb [options]",
+      {"report", "human summary, kernels sorted by time (or JSON Lines, CSV)", "FILE.pb [FILE.pb...] [options]",
        "Per kernel, longest first: the verdict, how far to trust it, the path through the decisions, the "
        "numbers behind the verdict, the next action and what it could buy. A file with a trace opens with the "
-       "application view: the kernel families ranked by GPU time.",
-       "exit codes: 2 unreadable file, 3 not a cutriage file, 4 truncated file (the complete records are "
-       "reported), 10 for --rows families when the file has no trace.",
+       "application view: the kernel families ranked by GPU time.\n\nSeveral files: the segments of one process "
+       "(same host, pid and start) are merged; files of different processes are reported apart, each under "
+       "its heading, and the json and csv rows get a first column `process`.",
+       "exit codes: 1 the same segment given twice, 2 unreadable file, 3 not a cutriage file, 4 truncated "
+       "file (the complete records are reported), 10 for --rows families when the file has no trace.",
        false, false, {}},
       bind_report, std::move(run));
+}
+
+cli::Command diff_command(std::function<int(const DiffOptions&)> run) {
+  return cli::make_command<DiffOptions>(
+      {"diff", "two runs compared: time, verdicts, keep or revert", "BEFORE.pb AFTER.pb [options]",
+       "Compares two runs (agent files or `cutriage triage --ncu-csv` imports) kernel family by family: the "
+       "time per launch (the ground truth), the verdict and limiter of each run, the deciding metrics side "
+       "by side, the call (keep when faster beyond the noise, revert when slower) and the causal chain: did "
+       "the counter the BEFORE verdict names move the way its next action predicts (confirmed, unexplained, "
+       "regressed, no change, no prediction). Each side may be several files with --before FILE... --after "
+       "FILE... (segments are merged, processes summed). docs/diff.md describes the output and the ledger.",
+       "exit codes: 2 unreadable file, 3 not a cutriage file, 6 the ledger cannot be written, 11 "
+       "--fail-if-slower tripped.",
+       false, false, {}},
+      bind_diff, std::move(run));
 }
 
 cli::Command json_command(std::function<int(const JsonOptions&)> run) {
@@ -615,9 +703,9 @@ cli::Program program() {
   p.epilog =
       "exit codes: 0 ok, 1 usage, 2 unreadable input, 3 not a cutriage file, 4 truncated file, 5 unusable "
       "CSV, 6 cannot write output, 7 bad thresholds file, 10 no trace in the file (`trace`), no PC samples "
-      "(`pprof`); `run` returns the application's own status (8 agent library not found, 9 application "
+      "(`pprof`), 11 `diff --fail-if-slower` tripped; `run` returns the application's own status (8 agent library not found, 9 application "
       "could not be started).";
-  p.commands = {run_command_entry(), triage_command(), report_command(), json_command(),
+  p.commands = {run_command_entry(), triage_command(), report_command(), diff_command(),   json_command(),
                 trace_command(),     pprof_command(),  rules_command(),  metrics_command()};
   return p;
 }

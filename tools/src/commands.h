@@ -30,6 +30,7 @@ enum Exit : int {
   // 8 and 9 are `run`'s (agent library not found, application not started).
   kNoTrace = 10,    // `trace`: the file has no trace; `pprof`: it has no PC samples
   kNoSamples = 10,
+  kSlower = 11,     // `diff --fail-if-slower`: a family or the total got slower (diff.h)
 };
 
 struct TriageOptions {
@@ -44,7 +45,7 @@ void bind_triage(CLI::App& app, TriageOptions& o);
 int cmd_triage(const TriageOptions& o);
 
 struct ReportOptions {
-  std::string file;
+  std::vector<std::string> files;  // several: segments merged, processes apart (multi_file.h)
   bool verbose = false;
   size_t top = 0;              // 0: every kernel
   std::string format = "text";  // text | json (jsonl) | csv
@@ -52,6 +53,20 @@ struct ReportOptions {
 };
 void bind_report(CLI::App& app, ReportOptions& o);
 int cmd_report(const ReportOptions& o);
+
+struct DiffOptions {
+  std::vector<std::string> files;   // BEFORE AFTER
+  std::vector<std::string> before;  // --before FILE...
+  std::vector<std::string> after;   // --after FILE...
+  std::vector<std::string> matches;  // OLD=NEW
+  double noise_pct = 5;
+  double fail_if_slower_pct = -1;  // < 0: no gate
+  std::string ledger;
+  std::string label;
+  std::string format = "text";  // text | json
+};
+void bind_diff(CLI::App& app, DiffOptions& o);
+int cmd_diff(const DiffOptions& o);
 
 struct JsonOptions {
   std::string file;
@@ -87,6 +102,7 @@ int cmd_metrics(const MetricsOptions& o);
 // The table's entries. A test passes its own `run` to see what the parser made of a command line.
 cli::Command triage_command(std::function<int(const TriageOptions&)> run = cmd_triage);
 cli::Command report_command(std::function<int(const ReportOptions&)> run = cmd_report);
+cli::Command diff_command(std::function<int(const DiffOptions&)> run = cmd_diff);
 cli::Command json_command(std::function<int(const JsonOptions&)> run = cmd_json);
 cli::Command trace_command(std::function<int(const TraceOptions&)> run = cmd_trace);
 cli::Command pprof_command(std::function<int(const PprofOptions&)> run = cmd_pprof);

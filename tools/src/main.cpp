@@ -4,7 +4,7 @@
 //   0 ok; 1 usage error; 2 input missing or unreadable; 3 not a cutriage file;
 //   4 truncated cutriage file (complete records were used); 5 CSV not usable;
 //   6 cannot write the output; 7 bad thresholds file; 10 the file has no trace (`trace`,
-//   `report --rows families`) or no PC samples (`pprof`).
+//   `report --rows families`) or no PC samples (`pprof`); 11 `diff --fail-if-slower` tripped.
 //   `run` returns the application's own status (8 agent library not found, 9 application could
 //   not be started).
 //

@@ -196,6 +196,8 @@ std::vector<Cell> family_row(const ReadResult& file, const std::vector<const v1:
 
 }  // namespace
 
+std::string csv_field(std::string_view text) { return csv_cell(std::string(text)); }
+
 const std::vector<std::string>& table_columns(TableRows rows) {
   return rows == TableRows::kKernels ? kKernelColumns : kFamilyColumns;
 }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "file_reader.h"
@@ -30,5 +31,9 @@ const std::vector<std::string>& table_columns(TableRows rows);
 // The table of `file`. Family rows need a trace: `error` is set (and "" returned) when the file
 // has none.
 std::string render_table(const ReadResult& file, TableFormat format, TableRows rows, std::string& error);
+
+// One string as a CSV field of this file (control characters escaped, quoted when needed), for
+// the tables that add columns to these (multi_file.h). JSON strings: trace_export.h's json_string.
+std::string csv_field(std::string_view text);
 
 }  // namespace cutriage::tools

@@ -82,7 +82,7 @@ TEST_CASE("cli: --flag=value and --flag value parse the same", "[cli]") {
                                  args);
     INFO(o.err);
     REQUIRE(o.code == 0);
-    CHECK(seen.file == "f.pb");
+    CHECK(seen.files == std::vector<std::string>{"f.pb"});
     CHECK(seen.top == 3);
     CHECK(seen.format == "csv");
     CHECK(seen.rows == "families");
@@ -244,7 +244,7 @@ TEST_CASE("cli: every command has help, through --help, -h and `help COMMAND`", 
     }
     CHECK(column > 0);
   }
-  CHECK(names == std::set<std::string>{"run", "triage", "report", "json", "trace", "pprof", "rules", "metrics"});
+  CHECK(names == std::set<std::string>{"run", "triage", "report", "diff", "json", "trace", "pprof", "rules", "metrics"});
   const Outcome m = run_real({"help"});
   CHECK(m.code == 0);
   for (const std::string& n : names) CHECK(contains(m.out, "\n  " + n + " "));
@@ -273,4 +273,41 @@ TEST_CASE("cli: closest and wrap", "[cli]") {
   CHECK(cli::closest("-x", {"-o", "-v"}).empty());  // a single letter is no misspelling of another
   CHECK(cli::wrap("aaa bbb ccc", 7, 2) == "aaa bbb\n  ccc");
   CHECK(cli::wrap("one\n\ntwo", 80) == "one\n\ntwo");
+}
+
+TEST_CASE("cli: diff takes two files, or --before/--after lists, and --flag=value", "[cli]") {
+  commands::DiffOptions seen;
+  auto parse_diff = [&](const std::vector<std::string>& args) {
+    seen = {};
+    return parse_with(commands::diff_command([&](const commands::DiffOptions& d) {
+                        seen = d;
+                        return 0;
+                      }),
+                      args);
+  };
+  Outcome o = parse_diff({"diff", "a.pb", "b.pb", "--fail-if-slower=3", "--match=old=new", "--match", "x=y",
+                          "--format=json", "--ledger", "l.jsonl", "--label=tile 128"});
+  INFO(o.err);
+  REQUIRE(o.code == 0);
+  CHECK(seen.files == std::vector<std::string>{"a.pb", "b.pb"});
+  CHECK(seen.fail_if_slower_pct == 3);
+  CHECK(seen.matches == std::vector<std::string>{"old=new", "x=y"});
+  CHECK(seen.format == "json");
+  CHECK(seen.ledger == "l.jsonl");
+  CHECK(seen.label == "tile 128");
+  o = parse_diff({"diff", "--before", "a.pb", "b.pb", "--after", "c.pb", "d.pb", "--noise", "2.5"});
+  INFO(o.err);
+  REQUIRE(o.code == 0);
+  CHECK(seen.files.empty());
+  CHECK(seen.before == std::vector<std::string>{"a.pb", "b.pb"});
+  CHECK(seen.after == std::vector<std::string>{"c.pb", "d.pb"});
+  CHECK(seen.noise_pct == 2.5);
+  CHECK(seen.fail_if_slower_pct < 0);
+  // A negative percentage and an unknown format are usage errors naming the flag.
+  o = parse_diff({"diff", "a.pb", "b.pb", "--noise=-1"});
+  CHECK(o.code == 1);
+  CHECK(o.err.find("--noise") != std::string::npos);
+  o = parse_diff({"diff", "a.pb", "b.pb", "--format", "xml"});
+  CHECK(o.code == 1);
+  CHECK(o.err.find("--format") != std::string::npos);
 }

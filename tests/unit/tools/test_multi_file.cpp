@@ -1,0 +1,173 @@
+// Several cutriage files read together (tools/src/multi_file.h) on the agent's H200 files: the
+// processes of one job kept apart and named, and the segments of one process merged. No rotated
+// run is committed, so the segments are SYNTHETIC: a real file cut in two here, the second part
+// given its own header (segment_index 2) and its own interned-string numbering, as the agent's
+// rotation writes them (agent/src/record_output.cpp).
+#include <map>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include "capture_support.h"
+#include "catch.h"
+#include "diff.h"
+#include "file_reader.h"
+#include "multi_file.h"
+#include "report.h"
+#include "table_export.h"
+
+using namespace cutriage;
+using cutriage::testing::slurp;
+
+namespace {
+
+const std::string kData = CUTRIAGE_TEST_DATA_DIR;
+
+// Adds `shift` to every nonzero interned id of `m` (this test's own walk of the schema: every
+// uint64 field named *_iid or *_iids, and InternedString.id).
+void shift_iids(google::protobuf::Message& m, uint64_t shift) {
+  namespace pb = google::protobuf;
+  const pb::Reflection* refl = m.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  refl->ListFields(m, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+      for (int i = 0; i < (f->is_repeated() ? refl->FieldSize(m, f) : 1); ++i) {
+        shift_iids(f->is_repeated() ? *refl->MutableRepeatedMessage(&m, f, i) : *refl->MutableMessage(&m, f), shift);
+      }
+      continue;
+    }
+    if (f->cpp_type() != pb::FieldDescriptor::CPPTYPE_UINT64) continue;
+    const std::string& n = f->name();
+    const bool iid = n.size() > 4 && (n.substr(n.size() - 4) == "_iid" || (n.size() > 5 && n.substr(n.size() - 5) == "_iids"));
+    const bool interned_id = m.GetDescriptor()->name() == "InternedString" && n == "id";
+    if (!iid && !interned_id) continue;
+    if (f->is_repeated()) {
+      for (int i = 0; i < refl->FieldSize(m, f); ++i) {
+        const uint64_t v = refl->GetRepeatedUInt64(m, f, i);
+        if (v != 0) refl->SetRepeatedUInt64(&m, f, i, v + shift);
+      }
+    } else if (const uint64_t v = refl->GetUInt64(m, f); v != 0) {
+      refl->SetUInt64(&m, f, v + shift);
+    }
+  }
+}
+
+// SYNTHETIC segments of `whole`: records [1, cut) after a header with segment_index 1; then a
+// header with segment_index 2, every interned string again (ids shifted by 1000) and the rest.
+std::pair<tools::ReadResult, tools::ReadResult> split(const tools::ReadResult& whole, int cut) {
+  v1::File first, second;
+  v1::SessionHeader header = whole.file.records(0).session();
+  header.set_segment_index(1);
+  *first.add_records()->mutable_session() = header;
+  header.set_segment_index(2);
+  *second.add_records()->mutable_session() = header;
+  for (int i = 1; i < whole.file.records_size(); ++i) {
+    const v1::Record& rec = whole.file.records(i);
+    if (i < cut) *first.add_records() = rec;
+    if (rec.has_interned()) *second.add_records() = rec;  // defined again in the later segment
+  }
+  for (int i = cut; i < whole.file.records_size(); ++i) {
+    if (!whole.file.records(i).has_interned()) *second.add_records() = whole.file.records(i);
+  }
+  for (v1::Record& rec : *second.mutable_records()) shift_iids(rec, 1000);
+  std::string a, b;
+  first.SerializeToString(&a);
+  second.SerializeToString(&b);
+  return {tools::read_cutriage_bytes(a), tools::read_cutriage_bytes(b)};
+}
+
+}  // namespace
+
+TEST_CASE("multi-file: the segments of one run merge back into the run", "[multi-file]") {
+  const std::string path = kData + "/agent-split/zoo_transpose.pb";
+  const tools::ReadResult whole = tools::read_cutriage_file(path);
+  REQUIRE(whole.status == tools::ReadStatus::kOk);
+  REQUIRE(whole.trace_summary_record > 0);
+  auto [seg1, seg2] = split(whole, whole.file.records_size() / 2);
+  REQUIRE(seg1.status == tools::ReadStatus::kOk);
+  REQUIRE(seg2.status == tools::ReadStatus::kOk);
+  REQUIRE(seg2.segment_index == 2);
+  // Given out of order: merged in segment order.
+  tools::MultiRead read = tools::group_runs({"seg2.pb", "seg1.pb"}, {seg2, seg1});
+  REQUIRE(read.conflict.empty());
+  REQUIRE(read.processes.size() == 1);
+  CHECK(read.processes[0].paths == std::vector<std::string>{"seg1.pb", "seg2.pb"});
+  const tools::ReadResult& merged = read.processes[0].file;
+  // The same report, tables and diff view as the whole file: every name resolved again.
+  tools::ReportOptions options;
+  CHECK(tools::render_report(merged, options) == tools::render_report(whole, options));
+  std::string e1, e2;
+  CHECK(tools::render_table(merged, tools::TableFormat::kCsv, tools::TableRows::kFamilies, e1) ==
+        tools::render_table(whole, tools::TableFormat::kCsv, tools::TableRows::kFamilies, e2));
+  CHECK(tools::render_runs_report(read.processes, options) == tools::render_report(whole, options));
+  // One process: the table has no process column.
+  std::string e3;
+  CHECK(tools::render_runs_table(read.processes, tools::TableFormat::kCsv, tools::TableRows::kKernels, e3)
+            .rfind("launch_index,", 0) == 0);
+}
+
+TEST_CASE("multi-file: the same segment twice is refused", "[multi-file]") {
+  const tools::ReadResult whole = tools::read_cutriage_file(kData + "/agent-split/zoo_transpose.pb");
+  tools::MultiRead read = tools::group_runs({"a.pb", "b.pb"}, {whole, whole});
+  CHECK(read.processes.empty());
+  CHECK(read.conflict.find("'b.pb' is a whole run") != std::string::npos);
+}
+
+TEST_CASE("multi-file: processes of one job are kept apart and named", "[multi-file]") {
+  const std::vector<std::string> paths = {kData + "/agent-split/zoo_transpose.pb",
+                                          kData + "/agent-split/zoo_vector_add.pb"};
+  tools::MultiRead read = tools::read_runs(paths);
+  REQUIRE(read.status == tools::ReadStatus::kOk);
+  REQUIRE(read.processes.size() == 2);
+  const tools::ReadResult t = tools::read_cutriage_file(paths[0]);
+  const tools::ReadResult v = tools::read_cutriage_file(paths[1]);
+  const std::string name_t = t.file.records(0).session().host() + ":" + std::to_string(t.file.records(0).session().pid());
+  const std::string name_v = v.file.records(0).session().host() + ":" + std::to_string(v.file.records(0).session().pid());
+  CHECK(read.processes[0].name == name_t);
+  CHECK(read.processes[1].name == name_v);
+
+  tools::ReportOptions options;
+  const std::string text = tools::render_runs_report(read.processes, options);
+  CHECK(text.rfind("2 processes\n", 0) == 0);
+  const size_t h1 = text.find("=== process " + name_t);
+  const size_t h2 = text.find("=== process " + name_v);
+  REQUIRE(h1 != std::string::npos);
+  REQUIRE(h2 != std::string::npos);
+  CHECK(h1 < h2);
+  CHECK(text.find("zoo_transpose_naive", h1) < h2);
+  CHECK(text.find("zoo_vector_add", h2) != std::string::npos);
+
+  // CSV: a first column `process`, each process's rows after the other's.
+  std::string error;
+  const std::string csv = tools::render_runs_table(read.processes, tools::TableFormat::kCsv, tools::TableRows::kFamilies, error);
+  REQUIRE(error.empty());
+  CHECK(csv.rfind("process,family_id,name,", 0) == 0);
+  std::string e1, e2;
+  const std::string csv_t = tools::render_table(t, tools::TableFormat::kCsv, tools::TableRows::kFamilies, e1);
+  const std::string csv_v = tools::render_table(v, tools::TableFormat::kCsv, tools::TableRows::kFamilies, e2);
+  auto rows = [](const std::string& s) { size_t n = 0; for (size_t p = 0; (p = s.find("\r\n", p)) != std::string::npos; p += 2) ++n; return n; };
+  CHECK(rows(csv) == rows(csv_t) + rows(csv_v) - 1);  // one header
+  CHECK(csv.find("\r\n" + name_v + ",") != std::string::npos);
+  // JSON Lines: "process" first in every object.
+  const std::string json = tools::render_runs_table(read.processes, tools::TableFormat::kJsonLines, tools::TableRows::kKernels, error);
+  size_t objects = 0;
+  for (size_t p = 0; p < json.size(); p = json.find('\n', p) + 1) {
+    CHECK(json.compare(p, 12, "{\"process\":\"") == 0);
+    ++objects;
+  }
+  CHECK(objects == tools::current_kernels(t).size() + tools::current_kernels(v).size());
+
+  // As a diff side, the processes' families are summed into one view.
+  const tools::RunView view = tools::run_view(read.processes);
+  CHECK(view.processes.size() == 2);
+  bool has_t = false, has_v = false;
+  for (const tools::FamilySide& f : view.families) {
+    has_t = has_t || f.name == "zoo_transpose_naive";
+    has_v = has_v || f.name == "zoo_vector_add";
+  }
+  CHECK(has_t);
+  CHECK(has_v);
+}
