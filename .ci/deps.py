@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The source half of .ci/deps.sh: which room of the project may use which (README, the map).
+"""The source half of .ci/deps.sh: which room of the project may use which (docs/layout.md).
 
 Every C++ file of a room (base/, triage/, collectors/, agent/, proto/wire/, tools/) is read for its
 #include lines, and every CMakeLists.txt of a room for its target_link_libraries calls and for

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Dependency gate: each room of the project uses only what it may (README, the map). Fails, naming
+# Dependency gate: each room of the project uses only what it may (docs/layout.md). Fails, naming
 # the file and the edge, on:
 #  - an #include or a target_link_libraries line (direct, or through the targets it links) or a
 #    path into another room's directory in a CMakeLists.txt, that is a forbidden edge

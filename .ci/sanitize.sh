@@ -4,6 +4,10 @@
 #   bash .ci/sanitize.sh          # both builds below
 #   bash .ci/sanitize.sh asan     # the whole test suite under AddressSanitizer + UBSan (+ LeakSanitizer)
 #   bash .ci/sanitize.sh tsan     # the tests labelled "agent" under ThreadSanitizer
+#   bash .ci/sanitize.sh agent-lib  # libcutriage.so itself (CUDA on) under ASan + UBSan, loaded by its
+#                                   # host programs: the injection entry, configuration, the CUPTI
+#                                   # subscription failing on a machine without a GPU and with CUDA's
+#                                   # stub driver, the C API misused from many threads
 #
 # Builds with clang (CUTRIAGE_CLANGXX, default clang++-14) into build-san/ and build-tsan/, CUDA
 # off: the agent core and everything the CI tests cover is CUDA-free. Any sanitizer report fails
@@ -21,7 +25,7 @@ cd "$(dirname "$0")/.."
 cxx=${CUTRIAGE_CLANGXX:-clang++-14}
 jobs=$(nproc 2>/dev/null || echo 2)
 modes=("$@")
-if ((${#modes[@]} == 0)); then modes=(asan tsan); fi
+if ((${#modes[@]} == 0)); then modes=(asan tsan agent-lib); fi
 
 configure() {  # build-dir sanitizers
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
@@ -85,10 +89,36 @@ run_tsan() {
   return "$rc"
 }
 
+run_agent_lib() {
+  local build=build-san-agent
+  if [[ ! -d /usr/local/cuda/include ]] && ! command -v nvcc >/dev/null; then
+    echo "sanitize: agent-lib needs the CUDA toolkit (cmake/install-deps.sh installs its CUPTI part)" >&2
+    return 1
+  fi
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCUTRIAGE_CUDA=ON -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON \
+    "-DCUTRIAGE_SANITIZE=address;undefined" -DCUTRIAGE_ASAN_SHARED_RUNTIME=ON >/dev/null
+  cmake --build "$build" -j "$jobs" --target cutriage_agent cutriage_load_agent cutriage_api_misuse
+  local reports="$PWD/$build/sanitizer-reports"
+  rm -rf "$reports" && mkdir -p "$reports"
+  local rc=0
+  ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1:log_path=$reports/asan" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan" \
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" -R '^agent\.(library_exports_and_failures|api_misuse)$' || rc=$?
+  # Both tests must have run: a filter that matches nothing would pass silently.
+  if [[ $(ctest --test-dir "$build" -N -R '^agent\.(library_exports_and_failures|api_misuse)$' | grep -c 'Test *#') != 2 ]]; then
+    echo "sanitize: agent-lib: the two library tests are not defined in $build" >&2
+    rc=1
+  fi
+  check_reports "$reports" || rc=1
+  return "$rc"
+}
+
 for mode in "${modes[@]}"; do
   case $mode in
     asan) run_asan ;;
     tsan) run_tsan ;;
-    *) echo "usage: $0 [asan] [tsan]" >&2; exit 1 ;;
+    agent-lib) run_agent_lib ;;
+    *) echo "usage: $0 [asan] [tsan] [agent-lib]" >&2; exit 1 ;;
   esac
 done

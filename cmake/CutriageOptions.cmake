@@ -8,6 +8,8 @@ option(CUTRIAGE_WERROR "Treat compiler warnings as errors (CI turns this on)" OF
 option(CUTRIAGE_BUILD_FUZZERS "Build the libFuzzer targets in tests/fuzz (clang only; .ci/fuzz.sh)" OFF)
 set(CUTRIAGE_SANITIZE "" CACHE STRING
     "Sanitizers for the project's own targets, ';'-separated: address, undefined, thread")
+option(CUTRIAGE_ASAN_SHARED_RUNTIME
+       "With CUTRIAGE_SANITIZE=address (clang): link clang's shared ASan runtime, so that the injected library can be instrumented too" OFF)
 set(CUTRIAGE_CUDA "AUTO" CACHE STRING
     "Build the CUPTI targets (agent, collectors) and the zoo: AUTO (when the toolkit is found), ON, OFF")
 set_property(CACHE CUTRIAGE_CUDA PROPERTY STRINGS AUTO ON OFF)

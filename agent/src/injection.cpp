@@ -26,7 +26,7 @@ namespace cutriage::agent {
 namespace {
 
 // A thresholds file is a few dozen lines; 1 MiB is far beyond any real one and still nothing to
-// the application's memory (README, CUTRIAGE_THRESHOLDS).
+// the application's memory (docs/configuration.md, CUTRIAGE_THRESHOLDS).
 constexpr size_t kMaxThresholdsFileBytes = size_t{1} << 20;
 
 struct Global {

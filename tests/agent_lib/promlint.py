@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The lint rules of `promtool check metrics` (Prometheus' promlint), applied to a .prom file.
 
-promtool cannot be installed where CI runs (no network), so this applies the rules it applies,
-written from prometheus/client_golang's testutil/promlint and the text format's parser:
+promtool itself runs in agent.promtool where it is installed (Debian prometheus) and that test is
+skipped where it is not; this applies the rules it applies without it, written from
+prometheus/client_golang's testutil/promlint and the text format's parser:
 
   parse      every line is a comment, "# HELP name text", "# TYPE name type" or a sample
              `name{label="value",...} number`; a metric's HELP and TYPE come at most once each and

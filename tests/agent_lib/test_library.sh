@@ -150,7 +150,7 @@ printf 'x' >"$tmpdir/files/big" && truncate -s 2M "$tmpdir/files/big"
 run CUTRIAGE_THRESHOLDS="$tmpdir/files/big"
 check "CUTRIAGE_THRESHOLDS over 1 MiB: refused, naming the limit (got: $err)" \
   bash -c "grep -q 'CUTRIAGE_THRESHOLDS=.*is larger than 1 MiB' <<<'$err' && grep -q 'off for this run' <<<'$err'"
-# The README's example: session checks' thresholds are overridden like the rules' (before: "no rule
+# docs/engine.md's example: session checks' thresholds are overridden like the rules' (before: "no rule
 # 'session.d2a.idle_gaps'" turned the agent off).
 printf 'session.d2a.idle_gaps.max_idle_pct = 20\n' >"$tmpdir/files/session.txt"
 run CUTRIAGE_THRESHOLDS="$tmpdir/files/session.txt"

@@ -128,7 +128,7 @@ expect "--thresholds long value: exit 7" 7 "\(100001 characters\)" -- \
   "$bin" triage --ncu-csv "$csv" --thresholds "$tmp/long.thresholds" -o "$tmp/x.pb"
 check "--thresholds long value: the message is one short line" test "$(wc -c <"$tmp/err")" -lt 300
 printf 'session.d2a.idle_gaps.max_idle_pct = 20\n' >"$tmp/session.thresholds"
-expect "--thresholds with a session check's threshold (README)" 0 "1 kernel triaged" -- \
+expect "--thresholds with a session check's threshold (docs/engine.md)" 0 "1 kernel triaged" -- \
   "$bin" triage --ncu-csv "$csv" --thresholds "$tmp/session.thresholds" -o "$tmp/x.pb"
 expect "rules lists the session checks' thresholds" 0 "threshold session.d2a.idle_gaps.max_idle_pct = 10" -- "$bin" rules
 

@@ -8,6 +8,7 @@
 #   PHASE=mlp bash tests/gpu/run_graph_verdicts.sh      # the MLP in deep mode only
 #   PHASE=always bash tests/gpu/run_graph_verdicts.sh   # always-on at the default budget: the MLP
 #                                                       # loop timed plain and under the agent
+#   PHASE=always-compile bash ...                       # the same for torch.compile reduce-overhead
 # On the device, carry .carry (protozero headers). AO_SECONDS (default 240) sets the always-on run.
 set -u -o pipefail
 out="${OUT:-$PWD/gpu-out}"
@@ -83,13 +84,24 @@ if [ "$phase" = deep ]; then
   echo "gpu_graphs under the agent (select all): exit $? ($(tail -1 "$logs/graphs.out"))" >>"$sum"
   verdicts "$out/gpu_graphs.pb"
 fi
-if [ "$phase" = always ]; then
+if [ "$phase" = always ] || [ "$phase" = always-compile ]; then
+  # Always-on at the default budget: the workload timed plain, then under the agent for AO_SECONDS.
+  # The file keeps 20,000 timeline events (the statistics cover every execution) so that it can be
+  # committed under tests/data/graphs/ for CI's replay.
   secs="${AO_SECONDS:-240}"
-  run_one mlp.plain.timed python3 "$w/graph_mlp.py" 0 60
-  run_one mlp.ao env CUTRIAGE_MODE=always-on CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run \
-    -o "$out/graph_mlp-always-on.pb" -- python3 "$w/graph_mlp.py" 0 "$secs"
-  verdicts "$out/graph_mlp-always-on.pb"
+  if [ "$phase" = always ]; then
+    wl=graph_mlp name=graph_mlp
+  else
+    wl=compile_reduce_overhead name=compile_reduce_overhead
+    export TORCHINDUCTOR_CACHE_DIR="$logs/inductor"
+    run_one c.fill python3 "$w/$wl.py" 50
+  fi
+  run_one "$name.plain.timed" python3 "$w/$wl.py" 0 60
+  run_one "$name.ao" env CUTRIAGE_MODE=always-on CUTRIAGE_TRACE_MAX_EVENTS=20000 CUTRIAGE_LOG_LEVEL=info \
+    CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run -o "$out/$name-always-on.pb" -- python3 "$w/$wl.py" 0 "$secs"
+  verdicts "$out/$name-always-on.pb"
   grep -E "graph|budget|complete" "$logs/agent.log" | head -40 >>"$sum"
+  unset TORCHINDUCTOR_CACHE_DIR
 fi
 tar -C "$logs" --exclude='inductor' -czf "$out/logs-$phase.tgz" .
 echo "total: $(( $(date +%s) - t0 )) s" >>"$sum"

@@ -59,7 +59,7 @@ TEST_CASE("threshold override messages do not echo a long value in full", "[fram
 }
 
 TEST_CASE("the session checks' thresholds are overridden like the rules'", "[framework]") {
-  // The README's example; before, "no rule 'session.d2a.idle_gaps'" turned the agent off.
+  // docs/engine.md's example; before, "no rule 'session.d2a.idle_gaps'" turned the agent off.
   Thresholds t;
   REQUIRE_FALSE(t.parse("session.d2a.idle_gaps.max_idle_pct = 20\n").has_value());
   CHECK(t.override_for("session.d2a.idle_gaps.max_idle_pct") == 20.0);
