@@ -61,6 +61,24 @@ void note_spellings(CLI::App& app, const std::vector<std::string>& args, bool pr
   }
 }
 
+// "-c=5" as "-c5": CLI11 would take "=5" for the value of a short flag, and `-o=out.pb` would
+// write a file named "=out.pb". Only up to where the options end, as note_spellings.
+std::vector<std::string> short_equals_split(CLI::App& app, std::vector<std::string> args, bool prefix) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;
+    if (!is_flag_token(a)) {
+      if (prefix) break;
+      continue;
+    }
+    const CLI::Option* option = app.get_option_no_throw(flag_name(a));
+    if (option == nullptr || !takes_value(option)) continue;
+    if (a.rfind("--", 0) != 0 && a.size() > 3 && a[2] == '=') a.erase(2, 1);
+    if (!has_inline_value(a)) ++i;  // its value, whatever it looks like
+  }
+  return args;
+}
+
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 void usage_hint(std::ostream& err, const Program& program, const Command* command) {
@@ -431,7 +449,8 @@ Parsed parse(const Program& program, const std::vector<std::string>& args, std::
   CLI::App& app = *parsed.app;
   Runner runner = command->bind(app, *parsed.spelling);
   // CLI11 takes the arguments last first.
-  std::vector<std::string> rest(args.begin() + 1, args.end());
+  const std::vector<std::string> rest =
+      short_equals_split(app, std::vector<std::string>(args.begin() + 1, args.end()), command->prefix_command);
   note_spellings(app, rest, command->prefix_command, *parsed.spelling);
   std::vector<std::string> reversed(rest.rbegin(), rest.rend());
   try {

@@ -175,7 +175,7 @@ TEST_CASE("cli: run takes ncu's short forms and maps every flag to the agent's v
     seen = r;
     return 0;
   });
-  Outcome o = parse_with(capture, {"run", "-k", "regex:gemm", "-c", "2", "-s", "3", "-o",
+  Outcome o = parse_with(capture, {"run", "-k", "regex:gemm", "-c", "2", "-s=3", "-o",
                                    "out-%p.pb", "--select=all", "--quiet", "./app", "-c", "9", "--help"});
   INFO(o.err);
   REQUIRE(o.code == 0);
