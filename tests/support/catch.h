@@ -4,6 +4,8 @@
 #if __has_include(<catch2/catch_test_macros.hpp>)
 #include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
+// v2 lets tests write Approx unqualified; so does v3 through this.
+using Catch::Approx;
 #else
 #include <catch2/catch.hpp>
 #endif
