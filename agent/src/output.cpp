@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,14 @@ namespace {
 std::string errno_text(int err) { return std::generic_category().message(err); }
 
 }  // namespace
+
+std::string with_pid(const std::string& path, long pid) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  const bool has_extension = dot != std::string::npos && dot > 0 && (slash == std::string::npos || dot > slash + 1);
+  const std::string tag = "." + std::to_string(pid);
+  return has_extension ? path.substr(0, dot) + tag + path.substr(dot) : path + tag;
+}
 
 int open_output_file(const std::string& path, bool exclusive, unsigned mode, std::string* error) {
   // O_NONBLOCK: opening a FIFO for writing blocks until a reader comes; refused below instead.
@@ -52,8 +61,22 @@ int open_output_file(const std::string& path, bool exclusive, unsigned mode, std
   }
   // Blocking writes from here: a regular file never blocks on O_NONBLOCK anyway, but say so.
   (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // Every output is held under an exclusive advisory lock for as long as it is open (the lock goes
+  // with the descriptor): a file another live agent is writing is never truncated under it. Seen
+  // on the H200: torch.compile's compile workers inherit CUDA_INJECTION64_PATH and the output
+  // name, and the first worker's agent truncated the application's file while it was written.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (error != nullptr) {
+      *error = err == EWOULDBLOCK ? std::string("is being written by another process") : errno_text(err);
+    }
+    errno = err == EWOULDBLOCK ? EBUSY : err;
+    return -1;
+  }
   if (!exclusive) {
-    // An earlier output at the same name: ours to replace, with the permissions asked for.
+    // An earlier output at the same name, no longer written: ours to replace, with the
+    // permissions asked for.
     if (::ftruncate(fd, 0) != 0 || ::fchmod(fd, static_cast<mode_t>(mode)) != 0) {
       const int err = errno;
       ::close(fd);
@@ -97,6 +120,17 @@ class FileSink final : public RecordSink {
     std::string why;
     if (!options_.sequence) {
       fd_ = open_output_file(path_, /*exclusive=*/false, options_.mode, &why);
+      if (fd_ < 0 && errno == EBUSY) {
+        // Another process (a child that inherited the configuration) writes that name: this one
+        // writes beside it, the pid before the extension, rather than destroy its file.
+        const std::string taken = path_;
+        path_ = with_pid(taken, static_cast<long>(::getpid()));
+        fd_ = open_output_file(path_, /*exclusive=*/false, options_.mode, &why);
+        if (fd_ >= 0) {
+          log_.warn(taken + " is being written by another process (CUTRIAGE_OUTPUT without %p, inherited by a "
+                    "child process?); this process (pid " + std::to_string(::getpid()) + ") writes " + path_);
+        }
+      }
       return fd_ >= 0 || fail("cannot create", why);
     }
     // %n: the first free number, claimed atomically (the path given at construction is only the

@@ -56,10 +56,17 @@ struct OutputFileOptions {
 // (O_NOFOLLOW), never blocking (a FIFO is refused, not waited on), only a regular file. With
 // `exclusive`, only a file it creates (O_EXCL: false with errno EEXIST when the name is taken);
 // otherwise an existing regular file is truncated and given `mode`. Returns the descriptor, or -1
-// with *error saying why (errno is kept).
+// with *error saying why (errno is kept). The file stays under an exclusive flock(2) while the
+// descriptor is open; one that another open descriptor holds (another live agent writing it) is
+// left as it is: -1 with errno EBUSY.
 int open_output_file(const std::string& path, bool exclusive, unsigned mode, std::string* error);
 
-// A file created (truncated) on the first append, through open_output_file. Failures (cannot
+// `path` with ".PID" before its extension ("out.pb" -> "out.1897.pb"; "out" -> "out.1897"): where
+// a process writes when another live process holds `path`.
+std::string with_pid(const std::string& path, long pid);
+
+// A file created (truncated) on the first append, through open_output_file; when another process
+// is writing that name, with_pid(path) instead (a warning names both). Failures (cannot
 // create, not a regular file, disk full) are logged once as an error naming the path and the
 // reason.
 std::unique_ptr<RecordSink> make_file_sink(std::string path, Logger& log, OutputFileOptions options = {});

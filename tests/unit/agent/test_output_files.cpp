@@ -148,3 +148,41 @@ TEST_CASE("config: CUTRIAGE_OUTPUT_MODE takes an octal mode the owner can read a
     CHECK(r.issues[0].message.find("octal") != std::string::npos);
   }
 }
+
+TEST_CASE("output files: a file another agent is writing is never truncated; this one writes NAME.PID.pb",
+          "[agent][output]") {
+  // Seen on the H200: torch.compile's compile workers inherit CUTRIAGE_OUTPUT=run.pb, and a worker's
+  // agent truncated the application's run.pb while it was being written; the application's later
+  // records then followed 965,023 zero bytes and the file read as torn after its 6th record.
+  // Two sinks of one process hold two descriptors, which flock(2) treats like two processes.
+  TempDir d;
+  agent::Logger log;
+  log_to(log, d.path / "log.txt");
+  const std::string path = (d.path / "run.pb").string();
+  auto application = agent::make_file_sink(path, log);
+  REQUIRE(application->append("application: header;"));
+  auto worker = agent::make_file_sink(path, log);
+  REQUIRE(worker->append("worker: header;"));
+  REQUIRE(application->append("application: more records"));
+  const std::string beside = agent::with_pid(path, static_cast<long>(::getpid()));
+  CHECK(worker->describe() == beside);
+  CHECK(slurp(path) == "application: header;application: more records");
+  CHECK(slurp(beside) == "worker: header;");
+  const std::string logged = slurp(d.path / "log.txt");
+  CHECK(logged.find("is being written by another process") != std::string::npos);
+  CHECK(logged.find(beside) != std::string::npos);
+  // Once the application's file is closed, a later run replaces it as before.
+  application.reset();
+  auto later = agent::make_file_sink(path, log);
+  REQUIRE(later->append("later"));
+  CHECK(later->describe() == path);
+  CHECK(slurp(path) == "later");
+}
+
+TEST_CASE("output files: with_pid puts the pid before the extension", "[agent][output]") {
+  CHECK(agent::with_pid("run.pb", 42) == "run.42.pb");
+  CHECK(agent::with_pid("/tmp/a.b/run.pb", 42) == "/tmp/a.b/run.42.pb");
+  CHECK(agent::with_pid("/tmp/a.b/run", 42) == "/tmp/a.b/run.42");
+  CHECK(agent::with_pid(".hidden", 42) == ".hidden.42");
+  CHECK(agent::with_pid("dir/.hidden", 42) == "dir/.hidden.42");
+}
