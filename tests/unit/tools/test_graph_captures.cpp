@@ -175,3 +175,61 @@ TEST_CASE("graph captures: families in graphs get verdicts from their graph's co
     CHECK(checked >= 2);
   }
 }
+
+// Always-on at the default budget over a graph-replay loop (tests/gpu/run_graph_verdicts.sh
+// PHASE=always AO_SECONDS=280 on the H200, 2026-12-03; the run's lines in verdicts-run.txt): the
+// graph's kernels get their verdicts from its counters over the application's own replays, the
+// last stage within ten minutes of the agent's start, and the verdicts are deep mode's.
+TEST_CASE("graph captures: always-on at the default budget completes the graph's verdicts within ten minutes",
+          "[graphs][h200][always_on]") {
+  const tools::ReadResult r = load("graph_mlp-always-on.pb");
+  const v1::TraceSummary& ts = summary_of(r);
+  REQUIRE(r.file.records(0).has_session());
+  const v1::SessionHeader& session = r.file.records(0).session();
+  CHECK(session.mode() == "always-on");
+  // The graph_verdicts notices: the last says complete, and when.
+  double complete_after_s = -1;
+  int stages = 0;
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_notice() || rec.notice().code() != "graph_verdicts") continue;
+    ++stages;
+    if (rec.notice().message().find("complete") != std::string::npos) {
+      complete_after_s = static_cast<double>(rec.notice().time_unix_ns() - session.start_time_unix_ns()) * 1e-9;
+    }
+  }
+  CHECK(stages >= 2);
+  REQUIRE(complete_after_s > 0);
+  CHECK(complete_after_s < 600);
+
+  std::map<uint64_t, const v1::KernelProfile*> latest;
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_kernel() || rec.kernel().family_id() == 0) continue;
+    const v1::KernelProfile*& k = latest[rec.kernel().family_id()];
+    if (k == nullptr || rec.kernel().revision() >= k->revision()) k = &rec.kernel();
+  }
+  // Deep mode's verdicts of the same loop, by kernel name.
+  const tools::ReadResult deep = load("graph_mlp-deep.pb");
+  std::map<std::string, int> deep_class;
+  for (const v1::Record& rec : deep.file.records()) {
+    if (rec.has_kernel() && rec.kernel().status() == v1::PROFILE_STATUS_PROFILED) {
+      deep_class[std::string(tools::lookup(deep, rec.kernel().mangled_name_iid()))] =
+          static_cast<int>(rec.kernel().diagnosis().classification());
+    }
+  }
+  int checked = 0;
+  for (const v1::FamilyStats& f : ts.families()) {
+    if (f.total_ns() < 0.05 * ts.total_kernel_ns()) continue;
+    INFO("family " << f.family_id());
+    const v1::KernelProfile* k = latest[f.family_id()];
+    REQUIRE(k != nullptr);
+    CHECK(k->status() == v1::PROFILE_STATUS_PROFILED);
+    REQUIRE(k->has_graph_scope());
+    CHECK(k->graph_scope().replays_profiled() >= 19);
+    CHECK(k->replay_mode() == v1::REPLAY_MODE_APPLICATION);
+    const std::string name(tools::lookup(r, k->mangled_name_iid()));
+    REQUIRE(deep_class.count(name) == 1);
+    CHECK(static_cast<int>(k->diagnosis().classification()) == deep_class[name]);
+    ++checked;
+  }
+  CHECK(checked == 3);
+}
