@@ -18,6 +18,7 @@
 #include "cutriage/triage/rule.h"
 #include "cutriage/wire/writer.h"
 #include "file_reader.h"
+#include "html_report.h"
 #include "import.h"
 #include "ncu_csv.h"
 #include "output_file.h"
@@ -84,7 +85,7 @@ constexpr const char* kTriageHelp =
 
 constexpr const char* kReportHelp =
     "usage: cutriage report FILE.pb [--verbose] [--top N] [--format text|json|csv]\n"
-    "                                [--rows kernels|families]\n"
+    "                                [--rows kernels|families] [--html OUT.html]\n"
     "\n"
     "Per kernel, longest first: the verdict, how far to trust it, the path through the decisions,\n"
     "the numbers behind the verdict, the next action and what it could buy.\n"
@@ -94,6 +95,8 @@ constexpr const char* kReportHelp =
     "                   csv: RFC 4180 with a header row. Columns: docs/exports.md\n"
     "  --rows R         with json or csv: kernels (default), one row per profiled kernel, or\n"
     "                   families, one row per kernel family of the trace summary\n"
+    "  --html OUT.html  write the report as one self-contained HTML page instead (charts inline,\n"
+    "                   nothing loaded from the network; - for stdout): docs/html-report.md\n"
     "exit code 10 for --rows families when the file has no trace.\n";
 
 constexpr const char* kJsonHelp =
@@ -388,8 +391,12 @@ int cmd_report(const std::vector<std::string>& args) {
   tools::ReportOptions options;
   std::optional<tools::TableFormat> format;  // nullopt: text
   std::optional<tools::TableRows> rows;
+  std::string html_path;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--format") {
+    if (args[i] == "--html") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return usage_error("--html needs a file", kReportHelp);
+      html_path = args[++i];
+    } else if (args[i] == "--format") {
       if (i + 1 >= args.size()) return usage_error("--format needs a value: text, json or csv", kReportHelp);
       const std::string& f = args[++i];
       if (f == "json" || f == "jsonl") {
@@ -428,8 +435,21 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   if (path.empty()) return usage_error("which file?", kReportHelp);
   if (rows && !format) return usage_error("--rows goes with --format json or csv", kReportHelp);
+  if (!html_path.empty() && format) return usage_error("--html goes without --format", kReportHelp);
+  if (!html_path.empty() && html_path != "-") {
+    if (int rc = refuse_input_as_output(html_path, {path}); rc != kOk) return rc;
+  }
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);
+  if (!html_path.empty()) {
+    std::string error;
+    if (!tools::write_html_report(r, {}, html_path, error)) {
+      std::cerr << "cutriage: cannot write '" << html_path << "': " << error << "\n";
+      return kWriteFailed;
+    }
+    if (html_path != "-") std::cerr << "cutriage: HTML report -> " << html_path << "\n";
+    return exit_for(r.status);
+  }
   if (format) {
     std::string error;
     const std::string table = tools::render_table(r, *format, rows.value_or(tools::TableRows::kKernels), error);
