@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <iostream>
 #include <map>
@@ -84,6 +85,7 @@ svg .copy { fill: #57606a; } svg .replayed { stroke: #1d2329; stroke-width: 0.6;
 svg .pause { fill: #d8dde3; opacity: 0.6; }
 .legend span.swatch { display: inline-block; width: 10px; height: 10px; margin: 0 4px 0 10px; vertical-align: baseline; }
 table.source td.sass { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; color: var(--muted); word-break: break-all; }
+details summary { cursor: pointer; } details[open] summary { color: var(--muted); }
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 )css";
 
@@ -94,6 +96,41 @@ constexpr size_t kColoredFamilies = sizeof(kPalette) / sizeof(kPalette[0]);
 constexpr const char* kOtherColor = "#afb8c1";
 
 std::string h(std::string_view s) { return escape(s); }
+
+// `s` cut to `width` code points, the cut marked with an ellipsis.
+std::string cut(std::string_view s, size_t width) {
+  size_t seen = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
+    if (seen++ == width) return std::string(s.substr(0, i)) + "\u2026";
+  }
+  return std::string(s);
+}
+
+// A name for a table cell: whole when short; a long one (PyTorch's templates run to 1,000
+// characters) as its start, opening to the whole name with a click (<details>, no script).
+std::string name_html(std::string_view name) {
+  constexpr size_t kShown = 140;
+  const std::string shown = cut(name, kShown);
+  if (shown.size() == name.size()) return h(name);
+  return "<details><summary>" + h(shown) + "</summary>" + h(name) + "</details>";
+}
+
+// A number for a data- attribute, for scripts and tests: nine significant digits, never grouped.
+std::string exact(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// A decade for a log axis: "0.01", "1", "100", "1 k", "10 T".
+std::string decade_label(int d) {
+  if (d >= -3 && d < 3) return num(std::pow(10.0, d));
+  static constexpr const char* kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  const int p = d >= 0 ? std::min(d / 3, 6) : 0;
+  if (d < 0) return "1e" + std::to_string(d);
+  return num(std::pow(10.0, d - 3 * p)) + " " + kPrefix[p];
+}
 
 // "memory bound" -> "cls-memory-bound", for the verdict's colour.
 std::string classification_class(const v1::Diagnosis& d) {
@@ -265,7 +302,7 @@ void render_families(std::ostringstream& out, const Context& c) {
     const char* color = rank < kColoredFamilies ? kPalette[rank] : kOtherColor;
     out << "<tr><td class=\"num\">" << (i + 1) << "</td><td class=\"name\"><span class=\"swatch\" style=\"display:"
         << "inline-block;width:9px;height:9px;margin-right:5px;background:" << color << "\"></span>"
-        << h(family_name(c.file, fs.family_id())) << "</td><td class=\"num\">" << h(with_commas(fs.launches()))
+        << name_html(family_name(c.file, fs.family_id())) << "</td><td class=\"num\">" << h(with_commas(fs.launches()))
         << "</td><td class=\"num\">" << h(fs.total_ns() > 0 ? short_duration(fs.total_ns()) : "-")
         << "</td><td class=\"num\">" << h(fs.mean_ns() > 0 ? short_duration(fs.mean_ns()) : "-")
         << "</td><td class=\"num\">" << h(percent(fs.time_share(), 1.0)) << "</td><td><span class=\"bar\" style=\"width:"
@@ -448,8 +485,9 @@ void render_timeline(std::ostringstream& out, const Context& c) {
   if (c.summary != nullptr) {
     const size_t n = std::min<size_t>(kColoredFamilies, static_cast<size_t>(c.summary->families_size()));
     for (size_t i = 0; i < n; ++i) {
-      out << "<span class=\"swatch\" style=\"background:" << kPalette[i] << "\"></span>"
-          << h(family_name(c.file, c.summary->families(static_cast<int>(i)).family_id()));
+      const std::string name = family_name(c.file, c.summary->families(static_cast<int>(i)).family_id());
+      out << "<span class=\"swatch\" style=\"background:" << kPalette[i] << "\"></span><span title=\"" << h(name)
+          << "\">#" << (i + 1) << " " << h(cut(name, 48)) << "</span>";
     }
   }
   out << "<span class=\"swatch\" style=\"background:" << kOtherColor << "\"></span>other kernels"
@@ -488,12 +526,12 @@ void render_roofline(std::ostringstream& out, const Context& c, const v1::Kernel
   for (int d = xa.lo; d <= xa.hi; ++d) {
     const double x = xa.at(std::pow(10.0, d));
     svg.line(x, y0, x, y1, "grid");
-    svg.text(x, y0 + 15, html::si(std::pow(10.0, d)), "label-muted", "middle");
+    svg.text(x, y0 + 15, decade_label(d), "label-muted", "middle");
   }
   for (int d = ya.lo; d <= ya.hi; ++d) {
     const double y = ya.at(std::pow(10.0, d));
     svg.line(x0, y, x1, y, "grid");
-    svg.text(x0 - 6, y + 4, html::si(std::pow(10.0, d)), "label-muted", "end");
+    svg.text(x0 - 6, y + 4, decade_label(d), "label-muted", "end");
   }
   svg.line(x0, y0, x1, y0, "axis");
   svg.line(x0, y0, x0, y1, "axis");
@@ -533,8 +571,8 @@ void render_roofline(std::ostringstream& out, const Context& c, const v1::Kernel
                             " of the roof there)";
     svg.circle(cx, cy, 6, std::string("roof-point ") + (pt.precision == "FP64" ? "fp64" : "fp32"), tip,
                "data-precision=\"" + pt.precision + "\" data-intensity=\"" + html::num(pt.intensity()) +
-                   "\" data-intensity-exact=\"" + fmt(pt.intensity(), 9) + "\" data-flops=\"" +
-                   fmt(pt.flops_per_s(), 9) + "\"");
+                   "\" data-intensity-exact=\"" + exact(pt.intensity()) + "\" data-flops=\"" +
+                   exact(pt.flops_per_s()) + "\"");
     svg.text(cx + 9, cy + 4, pt.precision, "");
   }
 
@@ -603,12 +641,18 @@ void render_source(std::ostringstream& out, const Context& c, const v1::KernelPr
     const SourceLineSamples& line = lines[i];
     if (line.stall_samples == 0) break;
     const SampledInstruction& hottest = view.pcs[line.hottest];
-    const std::string location = line.file.empty()
-                                     ? "pc " + pc_hex(line.pc_offset) + " in " + line.function
-                                     : line.file + ":" + std::to_string(line.line);
+    // Without a line table the PC names the place; "in f" only for a function other than the kernel.
+    const std::string kernel_mangled(lookup(c.file, k.mangled_name_iid()));
+    const std::string location =
+        line.file.empty()
+            ? "pc " + pc_hex(line.pc_offset) + (line.function == kernel_mangled ? "" : " in " + function_label(line.function))
+            : line.file + ":" + std::to_string(line.line);
     std::string text = hottest.sass.empty() ? sass.instruction(c.file, pcs, hottest.function, hottest.pc_offset)
                                             : hottest.sass;
     std::string where = pc_hex(hottest.pc_offset);
+    if (!line.file.empty() && !hottest.function.empty() && hottest.function != kernel_mangled) {
+      where += " in " + function_label(hottest.function);
+    }
     if (!hottest.inlined_file.empty()) {
       where += " (inlined from " + hottest.inlined_file + ":" + std::to_string(hottest.inlined_line) + ")";
     }
@@ -666,17 +710,13 @@ void render_kernel(std::ostringstream& out, const Context& c, const v1::KernelPr
   }
 
   out << "<dl class=\"facts\">\n<dt>launch</dt><dd>" << h(launch) << "</dd>\n";
-  if (k.passes() > 0 || k.combined_launch_indices_size() > 0) {
-    std::string collected;
-    if (k.launch_index() != 0) collected = "launch #" + std::to_string(k.launch_index());
-    for (uint64_t li : k.combined_launch_indices()) collected += " + #" + std::to_string(li);
-    if (k.replay_mode() == v1::REPLAY_MODE_NONE) {
-      collected += (collected.empty() ? "" : ", ") + std::string("one pass each, no replay");
-    } else if (k.passes() > 0) {
-      collected += (collected.empty() ? "" : ", ") + std::to_string(k.passes()) +
-                   (k.passes() == 1 ? " replay pass" : " replay passes");
-    }
+  if (const std::string collected = collected_text(k); !collected.empty()) {
     out << "<dt>collected</dt><dd>" << h(collected) << "</dd>\n";
+  }
+  if (k.rejected_metrics_size() > 0) {
+    std::string rejected;
+    for (int i = 0; i < k.rejected_metrics_size(); ++i) rejected += (i != 0 ? ", " : "") + k.rejected_metrics(i);
+    out << "<dt>not collectable</dt><dd>on this GPU: <code>" << h(rejected) << "</code></dd>\n";
   }
   if (k.has_graph_scope()) {
     out << "<dt>counters</dt><dd>" << h("the whole graph " + std::to_string(k.graph_scope().graph_id()) +
@@ -814,7 +854,7 @@ std::string render_html_report(const ReadResult& file, const HtmlReportOptions& 
   if (!c.kernels.unprofiled.empty()) {
     out << "<section id=\"not-profiled\"><h2>Not profiled</h2>\n<ul class=\"plain\">\n";
     for (const v1::KernelProfile* k : c.kernels.unprofiled) {
-      out << "<li><span class=\"name\">" << h(kernel_name(file, *k)) << "</span>: "
+      out << "<li><span class=\"name\">" << name_html(kernel_name(file, *k)) << "</span>: "
           << h(enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_"));
       if (!k->status_detail().empty()) out << " (" << h(k->status_detail()) << ")";
       out << "</li>\n";

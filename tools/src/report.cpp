@@ -110,12 +110,6 @@ std::string fit_tail(std::string_view s, size_t width) {
   return "\u2026" + std::string(s.substr(i));
 }
 
-// "helper" for "_Z6helperf": how a device function is named next to a PC.
-std::string function_label(std::string_view mangled) {
-  std::string base = function_base_name(demangle(mangled));
-  return base.empty() ? std::string(mangled) : base;
-}
-
 // PC sampling of the kernel (KernelProfile.pc_sampling): the source lines holding the most stall
 // samples, each with its share of the kernel's stall samples, its dominant stall reason and the
 // instruction of its hottest PC; then the totals and what limits them (dropped samples, a full
@@ -341,23 +335,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   if (k.unprofiled_duration_ns() > 0) out << ", " << duration(k.unprofiled_duration_ns()) << " unprofiled";
   if (k.time_share() > 0) out << "; " << fmt(100 * k.time_share()) << "% of captured time";
   out << "\n";
-  if (k.passes() > 0 || k.combined_launch_indices_size() > 0) {
-    out << "    collected ";
-    if (k.launch_index() != 0) out << "launch #" << k.launch_index();
-    for (uint64_t li : k.combined_launch_indices()) out << " + #" << li;
-    const bool named = k.launch_index() != 0;
-    if (k.replay_mode() == v1::REPLAY_MODE_NONE) {
-      out << (named ? ", " : "") << "one pass each, no replay";
-    } else if (k.passes() > 0) {
-      const std::string passes = std::to_string(k.passes()) + (k.passes() == 1 ? " replay pass" : " replay passes");
-      if (!named) {
-        out << passes;  // an import: which launch ncu chose is not recorded
-      } else {
-        out << ", " << (k.combined_launch_indices_size() > 0 ? "the last in " : "in ") << passes;
-      }
-    }
-    out << "\n";
-  }
+  if (const std::string collected = collected_text(k); !collected.empty()) out << "    collected " << collected << "\n";
   if (k.has_graph_scope()) {
     render_graph_scope(out, k);
   } else if (k.assembled_launches_size() > 0) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "cutriage/base/demangle.h"
 #include "cutriage/base/numbers.h"
 
 namespace cutriage::tools::model {
@@ -301,6 +302,30 @@ std::string kernel_name(const ReadResult& file, const v1::KernelProfile& k) {
   if (name.empty()) name = std::string(lookup(file, k.mangled_name_iid()));
   if (name.empty()) name = "(unnamed kernel)";
   return name;
+}
+
+std::string function_label(std::string_view mangled) {
+  std::string base = function_base_name(demangle(mangled));
+  return base.empty() ? std::string(mangled) : base;
+}
+
+std::string collected_text(const v1::KernelProfile& k) {
+  if (k.passes() == 0 && k.combined_launch_indices_size() == 0) return {};
+  std::string out;
+  if (k.launch_index() != 0) out += "launch #" + std::to_string(k.launch_index());
+  for (uint64_t li : k.combined_launch_indices()) out += " + #" + std::to_string(li);
+  const bool named = k.launch_index() != 0;
+  if (k.replay_mode() == v1::REPLAY_MODE_NONE) {
+    out += std::string(named ? ", " : "") + "one pass each, no replay";
+  } else if (k.passes() > 0) {
+    const std::string passes = std::to_string(k.passes()) + (k.passes() == 1 ? " replay pass" : " replay passes");
+    if (!named) {
+      out += passes;  // an import: which launch ncu chose is not recorded
+    } else {
+      out += std::string(", ") + (k.combined_launch_indices_size() > 0 ? "the last in " : "in ") + passes;
+    }
+  }
+  return out;
 }
 
 // ---- the verdict ----------------------------------------------------------------------------

@@ -61,6 +61,14 @@ bool is_profiled(const cutriage::v1::KernelProfile& k);
 // name, else "(unnamed kernel)". Raw bytes from the file: each view escapes them for its medium.
 std::string kernel_name(const ReadResult& file, const cutriage::v1::KernelProfile& k);
 
+// "helper" for "_Z6helperf": how a device function is named next to a PC (its demangled base
+// name, else the mangled name).
+std::string function_label(std::string_view mangled);
+
+// How the counters were collected: "launch #63 + #48, the last in 4 replay passes", "38 replay
+// passes" (an import), "launch #5, one pass each, no replay"; "" when the record does not say.
+std::string collected_text(const cutriage::v1::KernelProfile& k);
+
 // ---- the verdict ---------------------------------------------------------------------------
 
 // "CLASSIFICATION_MEMORY_BOUND" + headline "memory_bound: DRAM" -> "MEMORY BOUND - DRAM".
