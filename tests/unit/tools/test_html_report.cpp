@@ -311,7 +311,7 @@ TEST_CASE("html: nothing on the page reaches for the network", "[html]") {
   }
 }
 
-TEST_CASE("html: the timeline draws the trace per stream; a file without one says so", "[html]") {
+TEST_CASE("html: the timeline draws the trace per stream, a file without one says so", "[html]") {
   const tools::ReadResult r = read(kData / "agent-split" / "torch_loop.pb");
   const std::string page = tools::render_html_report(r, pinned_options());
   std::smatch m;
