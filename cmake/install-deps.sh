@@ -13,6 +13,7 @@ packages=(
   catch2                              # tests (v2.13 on Debian 12; v3 also works)
   python3                             # cli.trace_export reads `cutriage trace` output with json
   python3-prometheus-client           # agent.prometheus_parses reads the Prometheus export
+  chromium                            # cli.html_chromium renders `report --html` headless
   # Quality gates (.ci/sanitize.sh, fuzz.sh, tidy.sh): clang with the sanitizer and libFuzzer
   # runtimes, clang-tidy, and llvm-symbolizer for readable sanitizer stacks.
   clang-14 libclang-rt-14-dev clang-tidy-14 llvm-14
