@@ -167,14 +167,24 @@ std::string hardware_limit_text(const v1::Diagnosis& d) {
   for (const auto& visit : d.path()) {
     for (const auto& c : visit.checks()) {
       if (c.rule_id() != "d7.limiter_near_peak" || c.outcome() != v1::OUTCOME_FIRED) continue;
+      // The deciding number; in files written before evidence was marked deciding, the unit
+      // nearest its peak (the one the check names), never the engine's routing bookkeeping
+      // (before: "cutriage__routed_regime runs at 3% of its peak").
       std::string unit;
       double value = 0;
       for (const auto& e : c.evidence()) {
-        if (e.deciding() || unit.empty()) {
+        if (e.deciding()) {
+          unit = e.metric();
+          value = e.value();
+          break;
+        }
+        if (e.metric().rfind("cutriage__routed", 0) == 0) continue;
+        const bool pct = e.metric().find("pct_of_peak") != std::string::npos;
+        const bool best_pct = unit.find("pct_of_peak") != std::string::npos;
+        if (unit.empty() || (pct && (!best_pct || e.value() > value))) {
           unit = e.metric();
           value = e.value();
         }
-        if (e.deciding()) break;
       }
       double limit = 80;
       for (const auto& t : c.thresholds()) {

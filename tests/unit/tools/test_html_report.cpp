@@ -124,6 +124,10 @@ TEST_CASE("html: every profiled kernel's verdict and evidence, in the text repor
     const tools::model::ReportKernels kernels = tools::model::report_kernels(r);
     REQUIRE(!kernels.profiled.empty());
     CHECK(text.find(std::to_string(kernels.profiled.size()) + " profiled kernel") != std::string::npos);
+    // Decision 7 names a unit, never the engine's routing bookkeeping (files from before evidence
+    // was marked deciding open the check's evidence with it).
+    CHECK(text.find("Decision 7: cutriage__") == std::string::npos);
+    CHECK(page.find("Decision 7: cutriage__") == std::string::npos);
     for (size_t i = 0; i < kernels.profiled.size(); ++i) {
       const v1::KernelProfile& k = *kernels.profiled[i];
       const v1::Diagnosis& d = k.diagnosis();
@@ -320,9 +324,15 @@ TEST_CASE("html: the timeline draws the trace per stream, a file without one say
   CHECK(page.find("<rect class=\"kernel") != std::string::npos);
   CHECK(page.find("<rect class=\"copy") != std::string::npos);
   // Boxes are merged below a pixel: far fewer than the trace's 369 executions and copies.
-  const size_t boxes = all_matches(page, std::regex("(<rect class=\"(kernel|copy))")).size();
+  const size_t first = page.find("<svg class=\"timeline\"");
+  const std::string strip = page.substr(first, page.find("</svg>", first) - first);
+  const size_t boxes = all_matches(strip, std::regex("(<rect class=\"(kernel|copy))")).size();
   CHECK(boxes > 20);
   CHECK(boxes < 369);
+  // The GPU is busy a quarter of the span: a second strip zooms on the busiest stretch, marked on
+  // the first.
+  CHECK(strip.find("<rect class=\"zoom-mark\"") != std::string::npos);
+  CHECK(page.find("aria-label=\"zoomed timeline of GPU 0 (NVIDIA H200)") != std::string::npos);
 
   // An ncu import has no trace.
   const tools::ReadResult imported = tools::read_cutriage_bytes([] {
