@@ -19,6 +19,8 @@
 #include "file_reader.h"
 #include "html_report.h"
 #include "html_svg.h"
+#include "nvdisasm_stub.h"
+#include "pc_sampling_fixture.h"
 #include "report.h"
 #include "report_model.h"
 #include "report_text.h"
@@ -379,4 +381,27 @@ TEST_CASE("table export: one kernel row per kernel as the text report counts the
     CHECK(testing::lines_of(csv).size() == n + 1);
   }
   CHECK(merged_somewhere);
+}
+
+TEST_CASE("html: hot source lines with the SASS of their hottest instruction (SYNTHETIC samples)", "[html]") {
+  // pc_sampling_fixture.h's made-up samples, disassembled by the nvdisasm stand-in.
+  const std::string dir = testing::temp_dir("html");
+  testing::write_fake_nvdisasm(dir + "/nvdisasm", testing::SyntheticPc::kKernelCodeBytes);
+  const tools::ReadResult r = tools::read_cutriage_bytes(testing::synthetic_pc_file());
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  tools::HtmlReportOptions options;
+  options.nvdisasm = testing::nvdisasm_only_in(dir);
+  const std::string page = tools::render_html_report(r, options);
+  const size_t at = page.find("<table class=\"source\">");
+  REQUIRE(at != std::string::npos);
+  const std::string table = page.substr(at, page.find("</table>", at) - at);
+  // The text report's first line (test_report_pc.cpp): src/stencil.cu:5, 700 stalls, 72.5%,
+  // long_scoreboard 85.7%, hottest instruction FADD at 0x0110.
+  CHECK(table.find("<td class=\"mono name\">src/stencil.cu:5</td><td class=\"num\">700</td><td class=\"num\">72.5%</td>"
+                   "<td>long_scoreboard 85.7%</td><td class=\"sass\">0x0110  FADD R0, R0, R7</td>") != std::string::npos);
+  CHECK(table.find("0x01a0  STG.E desc[UR4][R2.64], R9") != std::string::npos);
+  // The helper's body the stand-in refuses: its PC without SASS, and the failure said once.
+  CHECK(page.find("0x0010 in helper</td>") != std::string::npos);
+  CHECK(page.find("note: nvdisasm failed on _Z6helperf") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
