@@ -24,6 +24,7 @@
 #include "report.h"
 #include "report_model.h"
 #include "report_text.h"
+#include "roofline.h"
 #include "table_export.h"
 #include "trace_fixture.h"
 
@@ -404,4 +405,56 @@ TEST_CASE("html: hot source lines with the SASS of their hottest instruction (SY
   CHECK(page.find("0x0010 in helper</td>") != std::string::npos);
   CHECK(page.find("note: nvdisasm failed on _Z6helperf") != std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("html: SVG helpers: numbers, SI labels, log axes, roofline peaks", "[html]") {
+  using tools::html::LogAxis;
+  CHECK(tools::html::num(12.5) == "12.5");
+  CHECK(tools::html::num(3.0) == "3");
+  CHECK(tools::html::num(-0.001) == "0");
+  CHECK(tools::html::num(1e30).find('e') == std::string::npos);
+  CHECK(tools::html::num(std::nan("")) == "0");
+  CHECK(tools::html::si(66.9e12) == "66.9 T");
+  CHECK(tools::html::si(4.8143e12) == "4.81 T");
+  CHECK(tools::html::si(512e9) == "512 G");
+  CHECK(tools::html::si(12.34) == "12.3");
+  // Whole decades around the data, at least `min_decades` wide; y axes run upwards.
+  const LogAxis x = LogAxis::covering(0.03, 1.4e3, 100, 600, 3);
+  CHECK(x.lo == -2);
+  CHECK(x.hi == 4);
+  CHECK(x.at(0.01) == Approx(100));
+  CHECK(x.at(1e4) == Approx(600));
+  CHECK(x.at(1) == Approx(100 + 500.0 * 2 / 6));
+  CHECK(x.value_at(x.at(42.0)) == Approx(42.0));
+  const LogAxis y = LogAxis::covering(5e12, 6e12, 300, 20, 3);
+  CHECK(y.hi - y.lo == 3);
+  CHECK(y.at(std::pow(10.0, y.lo)) == Approx(300));
+  CHECK(y.at(std::pow(10.0, y.hi)) == Approx(20));
+  // The H200 defaults, and the file's figures over them.
+  const tools::RooflinePeaks d = tools::h200_default_peaks();
+  CHECK(d.fp32_flops_per_s == Approx(66.9e12).epsilon(0.001));
+  CHECK(d.fp64_flops_per_s == Approx(33.45e12).epsilon(0.001));
+  CHECK(d.dram_bytes_per_s == Approx(4.8e12));
+  CHECK_FALSE(d.compute_from_file);
+  v1::Gpu a100;
+  a100.set_name("NVIDIA A100-SXM4-80GB");
+  a100.set_cc_major(8);
+  a100.set_sm_count(108);
+  a100.set_sm_clock_hz(1.41e9);
+  a100.set_dram_peak_bytes_per_second(2.039e12);
+  const tools::RooflinePeaks p = tools::roofline_peaks(&a100);
+  CHECK(p.compute_from_file);
+  CHECK(p.bandwidth_from_file);
+  CHECK(p.fp32_flops_per_s == Approx(19.49e12).epsilon(0.001));  // A100: 19.5 TFLOP/s FP32
+  CHECK(p.fp64_flops_per_s == Approx(9.75e12).epsilon(0.001));   // and 9.7 FP64 (without tensor cores)
+  CHECK(p.gpu == "NVIDIA A100-SXM4-80GB");
+  v1::Gpu unknown;
+  unknown.set_cc_major(3);
+  unknown.set_sm_count(15);
+  unknown.set_sm_clock_hz(1e9);
+  const tools::RooflinePeaks u = tools::roofline_peaks(&unknown);
+  CHECK_FALSE(u.compute_from_file);
+  CHECK(u.fp32_flops_per_s == Approx(d.fp32_flops_per_s));
+  CHECK(tools::attainable(66.9e12, 4.8e12, 1.0) == Approx(4.8e12));
+  CHECK(tools::attainable(66.9e12, 4.8e12, 100.0) == Approx(66.9e12));
 }
