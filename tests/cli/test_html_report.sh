@@ -63,6 +63,12 @@ fi
 expect_rc 2 "missing input" "$bin" report "$tmp/missing.pb" --html "$tmp/m.html"
 [[ ! -e $tmp/m.html ]] || fail "a page was written for a missing input"
 
+# A torn file: its complete records make the page, and the exit code says it was torn.
+size=$(wc -c <"$torch")
+head -c $((size - 100)) "$torch" >"$tmp/torn.pb"
+expect_rc 4 "torn input" "$bin" report "$tmp/torn.pb" --html "$tmp/torn.html"
+grep -q '</html>' "$tmp/torn.html" || fail "no complete page for a torn input"
+
 # Every committed agent file renders; a file without a trace says so.
 for f in "$data"/agent/*.pb "$data"/graphs/*.pb "$data"/always_on/*.pb; do
   expect_rc 0 "$(basename "$f")" "$bin" report "$f" --html "$tmp/each.html"
