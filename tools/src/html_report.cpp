@@ -44,7 +44,6 @@ h4 { font-size: 14px; margin: 16px 0 6px; }
 code, .mono, td.num { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace; }
 code, .mono { font-size: 12.5px; }
 .muted { color: var(--muted); }
-.source { color: var(--muted); word-break: break-all; margin: 0 0 12px; }
 table { border-collapse: collapse; margin: 6px 0; }
 th, td { text-align: left; padding: 3px 10px 3px 0; vertical-align: top; border-bottom: 1px solid var(--line); }
 th { font-weight: 600; color: var(--muted); font-size: 12.5px; }
@@ -266,13 +265,21 @@ void render_session(std::ostringstream& out, const Context& c) {
   out << "</section>\n";
 }
 
+// Why a file has no trace, in words for the page.
+const char* no_trace_why(const Context& c) {
+  if (c.session != nullptr && c.session->source() == v1::SessionHeader::SOURCE_NCU_CSV) {
+    return "an Nsight Compute import: ncu captures counters, not a timeline";
+  }
+  return "the run was made without tracing";
+}
+
 // ---- families ------------------------------------------------------------------------------
 
 void render_families(std::ostringstream& out, const Context& c) {
   out << "<section id=\"families\"><h2>Kernel families by GPU time</h2>\n";
   if (c.summary == nullptr) {
-    out << "<p class=\"muted\">The file has no trace: the run was made without tracing, so there is no "
-           "application view.</p></section>\n";
+    out << "<p class=\"muted\">The file has no trace (" << no_trace_why(c) << "), so there is no application "
+           "view.</p></section>\n";
     return;
   }
   const v1::TraceSummary& ts = *c.summary;
@@ -527,7 +534,7 @@ void render_timeline(std::ostringstream& out, const Context& c) {
     }
   }
   if (rows.empty() || t1 <= t0) {
-    out << "<p class=\"muted\">The file has no trace: the run was made without tracing.</p></section>\n";
+    out << "<p class=\"muted\">The file has no trace (" << no_trace_why(c) << ").</p></section>\n";
     return;
   }
   for (auto& [key, spans] : rows) {
@@ -944,9 +951,6 @@ std::string render_html_report(const ReadResult& file, const HtmlReportOptions& 
          "<meta name=\"generator\" content=\"cutriage " CUTRIAGE_VERSION "\">\n<title>"
       << h(title) << "</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n";
   out << "<header><h1>" << h(title) << "</h1>\n";
-  if (c.session != nullptr && c.session->source() == v1::SessionHeader::SOURCE_NCU_CSV) {
-    out << "<p class=\"source\">" << h(c.session->source_path()) << "</p>\n";
-  }
   out << "<p class=\"muted\">" << h(plural(c.kernels.profiled.size(), "profiled kernel", "profiled kernels"))
       << ": <a href=\"#session\">session</a> &middot; <a href=\"#families\">families</a> &middot; "
          "<a href=\"#timeline\">timeline</a> &middot; <a href=\"#kernels\">kernels</a></p></header>\n";
