@@ -299,12 +299,8 @@ void render_families(std::ostringstream& out, const Context& c) {
       if (auto it = c.sections.find(k); it != c.sections.end()) {
         verdict += " <a href=\"#k" + std::to_string(it->second) + "\">[" + std::to_string(it->second) + "]</a>";
       }
-    } else if (k != nullptr && fs.selection() == v1::FamilyStats::SELECTION_UNSPECIFIED) {
-      std::string why = "not profiled: " + enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
-      if (!k->status_detail().empty()) why += " (" + k->status_detail() + ")";
-      verdict = "<span class=\"muted\">" + h(why) + "</span>";
     } else {
-      verdict = "<span class=\"muted\">" + h(selection_text(fs)) + "</span>";
+      verdict = "<span class=\"muted\">" + h(not_profiled_text(k, fs)) + "</span>";
     }
     const double share = std::clamp(fs.time_share(), 0.0, 1.0);
     const size_t rank = i;

@@ -668,13 +668,8 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
       if (!k->diagnosis().next_action().empty()) {
         put_wrapped(out, indent + "next: ", indent + "      ", k->diagnosis().next_action());
       }
-    } else if (k != nullptr && fs.selection() == v1::FamilyStats::SELECTION_UNSPECIFIED) {
-      // No selection recorded: the kernel's own record says why it was not profiled.
-      std::string why = "not profiled: " + enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
-      if (!k->status_detail().empty()) why += " (" + k->status_detail() + ")";
-      put_wrapped(out, indent, indent + "  ", why);
     } else {
-      put_wrapped(out, indent, indent + "  ", selection_text(fs));
+      put_wrapped(out, indent, indent + "  ", not_profiled_text(k, fs));
     }
     if (fs.nvtx_path_iids_size() > 0) {
       std::string paths;

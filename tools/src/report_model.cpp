@@ -283,6 +283,14 @@ const v1::KernelProfile* family_profile(const std::vector<const v1::KernelProfil
   return last_profiled != nullptr ? last_profiled : last;
 }
 
+std::string not_profiled_text(const v1::KernelProfile* k, const v1::FamilyStats& fs) {
+  if (k == nullptr || fs.selection() != v1::FamilyStats::SELECTION_UNSPECIFIED) return selection_text(fs);
+  // No selection recorded: the kernel's own record says why it was not profiled.
+  std::string why = "not profiled: " + enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
+  if (!k->status_detail().empty()) why += " (" + k->status_detail() + ")";
+  return why;
+}
+
 // ---- the kernels the report shows --------------------------------------------------------
 
 bool is_profiled(const v1::KernelProfile& k) {

@@ -107,5 +107,8 @@ const cutriage::v1::KernelProfile* family_profile(const std::vector<const cutria
                                                   const cutriage::v1::FamilyStats& fs);
 // Why a family has no verdict, from the agent's selection: "not profiled: ...".
 std::string selection_text(const cutriage::v1::FamilyStats& fs);
+// Why a family whose record `k` (family_profile; may be null) is not profiled has no verdict: the
+// agent's selection, or without one recorded the record's own status ("not profiled: skipped (...)").
+std::string not_profiled_text(const cutriage::v1::KernelProfile* k, const cutriage::v1::FamilyStats& fs);
 
 }  // namespace cutriage::tools::model
