@@ -18,6 +18,7 @@ packages=(
   # server (agent.promtool, agent.prometheus_server), node_exporter's textfile collector
   # (agent.prometheus_server), `go tool pprof` (cli.pprof_go). Their services are stopped below.
   prometheus prometheus-node-exporter golang-go
+  chromium                            # cli.html_chromium renders `report --html` headless
   # Quality gates (.ci/sanitize.sh, fuzz.sh, tidy.sh): clang with the sanitizer and libFuzzer
   # runtimes, clang-tidy, and llvm-symbolizer for readable sanitizer stacks.
   clang-14 libclang-rt-14-dev clang-tidy-14 llvm-14

@@ -42,7 +42,9 @@ def load_jsonl(text):
         rows.append(json.loads(line, parse_constant=lambda c: failures.append(f"non-finite {c}")))
     return rows
 
-# Kernel rows: torch_loop (agent-split) has 8 profiled kernels, rewritten records (revision 1).
+# Kernel rows: torch_loop (agent-split) has 8 profiled kernels in 13 launches, rewritten records
+# (revision 1); adaptive collection combined 5 of the launches into a later one's record
+# (combinedLaunchIndices). One row per kernel as the text report counts them, not per launch.
 f = f"{data}/agent-split/torch_loop.pb"
 rows = load_jsonl(run("report", f, "--format", "json").stdout.decode())
 records = json.loads(run("json", f).stdout)["records"]
@@ -51,8 +53,15 @@ for r in records:
     k = r.get("kernel")
     if k is not None:
         key = int(k.get("launchIndex", 0))
-        launches[key] = max(launches.get(key, 0), k.get("revision", 0))
-check(len(rows) == len(launches) and len(rows) > 0, f"{len(rows)} kernel rows for {len(launches)} launches")
+        if key not in launches or k.get("revision", 0) >= launches[key].get("revision", 0):
+            launches[key] = k
+combined = {int(i) for k in launches.values() for i in k.get("combinedLaunchIndices", [])}
+kernels = set(launches) - combined
+check(len(rows) == len(kernels) == 8 and len(launches) == 13,
+      f"{len(rows)} kernel rows for {len(kernels)} kernels in {len(launches)} launches")
+check({row["launch_index"] for row in rows} == kernels, "the rows are not the kernels' latest launches")
+text = run("report", f).stdout.decode()
+check(f"\n{len(rows)} profiled kernels, longest first" in text, "the text report counts other kernels")
 for row in rows:
     check(list(row.keys()) == KERNEL_COLUMNS, f"kernel columns {list(row.keys())}")
     for c in NUMBERS & set(row):

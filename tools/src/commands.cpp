@@ -15,6 +15,7 @@
 #include "cutriage/wire/writer.h"
 #include "diff.h"
 #include "file_reader.h"
+#include "html_report.h"
 #include "import.h"
 #include "multi_file.h"
 #include "ncu_csv.h"
@@ -294,7 +295,33 @@ void bind_report(CLI::App& app, ReportOptions& o) {
       ->type_name("R")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->check(cli::one_of({"kernels", "families"}));
+  app.add_option("--html", o.html,
+                 "write the report as one self-contained HTML page instead (charts inline, nothing loaded "
+                 "from the network; - for stdout): docs/html-report.md")
+      ->type_name("OUT.html")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::not_empty());
 }
+
+namespace {
+
+// `report --html`: the page of one file, instead of the text report.
+int write_html(const std::string& path, const std::string& html_path) {
+  if (html_path != "-") {
+    if (const int rc = refuse_input_as_output(html_path, {path}); rc != kOk) return rc;
+  }
+  tools::ReadResult r;
+  if (!load(path, r)) return exit_for(r.status);
+  std::string error;
+  if (!tools::write_html_report(r, {}, html_path, error)) {
+    std::cerr << "cutriage: cannot write '" << html_path << "': " << error << "\n";
+    return kWriteFailed;
+  }
+  if (html_path != "-") std::cerr << "cutriage: HTML report -> " << html_path << "\n";
+  return exit_for(r.status);
+}
+
+}  // namespace
 
 int cmd_report(const ReportOptions& o) {
   const std::string& path = o.files.front();
@@ -308,6 +335,11 @@ int cmd_report(const ReportOptions& o) {
   if (o.rows == "kernels") rows = tools::TableRows::kKernels;
   if (o.rows == "families") rows = tools::TableRows::kFamilies;
   if (rows && !format) return usage_error("report", "--rows goes with --format json or csv");
+  if (!o.html.empty()) {
+    if (format) return usage_error("report", "--html goes without --format");
+    if (o.files.size() > 1) return usage_error("report", "--html takes one file");
+    return write_html(path, o.html);
+  }
   if (o.files.size() > 1) return tools::report_runs(o.files, options, format, rows, std::cout, std::cerr);
   tools::ReadResult r;
   if (!load(path, r)) return exit_for(r.status);

@@ -50,6 +50,7 @@ struct ReportOptions {
   size_t top = 0;              // 0: every kernel
   std::string format = "text";  // text | json (jsonl) | csv
   std::string rows;             // empty, kernels or families (json and csv only)
+  std::string html;             // --html OUT.html ("-": stdout); empty: no page
 };
 void bind_report(CLI::App& app, ReportOptions& o);
 int cmd_report(const ReportOptions& o);

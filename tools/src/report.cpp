@@ -18,108 +18,17 @@
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/writer.h"
 #include "pc_samples.h"
+#include "report_model.h"
 
 namespace cutriage::tools {
 
 namespace v1 = cutriage::v1;
+using namespace model;  // the numbers, the kernels and the verdict as every view reads them
 
 namespace {
 
-std::string fmt(double v, int precision = 3) {
-  if (std::isnan(v)) return "nan";
-  char buf[64];
-  double a = std::fabs(v);
-  // Whole numbers from five digits on are counts: grouped, never in exponent form.
-  if (a >= 10000 && a < 1e18 && std::fabs(v - std::round(v)) < 1e-9) return base::grouped_integer(v);
-  const bool extreme = a != 0 && (a >= 1e7 || a < 1e-3);
-  if (!extreme && (a >= 100 || v == std::floor(v))) {
-    std::snprintf(buf, sizeof buf, "%.*f", std::fabs(v - std::round(v)) < 1e-9 ? 0 : 1, v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-  }
-  return buf;
-}
-
-std::string duration(double ns) {
-  char buf[64];
-  if (ns >= 1e6) {
-    std::snprintf(buf, sizeof buf, "%.3f ms", ns / 1e6);
-  } else if (ns >= 1e3) {
-    std::snprintf(buf, sizeof buf, "%.2f us", ns / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.0f ns", ns);
-  }
-  return buf;
-}
-
-// "CLASSIFICATION_MEMORY_BOUND" -> "memory bound"
-std::string enum_words(const std::string& name, std::string_view prefix) {
-  std::string s = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-  for (char& c : s) c = c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string decision_label(v1::Decision d) {
-  switch (d) {
-    case v1::DECISION_D0_TRUST: return "D0 trust";
-    case v1::DECISION_D1_WORKLOAD_SIZE: return "D1 size";
-    case v1::DECISION_D2_REGIME: return "D2 regime";
-    case v1::DECISION_D2A_DISPATCH: return "D2A dispatch";
-    case v1::DECISION_D3_ISSUE_STALLS: return "D3 stalls";
-    case v1::DECISION_D4_COMPUTE_PIPE: return "D4 pipes";
-    case v1::DECISION_D5_MEMORY_MECHANISM: return "D5 memory";
-    case v1::DECISION_D6_SOURCE_LINES: return "D6 source";
-    case v1::DECISION_D7_HARDWARE_LIMIT: return "D7 limits";
-    default: return "D?";
-  }
-}
-
-std::string dim(const v1::Dim3& d) {
-  return std::to_string(d.x()) + "x" + std::to_string(d.y()) + "x" + std::to_string(d.z());
-}
-
-const v1::Check* find_primary(const v1::Diagnosis& d) {
-  if (d.primary_rule_id().empty()) return nullptr;
-  for (const auto& visit : d.path()) {
-    for (const auto& c : visit.checks()) {
-      if (c.rule_id() == d.primary_rule_id()) return &c;
-    }
-  }
-  return nullptr;
-}
-
-// Compact durations for tables, three significant digits, at most 9 characters: "1.23 s",
-// "512 ms", "42.1 us". "-" for a value that is not a duration (unknown, no sample).
-std::string short_duration(double ns) {
-  char buf[64];
-  if (!std::isfinite(ns) || ns < 0) return "-";
-  if (ns == 0) return "0";
-  const char* unit = "ns";
-  double v = ns;
-  if (ns >= 1e9) {
-    v = ns / 1e9;
-    unit = "s";
-  } else if (ns >= 1e6) {
-    v = ns / 1e6;
-    unit = "ms";
-  } else if (ns >= 1e3) {
-    v = ns / 1e3;
-    unit = "us";
-  }
-  const int decimals = v >= 100 || unit[0] == 'n' ? 0 : v >= 10 ? 1 : 2;
-  std::snprintf(buf, sizeof buf, "%.*f %s", decimals, v, unit);
-  return buf;
-}
-
 // A statistic of the families table: "-" when there is none (every launch was profiled).
 std::string stat_duration(double ns) { return ns > 0 ? short_duration(ns) : "-"; }
-
-std::string percent(double part, double whole) {
-  if (!(whole > 0) || !std::isfinite(part)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * part / whole);
-  return buf;
-}
 
 // Columns of text are counted in code points, not bytes: names are UTF-8 (the encoder repairs them),
 // and a cut inside a multi-byte sequence would leave invalid text on the terminal.
@@ -187,32 +96,6 @@ void put_wrapped(std::ostringstream& out, const std::string& first, const std::s
   out << line << "\n";
 }
 
-std::string with_commas(uint64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-// "CLASSIFICATION_MEMORY_BOUND" + headline "memory_bound: DRAM" -> "MEMORY BOUND - DRAM".
-std::string verdict_text(const v1::Diagnosis& d) {
-  std::string cls = enum_words(v1::Classification_Name(d.classification()), "CLASSIFICATION_");
-  for (char& c : cls) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  std::string text = cls;
-  if (!d.headline().empty()) {
-    // The engine's headline starts with the classification's name ("memory_bound: ..."), which
-    // the line already shows in words.
-    std::string headline = d.headline();
-    size_t colon = headline.find(": ");
-    if (colon != std::string::npos && headline.find(' ') > colon) headline = headline.substr(colon + 2);
-    text += " - " + headline;
-  }
-  return text;
-}
-
 // `s` in `width` columns, cut at the front ("…/src/stencil.cu:42"): a location's end (file name
 // and line) is what identifies it.
 std::string fit_tail(std::string_view s, size_t width) {
@@ -225,12 +108,6 @@ std::string fit_tail(std::string_view s, size_t width) {
     if (starts && seen++ == skip) break;
   }
   return "\u2026" + std::string(s.substr(i));
-}
-
-// "helper" for "_Z6helperf": how a device function is named next to a PC.
-std::string function_label(std::string_view mangled) {
-  std::string base = function_base_name(demangle(mangled));
-  return base.empty() ? std::string(mangled) : base;
 }
 
 // PC sampling of the kernel (KernelProfile.pc_sampling): the source lines holding the most stall
@@ -439,68 +316,9 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
   out << "    complete  yes" << (when.empty() ? "" : ", " + when) << "\n";
 }
 
-// A kernel-local estimate from this factor on means the verdict names work to remove.
-constexpr double kWasteGain = 1.2;
-
-// Limiters that name work the kernel need not do (traffic, instructions, lanes): a unit near its
-// peak is then busy with that waste, not with the algorithm's own work.
-bool removes_waste(v1::Limiter l) {
-  switch (l) {
-    case v1::LIMITER_UNCOALESCED_GLOBAL:
-    case v1::LIMITER_LOW_BYTES_PER_SECTOR:
-    case v1::LIMITER_STORE_AMPLIFICATION:
-    case v1::LIMITER_LOCAL_MEMORY_SPILLS:
-    case v1::LIMITER_SHARED_BANK_CONFLICTS:
-    case v1::LIMITER_ATOMIC_CONTENTION:
-    case v1::LIMITER_EXCESS_L2_TRANSACTIONS:
-    case v1::LIMITER_REGISTER_FILE_SMEM_FILL:
-    case v1::LIMITER_WARP_DIVERGENCE:
-    case v1::LIMITER_PREDICATION:
-    case v1::LIMITER_INSTRUCTION_REPLAY:
-    case v1::LIMITER_SLOW_PATH_ARITHMETIC:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Decision 7's confirmation in words, with its own unit and threshold (never a fixed number).
-std::string hardware_limit_text(const v1::Diagnosis& d) {
-  for (const auto& visit : d.path()) {
-    for (const auto& c : visit.checks()) {
-      if (c.rule_id() != "d7.limiter_near_peak" || c.outcome() != v1::OUTCOME_FIRED) continue;
-      std::string unit;
-      double value = 0;
-      for (const auto& e : c.evidence()) {
-        if (e.deciding() || unit.empty()) {
-          unit = e.metric();
-          value = e.value();
-        }
-        if (e.deciding()) break;
-      }
-      double limit = 80;
-      for (const auto& t : c.thresholds()) {
-        if (t.name() == "d7.limiter_near_peak.near_peak_pct") limit = t.value();
-      }
-      const std::string at = "Decision 7: " + unit.substr(0, unit.find('.')) + " runs at " + fmt(value) +
-                             "% of its peak, at or above " + fmt(limit) + "%";
-      // A verdict that removes waste (uncoalesced loads, divergence, conflicts) gains by taking work
-      // off the saturated unit: "little is left to gain" would contradict its own estimate.
-      if (d.estimated_speedup() >= kWasteGain || removes_waste(d.primary_limiter())) {
-        return at + ": saturated by work the fix above removes";
-      }
-      return at + ": little is left to gain in this implementation";
-    }
-  }
-  return "Decision 7: the limiting unit runs close to its peak";
-}
-
 void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
                    size_t rank, const ReportOptions& options, SassResolver& sass) {
-  std::string name(lookup(file, k.function_name_iid()));
-  if (name.empty()) name = std::string(lookup(file, k.demangled_name_iid()));
-  if (name.empty()) name = std::string(lookup(file, k.mangled_name_iid()));
-  if (name.empty()) name = "(unnamed kernel)";
+  const std::string name = kernel_name(file, k);
   const v1::Diagnosis& d = k.diagnosis();
 
   out << "[" << rank << "] " << terminal_safe(name, false) << "\n";
@@ -517,23 +335,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   if (k.unprofiled_duration_ns() > 0) out << ", " << duration(k.unprofiled_duration_ns()) << " unprofiled";
   if (k.time_share() > 0) out << "; " << fmt(100 * k.time_share()) << "% of captured time";
   out << "\n";
-  if (k.passes() > 0 || k.combined_launch_indices_size() > 0) {
-    out << "    collected ";
-    if (k.launch_index() != 0) out << "launch #" << k.launch_index();
-    for (uint64_t li : k.combined_launch_indices()) out << " + #" << li;
-    const bool named = k.launch_index() != 0;
-    if (k.replay_mode() == v1::REPLAY_MODE_NONE) {
-      out << (named ? ", " : "") << "one pass each, no replay";
-    } else if (k.passes() > 0) {
-      const std::string passes = std::to_string(k.passes()) + (k.passes() == 1 ? " replay pass" : " replay passes");
-      if (!named) {
-        out << passes;  // an import: which launch ncu chose is not recorded
-      } else {
-        out << ", " << (k.combined_launch_indices_size() > 0 ? "the last in " : "in ") << passes;
-      }
-    }
-    out << "\n";
-  }
+  if (const std::string collected = collected_text(k); !collected.empty()) out << "    collected " << collected << "\n";
   if (k.has_graph_scope()) {
     render_graph_scope(out, k);
   } else if (k.assembled_launches_size() > 0) {
@@ -568,16 +370,11 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   }
 
   out << "    path      ";
-  for (int i = 0; i < d.path_size(); ++i) {
-    const auto& visit = d.path(i);
-    int fired = 0, not_eval = 0;
-    for (const auto& c : visit.checks()) {
-      if (c.outcome() == v1::OUTCOME_FIRED) ++fired;
-      if (c.outcome() == v1::OUTCOME_NOT_EVALUATED) ++not_eval;
-    }
+  const std::vector<PathStep> path = decision_path(d);
+  for (size_t i = 0; i < path.size(); ++i) {
     if (i != 0) out << " -> ";
-    out << decision_label(visit.decision()) << " (" << fired << " fired";
-    if (not_eval != 0) out << ", " << not_eval << " n/e";
+    out << path[i].label << " (" << path[i].fired << " fired";
+    if (path[i].not_evaluated != 0) out << ", " << path[i].not_evaluated << " n/e";
     out << ")";
   }
   out << "\n";
@@ -585,14 +382,12 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   const v1::Check* primary = find_primary(d);
   if (primary != nullptr) {
     out << "    evidence  ";
-    int shown = 0;
-    for (const auto& e : primary->evidence()) {
-      if (shown == 5) break;
-      if (e.metric().rfind("cutriage__routed", 0) == 0) continue;  // engine bookkeeping
-      if (shown != 0) out << "\n              ";
-      out << e.metric() << " = " << fmt(e.value()) << (e.unit().empty() ? "" : " " + e.unit())
-          << (e.derived() ? " (derived)" : "") << (e.deciding() ? "  <- deciding" : "");
-      ++shown;
+    bool first = true;
+    for (const v1::Evidence* e : verdict_evidence(*primary)) {
+      if (!first) out << "\n              ";
+      out << e->metric() << " = " << fmt(e->value()) << (e->unit().empty() ? "" : " " + e->unit())
+          << (e->derived() ? " (derived)" : "") << (e->deciding() ? "  <- deciding" : "");
+      first = false;
     }
     for (const auto& t : primary->thresholds()) {
       out << "\n              threshold " << t.name() << " = " << fmt(t.value());
@@ -604,31 +399,9 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
         << " kernel, recognized by name: the next action is for its caller\n";
   }
   if (!d.next_action().empty()) out << "    next      " << d.next_action() << "\n";
-  if (d.estimated_speedup() > 0 || d.amdahl_ceiling() > 0) {
-    out << "    gain      ";
-    if (d.estimated_speedup() > 0) {
-      out << "up to " << fmt(d.estimated_speedup()) << "x on this kernel";
-      if (primary != nullptr && !primary->finding().estimate_basis().empty()) {
-        out << " (" << primary->finding().estimate_basis() << ")";
-      }
-    }
-    if (d.amdahl_ceiling() > 0) {
-      // The run-level view, as Nsight Compute's global estimate: the local gain over the kernel's
-      // share of the captured GPU time, and Amdahl's bound said as what it is.
-      const double share = 1.0 - 1.0 / d.amdahl_ceiling();
-      if (d.estimated_speedup() > 0) out << "\n              ";
-      if (share < 0.01) {
-        out << "on the run: this kernel is under 1% of the captured GPU time, no change to it speeds the run "
-               "noticeably";
-      } else {
-        out << "on the run: this kernel is " << fmt(100.0 * share) << "% of the captured GPU time";
-        if (d.estimated_speedup() > 1) {
-          const double run = 1.0 / ((1.0 - share) + share / d.estimated_speedup());
-          out << ", so that gain speeds the run up to " << fmt(run) << "x";
-        }
-        out << " (at most " << fmt(d.amdahl_ceiling()) << "x if the kernel took no time)";
-      }
-    }
+  if (const GainText gain = gain_text(d, primary); !gain.kernel.empty() || !gain.run.empty()) {
+    out << "    gain      " << gain.kernel;
+    if (!gain.run.empty()) out << (gain.kernel.empty() ? "" : "\n              ") << gain.run;
     out << "\n";
   }
   if (k.has_pc_sampling()) render_source_lines(out, file, k, sass, options);
@@ -686,53 +459,6 @@ std::string ceiling_text(const v1::FamilyStats& fs) {
   return fs.time_share() >= 0.999 ? "inf" : "-";
 }
 
-// Why a family has no verdict, from the agent's selection: the state, and its detail when given.
-std::string selection_text(const v1::FamilyStats& fs) {
-  using FS = v1::FamilyStats;
-  const std::string& detail = fs.selection_detail();
-  switch (fs.selection()) {
-    case FS::SELECTION_FAILED:
-      return "profiling failed" + (detail.empty() ? std::string() : ": " + detail);
-    case FS::SELECTION_PROFILED:
-      return "profiled, but its record is not in the file (the process did not exit normally?)";
-    default:
-      break;
-  }
-  // Without a detail the state is explained; with one, the detail says why and the state is named.
-  std::string why, state;
-  switch (fs.selection()) {
-    case FS::SELECTION_NOT_RANKED:
-      why = "below the selection policy's cut", state = "not ranked";
-      break;
-    case FS::SELECTION_FILTERED:
-      why = "excluded by the kernel or NVTX filter or the launch limits", state = "filtered";
-      break;
-    case FS::SELECTION_TOO_FEW_LAUNCHES:
-      why = "not launched again once its rank was known", state = "too few launches";
-      break;
-    case FS::SELECTION_GRAPH_ONLY:
-      why = "only launched from CUDA graphs", state = "graph only";
-      break;
-    case FS::SELECTION_MOSTLY_IN_GRAPHS:
-      why = "most of its executions ran inside CUDA graph launches", state = "mostly in graphs";
-      break;
-    case FS::SELECTION_NOT_REPLAYABLE:
-      why = "cooperative or communication kernel, not replayable", state = "not replayable";
-      break;
-    case FS::SELECTION_NOT_PERMITTED:
-      why = "counters not permitted", state = "not permitted";
-      break;
-    case FS::SELECTION_TRACE_ONLY:
-      why = "trace only (selection policy none)", state = "trace only";
-      break;
-    default:
-      why = "the selection was not recorded", state = "unknown";
-      break;
-  }
-  if (detail.empty()) return "not profiled: " + why;
-  return "not profiled: " + detail + " (" + state + ")";
-}
-
 std::string policy_text(const v1::SelectionPolicy& p) {
   std::string text;
   switch (p.mode()) {
@@ -750,21 +476,6 @@ std::string policy_text(const v1::SelectionPolicy& p) {
   if (!p.nvtx_include().empty()) text += ", under NVTX '" + p.nvtx_include() + "'";
   if (!p.nvtx_exclude().empty()) text += ", not under NVTX '" + p.nvtx_exclude() + "'";
   return text;
-}
-
-std::string gpu_label(const v1::SessionHeader* session, uint32_t device) {
-  std::string label = "GPU " + std::to_string(device);
-  if (session == nullptr) return label;
-  for (const auto& g : session->gpus()) {
-    if (g.device() != device) continue;
-    const std::string& name = g.name().empty() ? g.chip() : g.name();
-    if (!name.empty()) label += " (" + name + ")";
-  }
-  return label;
-}
-
-std::string plural(uint64_t n, const char* one, const char* many) {
-  return with_commas(n) + " " + (n == 1 ? one : many);
 }
 
 void render_device(std::ostringstream& out, const v1::SessionHeader* session, const v1::DeviceTimeline& d) {
@@ -808,24 +519,6 @@ void render_device(std::ostringstream& out, const v1::SessionHeader* session, co
         << "; longest: " << with_commas(s.kernels()) << " kernels of " << short_duration(s.mean_kernel_ns())
         << " on average in " << short_duration(len) << ", GPU busy " << percent(s.busy_ns(), len) << "\n";
   }
-}
-
-// The profiled launch whose diagnosis stands for a family: among the current records of the
-// family (KernelProfile.family_id) that no later record combines, the summary's
-// profiled_launch_index, else the last profiled one, else the last one.
-const v1::KernelProfile* family_profile(const std::vector<const v1::KernelProfile*>& current,
-                                        const v1::FamilyStats& fs) {
-  const v1::KernelProfile* last_profiled = nullptr;
-  const v1::KernelProfile* last = nullptr;
-  for (const v1::KernelProfile* k : current) {
-    if (k->family_id() != fs.family_id() || fs.family_id() == 0) continue;
-    if (fs.profiled_launch_index() != 0 && k->launch_index() == fs.profiled_launch_index()) return k;
-    if (k->status() == v1::PROFILE_STATUS_PROFILED || k->status() == v1::PROFILE_STATUS_UNSPECIFIED) {
-      last_profiled = k;
-    }
-    last = k;
-  }
-  return last_profiled != nullptr ? last_profiled : last;
 }
 
 void render_finding(std::ostringstream& out, const v1::Check& c, const ReportOptions& options) {
@@ -975,13 +668,8 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
       if (!k->diagnosis().next_action().empty()) {
         put_wrapped(out, indent + "next: ", indent + "      ", k->diagnosis().next_action());
       }
-    } else if (k != nullptr && fs.selection() == v1::FamilyStats::SELECTION_UNSPECIFIED) {
-      // No selection recorded: the kernel's own record says why it was not profiled.
-      std::string why = "not profiled: " + enum_words(v1::ProfileStatus_Name(k->status()), "PROFILE_STATUS_");
-      if (!k->status_detail().empty()) why += " (" + k->status_detail() + ")";
-      put_wrapped(out, indent, indent + "  ", why);
     } else {
-      put_wrapped(out, indent, indent + "  ", selection_text(fs));
+      put_wrapped(out, indent, indent + "  ", not_profiled_text(k, fs));
     }
     if (fs.nvtx_path_iids_size() > 0) {
       std::string paths;
@@ -1200,37 +888,19 @@ void render_control(std::ostringstream& out, const ReadResult& file) {
 
 std::string render_report(const ReadResult& file, const ReportOptions& options) {
   std::ostringstream out;
-  std::vector<const v1::KernelProfile*> kernels;
-  std::vector<const v1::KernelProfile*> unprofiled;
+  // One kernel per adaptively merged group of launches, as every view counts them (report_model.h).
+  const ReportKernels shown = report_kernels(file);
+  const std::vector<const v1::KernelProfile*>& current = shown.current;
+  const std::vector<const v1::KernelProfile*>& kernels = shown.profiled;
+  const std::vector<const v1::KernelProfile*>& unprofiled = shown.unprofiled;
   std::vector<const v1::Notice*> notices;
   const v1::SessionHeader* session = nullptr;
   const v1::SessionEnd* end = nullptr;
-  // Adaptive collection writes one record per profiled launch of a kernel; the latest one combines
-  // the earlier ones (combined_launch_indices) and is the one to show. Only the current revision of
-  // each launch counts (current_kernels).
-  const std::vector<const v1::KernelProfile*> all_current = current_kernels(file);
-  std::set<std::pair<uint64_t, uint64_t>> superseded;  // (mangled name id, launch index)
-  for (const v1::KernelProfile* k : all_current) {
-    for (uint64_t li : k->combined_launch_indices()) superseded.insert({k->mangled_name_iid(), li});
-  }
-  std::vector<const v1::KernelProfile*> current;
-  for (const v1::KernelProfile* k : all_current) {
-    if (superseded.count({k->mangled_name_iid(), k->launch_index()}) == 0) current.push_back(k);
-  }
   for (const auto& r : file.file.records()) {
     if (r.has_session() && session == nullptr) session = &r.session();
     if (r.has_notice()) notices.push_back(&r.notice());
     if (r.has_session_end()) end = &r.session_end();
   }
-  for (const v1::KernelProfile* k : current) {
-    if (k->status() == v1::PROFILE_STATUS_UNSPECIFIED || k->status() == v1::PROFILE_STATUS_PROFILED) {
-      kernels.push_back(k);
-    } else {
-      unprofiled.push_back(k);
-    }
-  }
-  std::stable_sort(kernels.begin(), kernels.end(),
-                   [](const auto* a, const auto* b) { return a->duration_ns() > b->duration_ns(); });
 
   out << "cutriage report";
   if (session != nullptr) {

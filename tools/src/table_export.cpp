@@ -11,6 +11,7 @@
 #include "cutriage/base/demangle.h"
 #include "cutriage/wire/utf8.h"
 #include "report.h"
+#include "report_model.h"
 
 namespace cutriage::tools {
 
@@ -153,22 +154,10 @@ std::vector<Cell> kernel_row(const ReadResult& file, const v1::KernelProfile& k)
           text(d.library())};
 }
 
-// The family's profiled launch: the record FamilyStats names, else its latest current record.
-const v1::KernelProfile* family_profile(const std::vector<const v1::KernelProfile*>& current,
-                                        const v1::FamilyStats& fs) {
-  const v1::KernelProfile* found = nullptr;
-  for (const v1::KernelProfile* k : current) {
-    if (k->family_id() != fs.family_id()) continue;
-    if (fs.profiled_launch_index() != 0 && k->launch_index() == fs.profiled_launch_index()) return k;
-    if (found == nullptr || k->launch_index() > found->launch_index()) found = k;
-  }
-  return found;
-}
-
 std::vector<Cell> family_row(const ReadResult& file, const std::vector<const v1::KernelProfile*>& current,
                              const v1::FamilyStats& fs) {
   const v1::KernelFamily* fam = find_family(file, fs.family_id());
-  const v1::KernelProfile* k = family_profile(current, fs);
+  const v1::KernelProfile* k = model::family_profile(current, fs);
   Cell verdict, limiter, next, why;
   if (k != nullptr && k->has_diagnosis()) {
     verdict = enum_value(v1::Classification_Name(k->diagnosis().classification()), "CLASSIFICATION_");
@@ -209,7 +198,9 @@ std::string render_table(const ReadResult& file, TableFormat format, TableRows r
     for (size_t i = 0; i < columns.size(); ++i) out += (i != 0 ? "," : "") + columns[i];
     out += "\r\n";
   }
-  const std::vector<const v1::KernelProfile*> current = current_kernels(file);
+  // The kernels as the text report counts them: a record that a later one combines (adaptive
+  // collection) is not a kernel of its own (before: torch_loop had 14 rows for 8 kernels).
+  const std::vector<const v1::KernelProfile*> current = model::report_kernels(file).current;
   if (rows == TableRows::kKernels) {
     for (const v1::KernelProfile* k : current) append_row(out, format, columns, kernel_row(file, *k));
     return out;

@@ -1,8 +1,9 @@
 // `cutriage report --format json|csv`: the report as a table, one row per profiled kernel or per
 // kernel family, for notebooks, spreadsheets and BigQuery (docs/exports.md lists the columns).
 //
-// Kernel rows: one per current KernelProfile record (the highest revision of each launch, as the
-// text report shows), names resolved. Family rows: one per FamilyStats of the trace summary (or of
+// Kernel rows: one per kernel as the text report counts them (report_model.h report_kernels: the
+// highest revision of each launch, and of launches adaptive collection combined only the record
+// that combines them), names resolved. Family rows: one per FamilyStats of the trace summary (or of
 // the summary recomputed from the trace of a killed run), largest GPU time first, with its
 // verdict or why it was not profiled.
 // JSON Lines: one object per row, the columns as keys in the documented order, numbers as JSON

@@ -149,7 +149,7 @@ TEST_CASE("config: CUTRIAGE_OUTPUT_MODE takes an octal mode the owner can read a
   }
 }
 
-TEST_CASE("output files: a file another agent is writing is never truncated; this one writes NAME.PID.pb",
+TEST_CASE("output files: a file another agent is writing is never truncated, this one writes NAME.PID.pb",
           "[agent][output]") {
   // Seen on the H200: torch.compile's compile workers inherit CUTRIAGE_OUTPUT=run.pb, and a worker's
   // agent truncated the application's run.pb while it was being written; the application's later
