@@ -65,13 +65,11 @@ int open_output_file(const std::string& path, bool exclusive, unsigned mode, std
   // with the descriptor): a file another live agent is writing is never truncated under it. Seen
   // on the H200: torch.compile's compile workers inherit CUDA_INJECTION64_PATH and the output
   // name, and the first worker's agent truncated the application's file while it was written.
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
+  // A file system without flock (some network mounts: ENOLCK, EOPNOTSUPP) gets no lock, as before.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
     ::close(fd);
-    if (error != nullptr) {
-      *error = err == EWOULDBLOCK ? std::string("is being written by another process") : errno_text(err);
-    }
-    errno = err == EWOULDBLOCK ? EBUSY : err;
+    if (error != nullptr) *error = "is being written by another process";
+    errno = EBUSY;
     return -1;
   }
   if (!exclusive) {
