@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of `cutriage diff` and `cutriage report` over several files: exit codes
+# End-to-end checks of `cutriage diff`, and of `report`, `trace` and `pprof` over several files: exit codes
 # (11 for --fail-if-slower), the text and JSON output, the ledger, on the zoo's H200 captures.
 # The "slower" run is SYNTHETIC: the same capture imported with every unprofiled median of
 # timings.csv raised by 25%.
@@ -100,6 +100,31 @@ expect "report: not a cutriage file" 3 "not a cutriage file" -- "$bin" report "$
 expect "report families: a process without a trace" 10 "process .*no trace summary" -- \
   "$bin" report "$a" "$data/agent/zoo_transpose.pb" --format csv --rows families
 expect "diff: several files a side" 0 "zoo_vector_add" -- "$bin" diff --before "$a" "$b" --after "$a" "$b"
+
+# The exports over several files: segments merged, processes apart (docs/exports.md).
+expect "trace two processes" 0 "2 processes, .* -> " -- "$bin" trace "$a" "$b" -o "$tmp/two.trace.json"
+check "trace two processes: each named" grep -q '"process_name","args":{"name":"[^"]*:[0-9]* GPU 0' "$tmp/two.trace.json"
+check "trace two processes: second pid base" grep -q '"pid":1000002,' "$tmp/two.trace.json"
+check "trace two processes: otherData lists them" grep -q '"processes":\[{"name":' "$tmp/two.trace.json"
+expect "trace several files: -o required" 1 "need -o" -- "$bin" trace "$a" "$b"
+check "trace several files: nothing written" test ! -e "$a.trace.json"
+expect "trace: a file twice" 1 "give each segment once" -- "$bin" trace "$a" "$a" -o "$tmp/twice.json"
+expect "trace: an input as output" 1 "is the input" -- "$bin" trace "$a" "$b" -o "$b"
+expect "trace: a missing file" 2 "cannot open" -- "$bin" trace "$a" "$tmp/none.pb" -o "$tmp/none.json"
+expect "trace: no file has a trace" 10 "no file has a trace" -- \
+  "$bin" trace "$data/agent/zoo_transpose.pb" "$data/agent/zoo_vector_add.pb" -o "$tmp/untraced.json"
+check "trace: no file has a trace: nothing written" test ! -e "$tmp/untraced.json"
+expect "trace: one of two without a trace" 0 "note: process .* has no trace" -- \
+  "$bin" trace "$a" "$data/agent/zoo_transpose.pb" -o "$tmp/half.json"
+p1=$data/pcsampling/zoo_transpose.pb
+p2=$data/pcsampling/zoo_strided_load.pb
+expect "pprof two processes" 0 "samples .* -> " -- "$bin" pprof "$p1" "$p2" -o "$tmp/two.pb.gz"
+check "pprof two processes: gzip" test "$(head -c 2 "$tmp/two.pb.gz" | od -An -tx1 | tr -d ' ')" = 1f8b
+expect "pprof several files: -o required" 1 "need -o" -- "$bin" pprof "$p1" "$p2"
+expect "pprof: a file twice" 1 "give each segment once" -- "$bin" pprof "$p1" "$p1" -o "$tmp/twice.pb.gz"
+expect "pprof: no file has samples" 10 "no file has PC samples" -- \
+  "$bin" pprof "$data/agent/zoo_transpose.pb" "$data/agent/zoo_vector_add.pb" -o "$tmp/none.pb.gz"
+check "pprof: no samples: nothing written" test ! -e "$tmp/none.pb.gz"
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -446,15 +446,96 @@ int cmd_json(const JsonOptions& o) {
 // trace
 
 void bind_trace(CLI::App& app, TraceOptions& o) {
-  app.add_option("FILE.pb", o.file, "a cutriage file written with the kernel trace on")->required();
+  app.add_option("FILE.pb", o.files,
+                 "cutriage files written with the kernel trace on; several: the segments of one process are "
+                 "merged, processes are drawn apart on one clock")
+      ->required();
   app.add_option("-o,--output", o.output,
-                 "where to write it (default: FILE.pb with .trace.json appended; - for stdout)")
+                 "where to write it (default: FILE.pb with .trace.json appended; required with several "
+                 "files; - for stdout)")
       ->type_name("OUT.json")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
+namespace {
+
+// The files of `trace` or `pprof` grouped into processes (multi_file.h), the problems printed.
+// Returns the exit code when nothing can be exported (kOk otherwise).
+int read_several(const std::vector<std::string>& paths, tools::MultiRead& read) {
+  read = tools::read_runs(paths);
+  for (const std::string& m : read.messages) std::cerr << "cutriage: " << m << "\n";
+  if (!read.conflict.empty()) {
+    std::cerr << "cutriage: " << read.conflict << "\n";
+    return kUsage;
+  }
+  if (read.processes.empty()) return exit_for(read.status);
+  return kOk;
+}
+
+// Several inputs have no one name to derive the output's from (the first file's would read as
+// that file's export alone): -o is required.
+int need_output(const char* command, const std::vector<std::string>& files, const std::string& output) {
+  if (files.size() > 1 && output.empty()) {
+    return usage_error(command, "several files need -o OUT (the output's name is not derived from one of them)");
+  }
+  return kOk;
+}
+
+// `trace A.pb B.pb ...`.
+int trace_several(const TraceOptions& o) {
+  const std::string& out_path = o.output;
+  if (out_path != "-") {
+    if (int rc = refuse_input_as_output(out_path, o.files); rc != kOk) return rc;
+  }
+  tools::MultiRead read;
+  if (const int rc = read_several(o.files, read); rc != kOk) return rc;
+  bool any_trace = false;
+  for (const tools::ProcessRun& run : read.processes) any_trace = any_trace || !run.file.trace_records.empty();
+  if (!any_trace) {
+    // Checked before the output is opened, so no empty file is left behind.
+    std::cerr << "cutriage: no file has a trace: the runs were made without tracing, so there is no "
+                 "timeline to export\n";
+    return kNoTrace;
+  }
+  std::optional<tools::TraceExportError> error;
+  tools::TraceExportStats stats;
+  std::vector<std::string> notes;
+  if (out_path == "-") {
+    error = tools::export_chrome_trace_runs(read.processes, std::cout, &stats, &notes);
+  } else {
+    tools::OutputFile out;
+    std::string why;
+    if (!out.open(out_path, &why)) {
+      std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
+      return kWriteFailed;
+    }
+    error = tools::export_chrome_trace_runs(read.processes, out.stream(), &stats, &notes);
+    if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
+  }
+  for (const std::string& note : notes) std::cerr << "cutriage: note: " << note << "\n";
+  if (error) {
+    if (error->kind == tools::TraceExportError::Kind::kNoTrace) {
+      std::cerr << "cutriage: " << error->message << "\n";
+      return kNoTrace;
+    }
+    std::cerr << "cutriage: cannot write '" << out_path << "'" << (error->message.empty() ? "" : ": ")
+              << error->message << "\n";
+    return kWriteFailed;
+  }
+  if (out_path != "-") {
+    std::cerr << "cutriage: " << read.processes.size() << (read.processes.size() == 1 ? " process, " : " processes, ")
+              << stats.kernels << " kernels, " << stats.copies << " copies, " << stats.nvtx_ranges
+              << " NVTX ranges -> " << out_path << "\n";
+  }
+  return exit_for(read.status);
+}
+
+}  // namespace
+
 int cmd_trace(const TraceOptions& o) {
-  const std::string& path = o.file;
+  if (const int rc = need_output("trace", o.files, o.output); rc != kOk) return rc;
+  if (o.files.size() > 1) return trace_several(o);
+  const std::string& path = o.files.front();
   std::string out_path = o.output;
   if (out_path.empty()) out_path = path + ".trace.json";
   if (out_path != "-") {
@@ -508,9 +589,13 @@ int cmd_trace(const TraceOptions& o) {
 // pprof
 
 void bind_pprof(CLI::App& app, PprofOptions& o) {
-  app.add_option("FILE.pb", o.file, "a cutriage file with PC samples")->required();
+  app.add_option("FILE.pb", o.files,
+                 "cutriage files with PC samples; several: the segments of one process are merged, each "
+                 "process's samples are labelled process=host:pid")
+      ->required();
   app.add_option("-o,--output", o.output,
-                 "where to write it (default: FILE.pb with .pprof.pb.gz appended; - for stdout)")
+                 "where to write it (default: FILE.pb with .pprof.pb.gz appended; required with several "
+                 "files; - for stdout)")
       ->type_name("OUT.pb.gz")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--kernel", o.kernel, "only kernels whose mangled or demangled name contains NAME")
@@ -520,25 +605,40 @@ void bind_pprof(CLI::App& app, PprofOptions& o) {
 }
 
 int cmd_pprof(const PprofOptions& o) {
-  const std::string& path = o.file;
+  if (const int rc = need_output("pprof", o.files, o.output); rc != kOk) return rc;
+  const std::string& path = o.files.front();
   std::string out_path = o.output;
   tools::PprofOptions options;
   options.kernel = o.kernel;
   if (out_path.empty()) out_path = path + ".pprof.pb.gz";
   if (out_path != "-") {
-    if (int rc = refuse_input_as_output(out_path, {path}); rc != kOk) return rc;
+    if (int rc = refuse_input_as_output(out_path, o.files); rc != kOk) return rc;
   }
   options.source_name = path;
+  for (size_t i = 1; i < o.files.size(); ++i) options.source_name += ", " + o.files[i];
+  // One file is read as itself; several are grouped into processes (segments merged), each
+  // process's samples labelled with its name when there are several.
   tools::ReadResult r;
-  if (!load(path, r)) return exit_for(r.status);
+  tools::MultiRead read;
+  std::vector<tools::PprofSource> sources;
+  if (o.files.size() == 1) {
+    if (!load(path, r)) return exit_for(r.status);
+    sources.push_back({&r, {}});
+  } else {
+    if (const int rc = read_several(o.files, read); rc != kOk) return rc;
+    r.status = read.status;
+    for (const tools::ProcessRun& run : read.processes) {
+      sources.push_back({&run.file, read.processes.size() > 1 ? run.name : std::string()});
+    }
+  }
   // Made in memory before the output is opened, so that no empty file is left behind when
   // there is nothing to export.
   tools::SassResolver sass;
   tools::PprofStats stats;
   std::ostringstream buffer;
-  if (std::optional<tools::PprofError> error = tools::export_pprof(r, options, sass, buffer, &stats)) {
+  if (std::optional<tools::PprofError> error = tools::export_pprof(sources, options, sass, buffer, &stats)) {
     if (error->kind == tools::PprofError::Kind::kNoSamples) {
-      std::cerr << "cutriage: " << path << ": " << error->message << "\n";
+      std::cerr << "cutriage: " << (o.files.size() == 1 ? path + ": " : std::string()) << error->message << "\n";
       return kNoSamples;
     }
     std::cerr << "cutriage: cannot encode the profile"
@@ -679,20 +779,23 @@ cli::Command json_command(std::function<int(const JsonOptions&)> run) {
 
 cli::Command trace_command(std::function<int(const TraceOptions&)> run) {
   return cli::make_command<TraceOptions>(
-      {"trace", "the GPU timeline as Chrome trace JSON (Perfetto)", "FILE.pb [-o OUT.json]",
+      {"trace", "the GPU timeline as Chrome trace JSON (Perfetto)", "FILE.pb [FILE.pb...] [-o OUT.json]",
        "Writes the kernels, copies and NVTX ranges the agent traced as Chrome trace event JSON, which the "
        "Perfetto UI (ui.perfetto.dev), its trace processor and chrome://tracing open: one process per GPU "
        "with one thread per stream, profiled launches in category \"profiled\", and a \"CPU\" process with "
-       "one thread per OS thread holding its NVTX ranges. Times are microseconds from the first event.",
-       "exit codes: 6 the output cannot be written, 10 the file has no trace (the run was made without "
-       "tracing).",
+       "one thread per OS thread holding its NVTX ranges. Times are microseconds from the first event.\n\n"
+       "Several files (-o required): the segments of one process (same host, pid and start) are merged into "
+       "one timeline; each other process gets its own GPU and CPU processes, named \"host:pid GPU 0 ...\", "
+       "all on one clock (Unix time, from each file's header), so the ranks of a job line up.",
+       "exit codes: 1 the same segment given twice, or several files without -o; 6 the output cannot be "
+       "written, 10 the file (of several: every file) has no trace (the run was made without tracing).",
        false, false, {}},
       bind_trace, std::move(run));
 }
 
 cli::Command pprof_command(std::function<int(const PprofOptions&)> run) {
   return cli::make_command<PprofOptions>(
-      {"pprof", "PC samples (stall reasons per line and SASS) for pprof", "FILE.pb [-o OUT.pb.gz] [--kernel NAME]",
+      {"pprof", "PC samples (stall reasons per line and SASS) for pprof", "FILE.pb [FILE.pb...] [-o OUT.pb.gz] [--kernel NAME]",
        "Writes the warp-state samples of PC sampling as a gzip-compressed pprof profile, for `go tool pprof`, "
        "Perfetto or speedscope. Stacks, root to leaf: kernel (demangled name) > source line (\"stencil.cu:42\", "
        "or \"pc 0x01a0\" without -lineinfo) > SASS PC (\"0x01a0 LDG.E ...\", the SASS from nvdisasm when it "
@@ -702,9 +805,11 @@ cli::Command pprof_command(std::function<int(const PprofOptions&)> run) {
        "so the total is the sum of the report's per-launch totals. The issue states selected and "
        "not_selected are kept as leaves; every sample is labelled kind=stall, kind=issue or "
        "kind=unattributed (`pprof -tagignore=kind=issue` shows the stalls only).\n\n"
+       "Several files (-o required): the samples of them all in one profile, the segments of one process "
+       "merged; with several processes every sample is labelled process=host:pid (`pprof -tagfocus`).\n\n"
        "nvdisasm is looked for in $CUTRIAGE_NVDISASM, $PATH, $CUDA_HOME/bin, /usr/local/cuda/bin.",
-       "exit codes: 6 the output cannot be written, 10 the file (or the kernels NAME selects) has no PC "
-       "samples.",
+       "exit codes: 1 the same segment given twice, or several files without -o; 6 the output cannot be "
+       "written, 10 the files (or the kernels NAME selects) have no PC samples.",
        false, false, {}},
       bind_pprof, std::move(run));
 }

@@ -76,15 +76,15 @@ void bind_json(CLI::App& app, JsonOptions& o);
 int cmd_json(const JsonOptions& o);
 
 struct TraceOptions {
-  std::string file;
-  std::string output;  // empty: FILE.trace.json; "-": stdout
+  std::vector<std::string> files;  // several: segments merged, processes apart (multi_file.h)
+  std::string output;  // empty: FILE.trace.json (one file; several need -o); "-": stdout
 };
 void bind_trace(CLI::App& app, TraceOptions& o);
 int cmd_trace(const TraceOptions& o);
 
 struct PprofOptions {
-  std::string file;
-  std::string output;  // empty: FILE.pprof.pb.gz; "-": stdout
+  std::vector<std::string> files;  // several: segments merged, processes labelled (multi_file.h)
+  std::string output;  // empty: FILE.pprof.pb.gz (one file; several need -o); "-": stdout
   std::string kernel;  // empty: every kernel
 };
 void bind_pprof(CLI::App& app, PprofOptions& o);

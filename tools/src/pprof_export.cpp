@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -124,36 +125,48 @@ std::string kernel_summary(const ReadResult& file, const v1::KernelProfile& k, c
 
 std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions& options, SassResolver& sass,
                                       pp::Profile& profile, PprofStats* stats) {
+  return build_pprof(std::vector<PprofSource>{{&file, {}}}, options, sass, profile, stats);
+}
+
+std::optional<PprofError> build_pprof(const std::vector<PprofSource>& sources, const PprofOptions& options,
+                                      SassResolver& sass, pp::Profile& profile, PprofStats* stats) {
   profile.Clear();
   PprofStats local;
   PprofStats& st = stats != nullptr ? *stats : local;
   st = PprofStats{};
+  if (sources.empty()) return PprofError{PprofError::Kind::kNoSamples, "no file given"};
 
   // The records to export: current, sampled, matching the filter; one per sampled launch (the
   // last in file order, the most recent write).
-  std::vector<const v1::KernelProfile*> records;
-  std::map<std::pair<uint64_t, uint64_t>, size_t> by_launch;  // (mangled iid, sampled launch) -> index
+  // Per record, the source it came from (index in `sources`): its names are that file's.
+  std::vector<std::pair<size_t, const v1::KernelProfile*>> records;
+  // (source, mangled iid, sampled launch) -> index
+  std::map<std::tuple<size_t, uint64_t, uint64_t>, size_t> by_launch;
   size_t sampled = 0;
   std::set<std::string> sampled_names;
-  for (const v1::KernelProfile* k : current_kernels(file)) {
-    if (!k->has_pc_sampling()) continue;
-    ++sampled;
-    sampled_names.insert(kernel_display_name(file, *k));
-    if (!matches(file, *k, options.kernel)) continue;
-    const uint64_t launch = k->pc_sampling().from_launch_index();
-    if (launch != 0) {
-      auto [it, added] = by_launch.try_emplace({k->mangled_name_iid(), launch}, records.size());
-      if (!added) {
-        records[it->second] = k;
-        continue;
+  for (size_t src = 0; src < sources.size(); ++src) {
+    const ReadResult& file = *sources[src].file;
+    for (const v1::KernelProfile* k : current_kernels(file)) {
+      if (!k->has_pc_sampling()) continue;
+      ++sampled;
+      sampled_names.insert(kernel_display_name(file, *k));
+      if (!matches(file, *k, options.kernel)) continue;
+      const uint64_t launch = k->pc_sampling().from_launch_index();
+      if (launch != 0) {
+        auto [it, added] = by_launch.try_emplace({src, k->mangled_name_iid(), launch}, records.size());
+        if (!added) {
+          records[it->second] = {src, k};
+          continue;
+        }
       }
+      records.emplace_back(src, k);
     }
-    records.push_back(k);
   }
   if (sampled == 0) {
     return PprofError{PprofError::Kind::kNoSamples,
-                      "the file has no PC samples: no kernel was sampled (PC sampling was off, "
-                      "CUTRIAGE_PC_SAMPLING=0, or no kernel was profiled)"};
+                      std::string(sources.size() == 1 ? "the file has no PC samples" : "no file has PC samples") +
+                          ": no kernel was sampled (PC sampling was off, "
+                          "CUTRIAGE_PC_SAMPLING=0, or no kernel was profiled)"};
   }
   if (records.empty()) {
     std::string names;
@@ -175,7 +188,7 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
   profile.set_default_sample_type(t.str("cycles"));
   profile.mutable_period_type()->set_type(t.str("cycles"));
   profile.mutable_period_type()->set_unit(t.str("count"));
-  for (const v1::Record& r : file.file.records()) {
+  for (const v1::Record& r : sources.front().file->file.records()) {
     if (r.has_session()) {
       profile.set_time_nanos(as_int64(r.session().start_time_unix_ns()));
       break;
@@ -186,6 +199,7 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
   if (!options.source_name.empty()) title.append(" of ").append(options.source_name);
   title += ": GPU warp-state samples (PC sampling); stacks kernel > source line > SASS PC > warp "
            "state; label kind=stall|issue (selected and not_selected are issue states)";
+  if (!sources.front().process.empty()) title += "; label process=host:pid (several processes)";
   comments.push_back(std::move(title));
 
   const int64_t kind = t.str("kind");
@@ -199,13 +213,18 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
     uint64_t cycles = 0;
     int64_t kind = 0;
   };
-  std::map<std::array<uint64_t, 4>, Values> stacks;
+  // Keyed by the process label's string (0: one process, no label) first: the stacks of two
+  // processes stay apart.
+  std::map<std::pair<int64_t, std::array<uint64_t, 4>>, Values> stacks;
   std::set<uint32_t> unknown_period;  // kernels without a recorded period: weighted as 2^0
   std::set<uint32_t> periods;
-  for (const v1::KernelProfile* k : records) {
+  for (const auto& [src, k] : records) {
+    const ReadResult& file = *sources[src].file;
+    const int64_t process = sources[src].process.empty() ? 0 : t.str(sources[src].process);
     const v1::PcSampling& pcs = k->pc_sampling();
     const PcSamplingView view = read_pc_sampling(file, pcs);
-    comments.push_back(kernel_summary(file, *k, view));
+    comments.push_back((sources[src].process.empty() ? std::string() : sources[src].process + ": ") +
+                       kernel_summary(file, *k, view));
     if (view.samples == 0) {
       st.notes.push_back("no samples for " + comments.back());
       continue;
@@ -247,7 +266,7 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
                                          {pc_name, pc_system_name, pc.file, pc.line, pc.pc_offset});
       for (const WarpStateSamples& s : pc.states) {
         const uint64_t state_loc = t.location(key_of({"state", s.state}), {s.state, "", "", 0, 0});
-        Values& entry = stacks[{kernel_loc, line_loc, pc_loc, state_loc}];
+        Values& entry = stacks[{process, {kernel_loc, line_loc, pc_loc, state_loc}}];
         entry.samples += s.samples;
         entry.cycles += s.samples * weight;
         entry.kind = s.stall ? kind_stall : kind_issue;
@@ -258,7 +277,7 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
     if (pcs.total_samples() > view.samples) {
       const uint64_t loc = t.location(key_of({"unattributed"}),
                                       {"(samples not attributed to a PC)", "", "", 0, 0});
-      Values& entry = stacks[{kernel_loc, loc, 0, 0}];
+      Values& entry = stacks[{process, {kernel_loc, loc, 0, 0}}];
       entry.samples += pcs.total_samples() - view.samples;
       entry.cycles += (pcs.total_samples() - view.samples) * weight;
       entry.kind = kind_unattributed;
@@ -284,7 +303,9 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
     comments.push_back("a kernel's sampling period was not recorded: its cycles are its samples");
   }
 
-  for (const auto& [locs, value] : stacks) {
+  const int64_t process_key = sources.front().process.empty() ? 0 : t.str("process");
+  for (const auto& [key, value] : stacks) {
+    const auto& [process, locs] = key;
     pp::Sample* sample = profile.add_sample();
     // Leaf first; the unattributed stack's unused frames (0) are left out.
     for (auto it = locs.rbegin(); it != locs.rend(); ++it) {
@@ -295,6 +316,11 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
     pp::Label* label = sample->add_label();
     label->set_key(kind);
     label->set_str(value.kind);
+    if (process != 0) {
+      pp::Label* by_process = sample->add_label();
+      by_process->set_key(process_key);
+      by_process->set_str(process);
+    }
     st.samples += value.samples;
     st.cycles += value.cycles;
     if (value.kind == kind_stall) st.stall_samples += value.samples;
@@ -341,8 +367,13 @@ bool gzip_compress(std::string_view bytes, std::string& out, std::string& error)
 
 std::optional<PprofError> export_pprof(const ReadResult& file, const PprofOptions& options, SassResolver& sass,
                                        std::ostream& out, PprofStats* stats) {
+  return export_pprof(std::vector<PprofSource>{{&file, {}}}, options, sass, out, stats);
+}
+
+std::optional<PprofError> export_pprof(const std::vector<PprofSource>& sources, const PprofOptions& options,
+                                       SassResolver& sass, std::ostream& out, PprofStats* stats) {
   pp::Profile profile;
-  if (std::optional<PprofError> error = build_pprof(file, options, sass, profile, stats)) return error;
+  if (std::optional<PprofError> error = build_pprof(sources, options, sass, profile, stats)) return error;
   std::string bytes;
   if (!profile.SerializeToString(&bytes)) {
     return PprofError{PprofError::Kind::kWriteFailed, "the profile could not be serialized"};

@@ -65,8 +65,22 @@ struct PprofError {
   std::string message;  // one line for the user
 };
 
+// One input of a profile over several files (`cutriage pprof A.pb B.pb ...`): a process's file
+// (its segments merged, multi_file.h) and its name "host:pid". With several processes every Sample
+// also carries the label process=host:pid, so their stacks stay apart and the profile's totals are
+// the sum of each process's; one process has no label (`process` empty) and reads as its file alone.
+struct PprofSource {
+  const ReadResult* file = nullptr;
+  std::string process;
+};
+
 // Fills `profile` (uncompressed). `sass` supplies the SASS text of PCs the writer did not know.
 std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions& options,
+                                      SassResolver& sass, perftools::profiles::Profile& profile,
+                                      PprofStats* stats = nullptr);
+
+// The profile of several sources (all named, or one unnamed): the samples of them all.
+std::optional<PprofError> build_pprof(const std::vector<PprofSource>& sources, const PprofOptions& options,
                                       SassResolver& sass, perftools::profiles::Profile& profile,
                                       PprofStats* stats = nullptr);
 
@@ -74,6 +88,9 @@ std::optional<PprofError> build_pprof(const ReadResult& file, const PprofOptions
 std::optional<PprofError> export_pprof(const ReadResult& file, const PprofOptions& options,
                                        SassResolver& sass, std::ostream& out,
                                        PprofStats* stats = nullptr);
+
+std::optional<PprofError> export_pprof(const std::vector<PprofSource>& sources, const PprofOptions& options,
+                                       SassResolver& sass, std::ostream& out, PprofStats* stats = nullptr);
 
 // `bytes` as one gzip member (RFC 1952; zlib's deflate, default level). False with `error` set
 // when zlib fails.

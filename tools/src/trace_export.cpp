@@ -362,25 +362,36 @@ std::string json_string(std::string_view s) {
   return out;
 }
 
-std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std::ostream& out,
-                                                    TraceExportStats* stats) {
-  if (file.trace_records.empty()) {
-    return TraceExportError{TraceExportError::Kind::kNoTrace,
-                            "the file has no trace: the run was made without tracing (no GPU "
-                            "timeline was recorded), so there is nothing to export"};
-  }
-  const v1::SessionHeader* session =
-      file.file.records_size() > 0 && file.file.records(0).has_session() ? &file.file.records(0).session()
-                                                                        : nullptr;
+namespace {
+
+// Where one process's events go in the output. One file: pids as the header comment says, names
+// as they are, times from its own first event. Several processes (export_chrome_trace_runs): each
+// process's pids moved up by its own base, its process names led by its name, its times moved by
+// where its first event falls on the common (Unix) clock.
+struct Placement {
+  uint32_t pid_base = 0;
+  std::string prefix;   // "host:pid " or empty
+  uint64_t offset = 0;  // ns added to every ts
+};
+
+const v1::SessionHeader* session_of(const ReadResult& file) {
+  return file.file.records_size() > 0 && file.file.records(0).has_session() ? &file.file.records(0).session()
+                                                                           : nullptr;
+}
+
+// The process's metadata and events, appended to `w` after the events before them (`first`).
+// `origin` is set to the trace-clock time of its zero, `dropped` to its dropped records.
+void write_process(const ReadResult& file, const Placement& place, Writer& w, bool& first,
+                   TraceExportStats& counts, uint64_t& origin, uint64_t& dropped) {
+  const v1::SessionHeader* session = session_of(file);
 
   // Pass 1: every event into its track, and the earliest time (the output's zero).
   std::map<GpuTrackKey, std::vector<Event>> gpu_tracks;
   std::map<uint32_t, std::vector<Event>> cpu_tracks;  // by OS thread id
-  uint64_t origin = std::numeric_limits<uint64_t>::max();
-  uint64_t dropped = 0;
+  origin = std::numeric_limits<uint64_t>::max();
+  dropped = 0;
   // Pauses of a duty-cycled trace, drawn on a track of their own.
   const std::vector<std::pair<uint64_t, uint64_t>> pauses = trace_pauses(file);
-  TraceExportStats counts;
   for (int r : file.trace_records) {
     const v1::TraceChunk& chunk = file.file.records(r).trace();
     dropped += chunk.dropped_records();
@@ -474,10 +485,7 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
   // Perfetto's tokenizer reads those keys from the raw text, stops at an array value before
   // them, and ignores top-level keys it does not know only after the events. There is no
   // "displayTimeUnit": Perfetto would take "ns" as the unit of ts.
-  Writer w(out);
   std::string& b = w.buf();
-  b += "{\"traceEvents\":[\n";
-  bool first = true;
   auto begin_event = [&]() -> std::string& {
     if (!first) b += ",\n";
     first = false;
@@ -489,12 +497,12 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
   for (const auto& [key, events] : gpu_tracks) devices.insert(key.device);
   auto process = [&](uint32_t pid, const std::string& name, uint64_t sort) {
     begin_event() += "{\"ph\":\"M\",\"pid\":";
-    append_u64(b, pid);
-    b += ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":" + json_string(name) + "}}";
+    append_u64(b, place.pid_base + pid);
+    b += ",\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":" + json_string(place.prefix + name) + "}}";
     begin_event() += "{\"ph\":\"M\",\"pid\":";
-    append_u64(b, pid);
+    append_u64(b, place.pid_base + pid);
     b += ",\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":";
-    append_u64(b, sort);
+    append_u64(b, place.pid_base + sort);
     b += "}}";
   };
   if (!cpu_tracks.empty()) process(kCpuPid, "CPU", 0);
@@ -517,12 +525,12 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
   }
   for (const Thread& t : threads) {
     begin_event() += "{\"ph\":\"M\",\"pid\":";
-    append_u64(b, t.pid);
+    append_u64(b, place.pid_base + t.pid);
     b += ",\"tid\":";
     append_u64(b, t.tid);
     b += ",\"name\":\"thread_name\",\"args\":{\"name\":" + json_string(t.name) + "}}";
     begin_event() += "{\"ph\":\"M\",\"pid\":";
-    append_u64(b, t.pid);
+    append_u64(b, place.pid_base + t.pid);
     b += ",\"tid\":";
     append_u64(b, t.tid);
     b += ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":";
@@ -540,11 +548,11 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
   };
   auto begin_x = [&](const Event& e, uint32_t pid, uint32_t tid) {
     begin_event() += "{\"ph\":\"X\",\"ts\":";
-    append_us(b, e.start - origin);
+    append_us(b, e.start - origin + place.offset);
     b += ",\"dur\":";
     append_us(b, e.end > e.start ? e.end - e.start : 0);
     b += ",\"pid\":";
-    append_u64(b, pid);
+    append_u64(b, place.pid_base + pid);
     b += ",\"tid\":";
     append_u64(b, tid);
   };
@@ -682,6 +690,26 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
          "(CUTRIAGE_TRACE_DUTY): what ran meanwhile is unknown, not idle\"}}";
   }
   counts.trace_pauses = pauses.size();
+}
+
+}  // namespace
+
+std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std::ostream& out,
+                                                    TraceExportStats* stats) {
+  if (file.trace_records.empty()) {
+    return TraceExportError{TraceExportError::Kind::kNoTrace,
+                            "the file has no trace: the run was made without tracing (no GPU "
+                            "timeline was recorded), so there is nothing to export"};
+  }
+  const v1::SessionHeader* session = session_of(file);
+  Writer w(out);
+  std::string& b = w.buf();
+  b += "{\"traceEvents\":[\n";
+  bool first = true;
+  TraceExportStats counts;
+  uint64_t origin = 0;
+  uint64_t dropped = 0;
+  write_process(file, Placement{}, w, first, counts, origin, dropped);
 
   // What the times mean, for people and scripts (Perfetto ignores it).
   b += "\n],\"otherData\":{\"producer\":\"cutriage trace\",\"time_origin_trace_clock_ns\":";
@@ -707,6 +735,130 @@ std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std:
     return TraceExportError{TraceExportError::Kind::kWriteFailed, "writing the trace failed (disk full?)"};
   }
   if (stats != nullptr) *stats = counts;
+  return std::nullopt;
+}
+
+namespace {
+
+// The trace-clock time of the file's first event (its output's zero), as write_process finds it.
+uint64_t earliest_event(const ReadResult& file) {
+  uint64_t origin = std::numeric_limits<uint64_t>::max();
+  for (int r : file.trace_records) {
+    const v1::TraceChunk& chunk = file.file.records(r).trace();
+    for (const v1::KernelExecution& k : chunk.kernels()) origin = std::min(origin, k.start_ns());
+    for (const v1::CopyExecution& c : chunk.copies()) origin = std::min(origin, c.start_ns());
+    for (const v1::NvtxRange& n : chunk.nvtx_ranges()) origin = std::min(origin, n.start_ns());
+  }
+  return origin == std::numeric_limits<uint64_t>::max() ? 0 : origin;
+}
+
+// `t` of the file's trace clock on the Unix clock, when its header ties the two (the agent reads
+// both clocks at start: SessionHeader.start_time_unix_ns, trace_clock_at_start_ns).
+std::optional<uint64_t> unix_time(const ReadResult& file, uint64_t t) {
+  const v1::SessionHeader* s = session_of(file);
+  if (s == nullptr || s->trace_clock_at_start_ns() == 0 || s->start_time_unix_ns() == 0 ||
+      t < s->trace_clock_at_start_ns()) {
+    return std::nullopt;
+  }
+  return s->start_time_unix_ns() + (t - s->trace_clock_at_start_ns());
+}
+
+}  // namespace
+
+std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<ProcessRun>& runs, std::ostream& out,
+                                                         TraceExportStats* stats, std::vector<std::string>* notes) {
+  std::vector<const ProcessRun*> traced;
+  for (const ProcessRun& run : runs) {
+    if (!run.file.trace_records.empty()) {
+      traced.push_back(&run);
+    } else if (notes != nullptr) {
+      notes->push_back("process " + run.name + " has no trace (the run was made without tracing): left out");
+    }
+  }
+  if (traced.empty()) {
+    return TraceExportError{TraceExportError::Kind::kNoTrace,
+                            "no file has a trace: the runs were made without tracing (no GPU timeline "
+                            "was recorded), so there is nothing to export"};
+  }
+  // One process (its segments merged): the one-file output. Several keep their names even when
+  // only one of them has a trace, so the output says whose it is.
+  if (runs.size() == 1) return export_chrome_trace(traced.front()->file, out, stats);
+
+  // The common clock: each process's first event on the Unix clock, the earliest of them the
+  // output's zero, so the ranks of one job line up. Without both clocks in every header the
+  // processes cannot be placed against each other: each then starts at zero (and a note says so).
+  std::vector<uint64_t> origins, unix_origins;
+  bool aligned = true;
+  for (const ProcessRun* run : traced) {
+    origins.push_back(earliest_event(run->file));
+    const std::optional<uint64_t> u = unix_time(run->file, origins.back());
+    aligned = aligned && u.has_value();
+    unix_origins.push_back(u.value_or(0));
+  }
+  const uint64_t zero = aligned ? *std::min_element(unix_origins.begin(), unix_origins.end()) : 0;
+  if (!aligned && notes != nullptr) {
+    notes->push_back("a file's header does not tie its trace clock to Unix time: each process's times "
+                     "start at zero, not aligned");
+  }
+
+  Writer w(out);
+  std::string& b = w.buf();
+  b += "{\"traceEvents\":[\n";
+  bool first = true;
+  TraceExportStats total;
+  std::string processes;  // otherData's list
+  for (size_t i = 0; i < traced.size(); ++i) {
+    const ProcessRun& run = *traced[i];
+    Placement place;
+    // A process's own pids are below 1,000,000 (kUnknownDevicePid is the largest): each process
+    // gets its own million, so no two processes share a Perfetto process.
+    place.pid_base = static_cast<uint32_t>(i) * 1'000'000;
+    place.prefix = run.name + " ";
+    place.offset = aligned ? unix_origins[i] - zero : 0;
+    TraceExportStats counts;
+    uint64_t origin = 0;
+    uint64_t dropped = 0;
+    write_process(run.file, place, w, first, counts, origin, dropped);
+    total.kernels += counts.kernels;
+    total.copies += counts.copies;
+    total.nvtx_ranges += counts.nvtx_ranges;
+    total.extra_tracks += counts.extra_tracks;
+    total.trace_pauses += counts.trace_pauses;
+    total.placed_profiled += counts.placed_profiled;
+    total.unplaced_profiled += counts.unplaced_profiled;
+
+    processes += i == 0 ? "{" : ",{";
+    processes += "\"name\":" + json_string(run.name) + ",\"pid_base\":";
+    append_u64(processes, place.pid_base);
+    processes += ",\"files\":[";
+    for (size_t f = 0; f < run.paths.size(); ++f) processes += (f != 0 ? "," : "") + json_string(run.paths[f]);
+    processes += "],\"time_origin_trace_clock_ns\":";
+    append_u64(processes, origin);
+    processes += ",\"offset_ns\":";
+    append_u64(processes, place.offset);
+    if (const v1::SessionHeader* session = session_of(run.file); session != nullptr) {
+      std::string command;
+      for (const std::string& arg : session->command_line()) command += (command.empty() ? "" : " ") + arg;
+      processes += ",\"command_line\":" + json_string(command) + ",\"host\":" + json_string(session->host()) +
+                   ",\"pid\":";
+      append_u64(processes, session->pid());
+    }
+    processes += ",\"dropped_records\":";
+    append_u64(processes, dropped);
+    processes += "}";
+  }
+  b += "\n],\"otherData\":{\"producer\":\"cutriage trace\"";
+  if (aligned) {
+    b += ",\"time_origin_unix_ns\":";
+    append_u64(b, zero);
+  }
+  b += ",\"processes\":[" + processes + "]}}\n";
+  w.flush();
+  out.flush();
+  if (!w.good() || !out) {
+    return TraceExportError{TraceExportError::Kind::kWriteFailed, "writing the trace failed (disk full?)"};
+  }
+  if (stats != nullptr) *stats = total;
   return std::nullopt;
 }
 

@@ -25,8 +25,10 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "file_reader.h"
+#include "multi_file.h"
 
 namespace cutriage::tools {
 
@@ -57,6 +59,19 @@ struct TraceExportError {
 // with `stats` (optional) filled.
 std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std::ostream& out,
                                                     TraceExportStats* stats = nullptr);
+
+// Several processes in one trace (`cutriage trace A.pb B.pb ...`, the files grouped by
+// multi_file.h: segments of one process already merged). One process with a trace writes what
+// export_chrome_trace writes for it. Several: each process's GPUs, CPU and pause track are its own
+// trace processes, named after it ("host:1234 GPU 0 — NVIDIA H200"), their pids moved up by
+// 1,000,000 per process (the first keeps the one-file pids); times are on one clock, the Unix time
+// of the earliest first event of them all (SessionHeader.start_time_unix_ns and
+// trace_clock_at_start_ns tie each file's trace clock to it), so the ranks of a job line up.
+// otherData lists the processes (name, pid_base, files, offset_ns, ...). Processes without a trace
+// are left out with a note in `notes`; none with a trace is kNoTrace.
+std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<ProcessRun>& runs, std::ostream& out,
+                                                         TraceExportStats* stats = nullptr,
+                                                         std::vector<std::string>* notes = nullptr);
 
 // `s` as a JSON string literal, quotes included: ", \ and control characters escaped; bytes that
 // are not UTF-8 replaced by U+FFFD (a JSON text must be UTF-8).

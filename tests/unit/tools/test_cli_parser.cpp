@@ -115,6 +115,15 @@ TEST_CASE("cli: triage takes several CSVs after one --ncu-csv, -o and its long f
                  {"trace", "f.pb", "-o", "-"});
   REQUIRE(o.code == 0);
   CHECK(trace.output == "-");
+  // Several files (segments or processes, multi_file.h), -o anywhere.
+  o = parse_with(commands::trace_command([&](const commands::TraceOptions& t) {
+                   trace = t;
+                   return 0;
+                 }),
+                 {"trace", "a.pb", "-o", "job.json", "b.pb"});
+  REQUIRE(o.code == 0);
+  CHECK(trace.files == std::vector<std::string>{"a.pb", "b.pb"});
+  CHECK(trace.output == "job.json");
 }
 
 TEST_CASE("cli: misspelt flags and commands get a suggestion and exit code 1", "[cli]") {
@@ -139,7 +148,7 @@ TEST_CASE("cli: misspelt flags and commands get a suggestion and exit code 1", "
   o = run_real({"run", "--lunch-count", "3", "--", "app"});
   CHECK(o.code == 1);
   CHECK(contains(o.err, "unknown option '--lunch-count' (did you mean --launch-count?)"));
-  o = run_real({"trace", "a.pb", "b.pb"});
+  o = run_real({"json", "a.pb", "b.pb"});  // json reads one file (trace and pprof take several)
   CHECK(o.code == 1);
   CHECK(contains(o.err, "unexpected argument 'b.pb'"));
 }

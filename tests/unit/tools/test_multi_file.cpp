@@ -3,7 +3,10 @@
 // run is committed, so the segments are SYNTHETIC: a real file cut in two here, the second part
 // given its own header (segment_index 2) and its own interned-string numbering, as the agent's
 // rotation writes them (agent/src/record_output.cpp).
+#include <cstdlib>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,9 +18,13 @@
 #include "diff.h"
 #include "file_reader.h"
 #include "multi_file.h"
+#include "nvdisasm_stub.h"
+#include "pprof/profile.pb.h"
+#include "pprof_export.h"
 #include "report_model.h"
 #include "report.h"
 #include "table_export.h"
+#include "trace_export.h"
 
 using namespace cutriage;
 using cutriage::testing::slurp;
@@ -173,4 +180,196 @@ TEST_CASE("multi-file: processes of one job are kept apart and named", "[multi-f
   }
   CHECK(has_t);
   CHECK(has_v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The exports over several files: `cutriage trace` and `cutriage pprof` read them the same way.
+
+namespace {
+
+// The output of a trace export, one event a line (the writer puts each on its own line).
+struct TraceLines {
+  std::map<uint64_t, std::string> process_names;  // pid -> name
+  std::vector<std::pair<uint64_t, double>> events;  // "X" events: (pid, ts in microseconds)
+  std::string other_data;
+};
+
+uint64_t number_after(const std::string& line, const std::string& key) {
+  const size_t at = line.find(key);
+  REQUIRE(at != std::string::npos);
+  return std::strtoull(line.c_str() + at + key.size(), nullptr, 10);
+}
+
+TraceLines parse_trace(const std::string& json) {
+  TraceLines t;
+  std::istringstream in(json);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("\"otherData\"") != std::string::npos) t.other_data = line;
+    if (line.find("\"name\":\"process_name\"") != std::string::npos) {
+      const std::string key = "\"args\":{\"name\":\"";
+      const size_t at = line.find(key);
+      REQUIRE(at != std::string::npos);
+      const size_t from = at + key.size();
+      t.process_names[number_after(line, "\"pid\":")] = line.substr(from, line.find('"', from) - from);
+    }
+    if (line.find("{\"ph\":\"X\",\"ts\":") != std::string::npos) {
+      const size_t at = line.find("\"ts\":") + 5;
+      t.events.emplace_back(number_after(line, "\"pid\":"), std::strtod(line.c_str() + at, nullptr));
+    }
+  }
+  return t;
+}
+
+std::string export_trace(const tools::ReadResult& file) {
+  std::ostringstream out;
+  REQUIRE_FALSE(tools::export_chrome_trace(file, out).has_value());
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("multi-file: trace of the segments of one run is the trace of the run", "[multi-file][trace_export]") {
+  for (const char* name : {"trace/trace_timeline.pb", "trace/zoo_vector_add.pb"}) {
+    CAPTURE(name);
+    const tools::ReadResult whole = tools::read_cutriage_file(kData + "/" + name);
+    REQUIRE(whole.status == tools::ReadStatus::kOk);
+    REQUIRE_FALSE(whole.trace_records.empty());
+    auto [seg1, seg2] = split(whole, whole.file.records_size() / 2);  // SYNTHETIC segments
+    tools::MultiRead read = tools::group_runs({"seg1.pb", "seg2.pb"}, {seg1, seg2});
+    REQUIRE(read.processes.size() == 1);
+    std::ostringstream merged;
+    tools::TraceExportStats stats;
+    REQUIRE_FALSE(tools::export_chrome_trace_runs(read.processes, merged, &stats).has_value());
+    CHECK(merged.str() == export_trace(whole));
+    CHECK(stats.kernels > 0);
+  }
+}
+
+TEST_CASE("multi-file: trace of two processes draws each apart on one clock", "[multi-file][trace_export]") {
+  const std::vector<std::string> paths = {kData + "/trace/zoo_vector_add.pb", kData + "/trace/zoo_fma_chain.pb"};
+  tools::MultiRead read = tools::read_runs(paths);
+  REQUIRE(read.processes.size() == 2);
+  std::ostringstream out;
+  tools::TraceExportStats stats;
+  std::vector<std::string> notes;
+  REQUIRE_FALSE(tools::export_chrome_trace_runs(read.processes, out, &stats, &notes).has_value());
+  CHECK(notes.empty());
+  const TraceLines both = parse_trace(out.str());
+
+  // Each process alone, for its events and its first event's Unix time.
+  std::vector<TraceLines> alone;
+  std::vector<uint64_t> unix_origin;
+  uint64_t kernels = 0;
+  for (const tools::ProcessRun& run : read.processes) {
+    std::ostringstream one;
+    tools::TraceExportStats s;
+    REQUIRE_FALSE(tools::export_chrome_trace(run.file, one, &s).has_value());
+    kernels += s.kernels;
+    alone.push_back(parse_trace(one.str()));
+    unix_origin.push_back(number_after(alone.back().other_data, "\"time_origin_unix_ns\":"));
+  }
+  CHECK(stats.kernels == kernels);
+  const uint64_t zero = std::min(unix_origin[0], unix_origin[1]);
+  CHECK(number_after(both.other_data, "\"time_origin_unix_ns\":") == zero);
+
+  for (size_t p = 0; p < 2; ++p) {
+    CAPTURE(p);
+    const uint64_t base = p * 1'000'000;
+    // The process's own trace processes, named after it: "vm:2244 GPU 0 — NVIDIA H200".
+    size_t named = 0;
+    for (const auto& [pid, pname] : alone[p].process_names) {
+      REQUIRE(both.process_names.count(base + pid) == 1);
+      CHECK(both.process_names.at(base + pid) == read.processes[p].name + " " + pname);
+      ++named;
+    }
+    CHECK(named > 0);
+    // The same events, moved by where the process's first event falls on the common clock.
+    std::vector<std::pair<uint64_t, double>> mine;
+    for (const auto& e : both.events) {
+      if (e.first / 1'000'000 == p) mine.emplace_back(e.first - base, e.second);
+    }
+    REQUIRE(mine.size() == alone[p].events.size());
+    const double offset_us = static_cast<double>(unix_origin[p] - zero) / 1000.0;
+    for (size_t i = 0; i < mine.size(); ++i) {
+      CHECK(mine[i].first == alone[p].events[i].first);
+      CHECK(mine[i].second == Approx(alone[p].events[i].second + offset_us).margin(0.002));
+    }
+  }
+  CHECK(read.processes[0].name != read.processes[1].name);
+  // The processes ran one after the other: the second starts where its Unix time says.
+  CHECK(unix_origin[1] > unix_origin[0]);
+}
+
+TEST_CASE("multi-file: trace of processes without a trace is an error", "[multi-file][trace_export]") {
+  tools::MultiRead read = tools::read_runs({kData + "/agent/zoo_transpose.pb", kData + "/agent/zoo_vector_add.pb"});
+  REQUIRE(read.processes.size() == 2);
+  std::ostringstream out;
+  const auto error = tools::export_chrome_trace_runs(read.processes, out);
+  REQUIRE(error.has_value());
+  CHECK(error->kind == tools::TraceExportError::Kind::kNoTrace);
+  CHECK(out.str().empty());
+}
+
+TEST_CASE("multi-file: pprof of two processes holds the samples of both and labels them", "[multi-file][pprof]") {
+  const std::vector<std::string> paths = {kData + "/pcsampling/zoo_transpose.pb",
+                                          kData + "/pcsampling/zoo_strided_load.pb"};
+  tools::MultiRead read = tools::read_runs(paths);
+  REQUIRE(read.processes.size() == 2);
+  tools::SassResolver sass(testing::no_nvdisasm());
+  tools::PprofStats sum;
+  std::vector<tools::PprofSource> sources;
+  for (const tools::ProcessRun& run : read.processes) {
+    perftools::profiles::Profile one;
+    tools::PprofStats st;
+    REQUIRE_FALSE(tools::build_pprof(run.file, {}, sass, one, &st).has_value());
+    sum.samples += st.samples;
+    sum.cycles += st.cycles;
+    sum.stall_samples += st.stall_samples;
+    sum.stacks += st.stacks;
+    sum.kernels += st.kernels;
+    sources.push_back({&run.file, run.name});
+  }
+  perftools::profiles::Profile both;
+  tools::PprofStats st;
+  REQUIRE_FALSE(tools::build_pprof(sources, {}, sass, both, &st).has_value());
+  CHECK(st.samples == sum.samples);
+  CHECK(st.cycles == sum.cycles);
+  CHECK(st.stall_samples == sum.stall_samples);
+  CHECK(st.stacks == sum.stacks);
+  CHECK(st.kernels == sum.kernels);
+  // Every sample says whose it is; both processes are there, and the values add up per process.
+  std::map<std::string, int64_t> per_process;
+  int64_t total = 0;
+  for (const perftools::profiles::Sample& s : both.sample()) {
+    std::string process;
+    for (const perftools::profiles::Label& l : s.label()) {
+      if (both.string_table(static_cast<int>(l.key())) == "process") process = both.string_table(static_cast<int>(l.str()));
+    }
+    CHECK_FALSE(process.empty());
+    per_process[process] += s.value(0);
+    total += s.value(0);
+  }
+  CHECK(per_process.size() == 2);
+  CHECK(per_process.count(read.processes[0].name) == 1);
+  CHECK(per_process.count(read.processes[1].name) == 1);
+  CHECK(static_cast<uint64_t>(total) == sum.samples);
+}
+
+TEST_CASE("multi-file: pprof of the segments of one run is the profile of the run", "[multi-file][pprof]") {
+  const tools::ReadResult whole = tools::read_cutriage_file(kData + "/pcsampling/zoo_transpose.pb");
+  REQUIRE(whole.status == tools::ReadStatus::kOk);
+  auto [seg1, seg2] = split(whole, whole.file.records_size() / 2);  // SYNTHETIC segments
+  tools::MultiRead read = tools::group_runs({"seg1.pb", "seg2.pb"}, {seg1, seg2});
+  REQUIRE(read.processes.size() == 1);
+  tools::SassResolver sass(testing::no_nvdisasm());
+  perftools::profiles::Profile a, b;
+  tools::PprofStats sa, sb;
+  REQUIRE_FALSE(tools::build_pprof(whole, {}, sass, a, &sa).has_value());
+  // One process: no process label, the samples of the run.
+  REQUIRE_FALSE(tools::build_pprof({{&read.processes[0].file, {}}}, {}, sass, b, &sb).has_value());
+  CHECK(sb.samples == sa.samples);
+  CHECK(sb.cycles == sa.cycles);
+  CHECK(sb.stacks == sa.stacks);
+  CHECK(b.sample_size() == a.sample_size());
 }
