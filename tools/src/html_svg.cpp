@@ -89,6 +89,20 @@ void title_element(std::string& body, std::string_view title) {
   if (!title.empty()) body += "<title>" + escape(title) + "</title>";
 }
 
+// Ends an element whose attributes are written: self-closed without a title, else with the title
+// (a hover tooltip) as its child.
+void close_with_title(std::string& body, std::string_view tag, std::string_view title) {
+  if (title.empty()) {
+    body += "/>";
+    return;
+  }
+  body += ">";
+  title_element(body, title);
+  body += "</";
+  body += tag;
+  body += ">";
+}
+
 }  // namespace
 
 Svg::Svg(double width, double height, std::string_view cls, std::string_view label, std::string_view extra) {
@@ -110,25 +124,13 @@ void Svg::rect(double x, double y, double w, double h, std::string_view cls, std
            num(std::max(w, 0.0)) + "\" height=\"" + num(std::max(h, 0.0)) + "\"";
   if (!fill.empty()) body_ += " fill=\"" + escape(fill) + "\"";
   if (!extra.empty()) body_ += " " + std::string(extra);
-  if (title.empty()) {
-    body_ += "/>";
-    return;
-  }
-  body_ += ">";
-  title_element(body_, title);
-  body_ += "</rect>";
+  close_with_title(body_, "rect", title);
 }
 
 void Svg::circle(double cx, double cy, double r, std::string_view cls, std::string_view title, std::string_view extra) {
   body_ += "<circle class=\"" + escape(cls) + "\" cx=\"" + num(cx) + "\" cy=\"" + num(cy) + "\" r=\"" + num(r) + "\"";
   if (!extra.empty()) body_ += " " + std::string(extra);
-  if (title.empty()) {
-    body_ += "/>";
-    return;
-  }
-  body_ += ">";
-  title_element(body_, title);
-  body_ += "</circle>";
+  close_with_title(body_, "circle", title);
 }
 
 void Svg::polyline(const std::vector<std::pair<double, double>>& points, std::string_view cls, std::string_view extra) {
