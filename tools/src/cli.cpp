@@ -313,7 +313,7 @@ CLI::Validator whole_number(unsigned long long min, unsigned long long max) {
 CLI::Validator percentage() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
-        const std::string want = "needs a percentage (a number from 0), not " + in_quotes(value);
+        std::string want = "needs a percentage (a number from 0), not " + in_quotes(value);
         if (value.empty() || value.size() > 32 || value.find_first_not_of("0123456789.") != std::string::npos) {
           return want;
         }
