@@ -146,7 +146,7 @@ std::string utc_time(uint64_t unix_ns) {
   std::tm tm{};
   if (gmtime_r(&t, &tm) == nullptr) return {};
   char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  if (std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0) return {};
   return buf;
 }
 
@@ -445,7 +445,10 @@ std::string timeline_strip(const Context& c, const Rows& rows, uint32_t device, 
   svg.line(kLabel, axis_y, kLabel + plot_w, axis_y, "axis");
   const double step = nice_step(total / 10);
   const double first = std::ceil(double(w0 - axis_origin) / step) * step;
-  for (double t = first; t <= double(w1 - axis_origin) + step * 1e-9; t += step) {
+  // Ticks counted in whole steps (a float induction variable would accumulate rounding).
+  const double last = double(w1 - axis_origin) + step * 1e-9;
+  for (long i = 0; first + double(i) * step <= last; ++i) {
+    const double t = first + double(i) * step;
     const double x = kLabel + ((t - double(w0 - axis_origin)) / total) * plot_w;
     svg.line(x, axis_y, x, axis_y + 4, "axis");
     svg.text(x, axis_y + 16, t == 0 ? "0" : "+" + short_duration(t), "label-muted", "middle");

@@ -49,18 +49,15 @@ int fp32_lanes_per_sm(uint32_t cc_major, uint32_t cc_minor) {
   switch (cc_major) {
     case 7: return 64;                          // Volta, Turing
     case 8: return cc_minor == 0 ? 64 : 128;    // A100; GA10x and Ada
-    case 9: return 128;                         // Hopper
-    case 10: case 12: return 128;               // Blackwell
+    case 9: case 10: case 12: return 128;       // Hopper, Blackwell
     default: return 0;
   }
 }
 
 int fp64_lanes_per_sm(uint32_t cc_major, uint32_t cc_minor) {
   switch (cc_major) {
-    case 7: return cc_minor == 0 ? 32 : 2;
-    case 8: return cc_minor == 0 ? 32 : 2;
-    case 9: return 64;
-    case 10: return 64;
+    case 7: case 8: return cc_minor == 0 ? 32 : 2;  // V100 and A100 at full rate, the others 1/32
+    case 9: case 10: return 64;                     // H100/H200, B200
     case 12: return 2;
     default: return 0;
   }
