@@ -290,6 +290,11 @@ std::optional<PprofError> build_pprof(const std::vector<PprofSource>& sources, c
   if (st.kernels == 0) {
     std::string why;
     for (size_t i = 1; i < comments.size(); ++i) why += (why.empty() ? "" : "; ") + comments[i];
+    // One line: the reasons quote the file's own strings (a PC sampling error), which may hold
+    // line breaks or terminal controls.
+    for (char& c : why) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+    }
     return PprofError{PprofError::Kind::kNoSamples, "no PC samples were collected: " + why};
   }
   if (periods.size() == 1) {
