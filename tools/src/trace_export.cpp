@@ -23,6 +23,18 @@ namespace v1 = cutriage::v1;
 
 namespace {
 
+// A profiled duration from the file (a double) in whole nanoseconds: 0 for a negative or NaN value,
+// at most 2^53 (104 days) so that a corrupt value neither overflows the conversion nor a sum.
+uint64_t duration_u64(double ns) {
+  constexpr double kMax = 9007199254740992.0;  // 2^53
+  if (!(ns > 0)) return 0;
+  return static_cast<uint64_t>(ns < kMax ? ns : kMax);
+}
+
+}  // namespace
+
+namespace {
+
 // Process ids of the output (Chrome trace pids are numbers; Perfetto reads them as uint32).
 constexpr uint32_t kCpuPid = 1;
 constexpr uint32_t kUnknownDevice = std::numeric_limits<uint32_t>::max();
@@ -315,11 +327,11 @@ void place_profiled_launches(const ReadResult& file, std::map<GpuTrackKey, std::
     // one after another from the earlier neighbour, or one before another up to the later one.
     uint64_t total = 0;
     for (const PlacedLaunch* p : group) {
-      total += static_cast<uint64_t>(std::max(0.0, file.file.records(p->record).kernel().duration_ns()));
+      total += duration_u64(file.file.records(p->record).kernel().duration_ns());
     }
     uint64_t at = has_before ? from : (to >= total ? to - total : 0);
     for (const PlacedLaunch* p : group) {
-      const auto d = static_cast<uint64_t>(std::max(0.0, file.file.records(p->record).kernel().duration_ns()));
+      const uint64_t d = duration_u64(file.file.records(p->record).kernel().duration_ns());
       events.push_back({at, at + d, p->record, 0, EventKind::kPlaced, 0});
       at += d;
       ++placed;
@@ -582,7 +594,7 @@ void write_process(const ReadResult& file, const Placement& place, Writer& w, bo
         append_u64(b, e.end > e.start ? e.end - e.start : 0);
         if (k.duration_ns() > 0) {
           b += ",\"profiled_duration_ns\":";
-          append_u64(b, static_cast<uint64_t>(k.duration_ns()));
+          append_u64(b, duration_u64(k.duration_ns()));
         }
         b += ",\"stream\":";
         append_u64(b, k.stream_id());
