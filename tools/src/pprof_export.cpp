@@ -14,6 +14,7 @@
 
 #include "cutriage/base/demangle.h"
 #include "pc_samples.h"
+#include "report.h"
 
 namespace cutriage::tools {
 
@@ -292,10 +293,7 @@ std::optional<PprofError> build_pprof(const std::vector<PprofSource>& sources, c
     for (size_t i = 1; i < comments.size(); ++i) why += (why.empty() ? "" : "; ") + comments[i];
     // One line: the reasons quote the file's own strings (a PC sampling error), which may hold
     // line breaks or terminal controls.
-    for (char& c : why) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-    }
-    return PprofError{PprofError::Kind::kNoSamples, "no PC samples were collected: " + why};
+    return PprofError{PprofError::Kind::kNoSamples, "no PC samples were collected: " + terminal_safe(why, false)};
   }
   if (periods.size() == 1) {
     profile.set_period(int64_t{1} << *periods.begin());
