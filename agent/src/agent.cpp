@@ -59,8 +59,8 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
                                                   [this] { return trace_started_.load(); }})
                      : nullptr),
       deep_policy_(config_),
-      selector_(config_, families_, always_on_ ? static_cast<SelectionPolicy&>(*always_on_) : deep_policy_, state_,
-                trace_started_, [this] { return monotonic_now(); }),
+      selector_(config_, families_, always_on_ ? static_cast<SelectionPolicy&>(*always_on_) : deep_policy_,
+                earlier_ranking_, state_, trace_started_, [this] { return monotonic_now(); }),
       trace_(config_, platform, log, families_, nvtx_, graphs_, output_, cupti_gate_,
              [this](const triage::TimelineAccumulator& timeline) {
                selector_.apply_ranking(timeline);
@@ -87,7 +87,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
             write_notice(s, code, message, family);
           }}),
       view_(SessionView::Parts{config_, families_, trace_, trace_started_, nvtx_, devices_, always_on_.get(),
-                               triage_options_, counts_, state_, process_.host}),
+                               earlier_ranking_, triage_options_, counts_, state_, process_.host}),
       deep_(DeepCaptures::Parts{
           config_, families_, selector_, output_, log_, [this] { return process_.now_unix_ns(); },
           [this] { return monotonic_now(); },
@@ -98,6 +98,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
   triage_options_.thresholds = std::move(thresholds);
   start_time_ns_ = process_.now_unix_ns();
   families_.set_on_create([this](Family& f) {
+    earlier_ranking_.mark_locked(f);
     if (always_on_ && always_on_->resumable_locked(f)) f.resume_pending.store(true, std::memory_order_relaxed);
     selector_.update_candidate_locked(f);
   });
@@ -106,6 +107,11 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
 Agent::~Agent() { flush_thread_.stop(); }
 
 bool Agent::start() {
+  try {
+    earlier_ranking_.load(config_, log_);
+  } catch (...) {
+    log_.warn("CUTRIAGE_RANKING: cannot read " + config_.ranking_path + "; this run ranks by its own trace");
+  }
   if (always_on_ && !config_.resume_path.empty()) {
     try {
       always_on_->load_resume();

@@ -41,6 +41,7 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/wire/records.h"
 #include "deep_capture.h"
+#include "earlier_ranking.h"
 #include "devices.h"
 #include "family.h"
 #include "graph_profiler.h"
@@ -171,6 +172,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   NvtxTracker nvtx_;
   GraphTable graphs_;
   FamilyTable families_;
+  EarlierRanking earlier_ranking_;  // CUTRIAGE_RANKING; loaded by start(), read-only after
   std::unique_ptr<AlwaysOnPolicy> always_on_;  // null in deep mode; never reassigned
   DeepPolicy deep_policy_;
   Selector selector_;

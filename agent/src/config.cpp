@@ -312,7 +312,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 40> kOptions = {{
+const std::array<Option, 41> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -404,6 +404,13 @@ const std::array<Option, 40> kOptions = {{
       "which kernel families are profiled: the K largest by GPU time traced so far, those with at "
       "least P percent of it, every kernel from its first launch, or none (trace only)"},
      "top:<K>, share:<percent>, all or none", apply_select},
+    {{"CUTRIAGE_RANKING", "--ranking", "PATH", "(off)",
+      "an earlier output file of this program: CUTRIAGE_SELECT's top:K or share:P applies to the "
+      "ranking it holds, so those families are profiled from their first launch (a short program's "
+      "top kernel may be done before this run's own trace ranks it); the report says whether this "
+      "run's trace matched that one"},
+     "a file path",
+     [](std::string_view v, AgentConfig& c) { return apply_path(v, c.ranking_path); }},
     {{"CUTRIAGE_TRACE", "--trace", "1|0", "1",
       "trace every kernel execution with the CUPTI Activity API (needed by top: and share: "
       "selection, the application view and `cutriage trace`)"},

@@ -115,6 +115,9 @@ struct AgentConfig {
   bool summary = true;                   // the per-kernel summary on stderr at exit
   std::string thresholds_file;           // empty: the guide's thresholds
   SelectMode select = SelectMode::kTop;
+  // An earlier output of the same program whose ranking chooses the top:/share: families from
+  // their first launch, instead of this run's trace (empty: off).
+  std::string ranking_path;
   uint32_t select_top = 5;               // kTop
   double select_min_share = 0.05;        // kShare, in (0, 1]
   bool trace = true;                     // the Activity API kernel trace

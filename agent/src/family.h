@@ -24,6 +24,7 @@
 #include "config.h"
 #include "cutriage/collectors/platform.h"
 #include "cutriage/triage/engine.h"
+#include "cutriage/wire/prior_ranking.h"
 #include "cutriage/wire/records.h"
 
 namespace cutriage::agent {
@@ -67,6 +68,8 @@ struct Family {
   uint32_t rank = 0;   // 1-based rank by traced GPU time; 0 = not ranked yet
   uint64_t launches_when_ranked = 0;  // launch callbacks seen when it was first ranked (the report's reasons)
   double share = 0.0;  // its share of the traced GPU time (always-on's switches)
+  // CUTRIAGE_RANKING's entry for it (owned by EarlierRanking, set at creation); null: none.
+  const wire::RankedFamily* earlier = nullptr;
 
   // Profiling state (the table's lock).
   wire::KernelLaunchStats stats;

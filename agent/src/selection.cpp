@@ -10,11 +10,12 @@ bool same_shape(const triage::LaunchConfig& a, const triage::LaunchConfig& b) {
 }
 
 Selector::Selector(const AgentConfig& config, FamilyTable& families, SelectionPolicy& policy,
-                   const std::atomic<wire::AgentState>& state, const std::atomic<bool>& trace_started,
-                   std::function<uint64_t()> monotonic_ns)
+                   const EarlierRanking& earlier, const std::atomic<wire::AgentState>& state,
+                   const std::atomic<bool>& trace_started, std::function<uint64_t()> monotonic_ns)
     : config_(config),
       families_(families),
       policy_(policy),
+      earlier_(earlier),
       state_(state),
       trace_started_(trace_started),
       monotonic_ns_(std::move(monotonic_ns)) {}
@@ -99,7 +100,14 @@ std::vector<std::string> Selector::wanted_locked(Family& f, const std::string& c
     case MetricMode::kList: return config_.metric_list;
     case MetricMode::kAdaptive: break;
   }
-  if (!f.diagnosis) return policy_.first_counters(chip);
+  if (!f.diagnosis) {
+    // The earlier run launched it once: no second launch to adapt on, everything at once.
+    if (f.earlier != nullptr && f.earlier->launches == 1 && !f.earlier->launches_approximate &&
+        config_.mode == AgentMode::kDeep) {
+      return all_counters();
+    }
+    return policy_.first_counters(chip);
+  }
   return triage::counters_still_needed(*f.diagnosis, f.measured, {f.attempted.begin(), f.attempted.end()});
 }
 
@@ -138,8 +146,9 @@ void Selector::update_candidate_locked(Family& f) {
     case SelectMode::kNone: wanted = false; break;
     case SelectMode::kTop:
     case SelectMode::kShare:
-      // Without a running trace nothing is ranked: profile by name, as with "all".
-      wanted = trace_started_.load() ? f.ranked : true;
+      // The earlier run's ranking, when there is one, holds from the first launch. Without it and
+      // without a running trace nothing is ranked: profile by name, as with "all".
+      wanted = earlier_.loaded() || trace_started_.load() ? f.ranked : true;
       break;
   }
   const bool active = state_.load() == wire::AgentState::kActive;
@@ -197,7 +206,7 @@ void Selector::apply_ranking(const triage::TimelineAccumulator& timeline) {
     const triage::FamilyTimeStats* stats = timeline.family(ranking[i]);
     f->share = stats != nullptr && total > 0 ? stats->total_ns / total : 0.0;
     f->rank = static_cast<uint32_t>(i + 1);
-    if (ranks) {
+    if (ranks && !earlier_.loaded()) {  // with CUTRIAGE_RANKING, `ranked` was set at creation
       const bool was_ranked = f->ranked;
       f->ranked = config_.select == SelectMode::kTop ? i < config_.select_top : f->share >= config_.select_min_share;
       if (f->ranked && !was_ranked && f->launches_when_ranked == 0) {

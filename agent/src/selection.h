@@ -19,6 +19,7 @@
 
 #include "budget.h"
 #include "config.h"
+#include "earlier_ranking.h"
 #include "cutriage/collectors/platform.h"
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/records.h"
@@ -94,8 +95,8 @@ class SelectionPolicy {
 class Selector {
  public:
   Selector(const AgentConfig& config, FamilyTable& families, SelectionPolicy& policy,
-           const std::atomic<wire::AgentState>& state, const std::atomic<bool>& trace_started,
-           std::function<uint64_t()> monotonic_ns);
+           const EarlierRanking& earlier, const std::atomic<wire::AgentState>& state,
+           const std::atomic<bool>& trace_started, std::function<uint64_t()> monotonic_ns);
 
   // Decides, under the lock, whether this launch is profiled and how.
   Selection select(const collectors::LaunchEvent& event, uint64_t launch_index, const std::string& chip,
@@ -127,6 +128,7 @@ class Selector {
   const AgentConfig& config_;
   FamilyTable& families_;
   SelectionPolicy& policy_;
+  const EarlierRanking& earlier_;  // when loaded, its ranking chooses the families, not the trace's
   const std::atomic<wire::AgentState>& state_;
   const std::atomic<bool>& trace_started_;
   std::function<uint64_t()> monotonic_ns_;

@@ -50,7 +50,34 @@ wire::TraceSummary SessionView::trace_summary_locked(const triage::TimelineSumma
     wire::FamilyOutcome& o = out.outcomes[f.family] = outcome_locked(*k, f, paths);
     if (auto it = graph_nodes.find(f.family); it != graph_nodes.end()) o.graph_nodes = it->second;
   }
+  if (p_.earlier.loaded()) out.ranking_source = ranking_source_locked(timeline);
   return out;
+}
+
+uint64_t SessionView::application_launches(const Family& k, const triage::FamilyTimeStats* f) {
+  // Launches into a capturing stream do not run then: they run (and are traced) as graph kernels.
+  const uint64_t direct = k.launches.load(std::memory_order_relaxed);
+  const uint64_t captured = std::min(direct, k.stats.captured);
+  return direct - captured + (f != nullptr ? f->graph_launches : 0);
+}
+
+wire::RankingSource SessionView::ranking_source_locked(const triage::TimelineSummary& timeline) const {
+  std::map<uint64_t, const triage::FamilyTimeStats*> traced;
+  for (const triage::FamilyTimeStats& f : timeline.families) traced[f.family] = &f;
+  std::vector<EarlierRanking::Current> current;
+  std::map<std::string, std::string> names;
+  for (const Family* k : p_.families.all_locked()) {
+    auto t = traced.find(k->family_id);
+    EarlierRanking::Current c{k->mangled, k->device, k->block,
+                              application_launches(*k, t == traced.end() ? nullptr : t->second)};
+    if (c.launches == 0) continue;  // created and never run (its executions were all dropped)
+    names[k->mangled] = k->names->function;
+    current.push_back(std::move(c));
+  }
+  return p_.earlier.compare(current, [&names](const std::string& mangled) {
+    auto it = names.find(mangled);
+    return it != names.end() && !it->second.empty() ? it->second : mangled;
+  });
 }
 
 std::map<uint64_t, std::vector<wire::GraphNodeRef>> SessionView::graph_nodes_of(
@@ -89,6 +116,7 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
                                                 const std::vector<std::string>& paths) const {
   wire::FamilyOutcome o;
   using S = wire::FamilySelection;
+  o.application_launches = application_launches(k, &f);
   if (k.stats.profiled > 0) {
     o.selection = S::kProfiled;
     if (k.last_record) o.profiled_launch_index = k.last_record->input.launch_index;
@@ -121,6 +149,11 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
                          "; always-on: none of its launches fit the budget yet (the first profiled "
                          "launch waits for a full allowance, then one single-pass group a launch; "
                          "a larger CUTRIAGE_BUDGET or a deep capture gets there sooner)";
+  } else if (k.ranked && k.earlier != nullptr) {
+    o.selection = S::kTooFewLaunches;
+    o.selection_detail = "ranked #" + std::to_string(k.earlier->rank) +
+                         " by the earlier run (CUTRIAGE_RANKING), but none of its launches in this run could be "
+                         "profiled (captured, skipped or limited)";
   } else if (k.ranked || p_.config.select == SelectMode::kAll) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.rank) +
@@ -129,6 +162,12 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
     if (!p_.config.nvtx_include.empty() || !p_.config.nvtx_exclude.empty()) {
       o.selection_detail += "; the NVTX filter may have excluded its launches";
     }
+  } else if (p_.earlier.loaded()) {
+    o.selection = S::kNotRanked;
+    o.selection_detail = k.earlier == nullptr
+                             ? std::string("not in the earlier run's ranking (CUTRIAGE_RANKING)")
+                             : "not selected by the earlier run's ranking (CUTRIAGE_RANKING: #" +
+                                   std::to_string(k.earlier->rank) + ", " + select_spec(p_.config) + ")";
   } else {
     o.selection = S::kNotRanked;
     o.selection_detail = p_.config.select == SelectMode::kTop

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "contexts.h"
 #include "devices.h"
+#include "earlier_ranking.h"
 #include "family.h"
 #include "log.h"
 #include "nvtx_tracker.h"
@@ -52,6 +53,7 @@ class SessionView {
     NvtxTracker& nvtx;
     DeviceCatalog& devices;
     const AlwaysOnPolicy* always_on;  // null in deep mode
+    const EarlierRanking& earlier;
     const triage::TriageOptions& triage_options;
     const LaunchCounts& counts;
     const std::atomic<wire::AgentState>& state;
@@ -63,6 +65,9 @@ class SessionView {
   [[nodiscard]] wire::TraceSummary trace_summary() const;
   // The same, for a timeline summary made under the trace's lock (held).
   [[nodiscard]] wire::TraceSummary trace_summary_locked(const triage::TimelineSummary& timeline) const;
+  // Launches the application made of a family (FamilyStats.application_launches); `f` may be null
+  // (never traced).
+  static uint64_t application_launches(const Family& k, const triage::FamilyTimeStats* f);
   [[nodiscard]] wire::SessionEnd session_end(const std::string& state_detail) const;
   [[nodiscard]] std::vector<KernelSummary> kernels() const;
   [[nodiscard]] PromSnapshot prometheus_snapshot(uint64_t sampled_launches) const;
@@ -74,6 +79,8 @@ class SessionView {
   // Why a family whose executions ran mostly inside graph launches was not profiled, with the
   // numbers (the table's lock).
   [[nodiscard]] std::string graph_detail_locked(const Family& k, const triage::FamilyTimeStats& f) const;
+  // This run's trace against CUTRIAGE_RANKING's (the family table's lock held).
+  [[nodiscard]] wire::RankingSource ranking_source_locked(const triage::TimelineSummary& timeline) const;
   // The graph nodes each family ran as, most time first, at most 8 (the trace's lock).
   [[nodiscard]] std::map<uint64_t, std::vector<wire::GraphNodeRef>> graph_nodes_of(
       const std::vector<triage::GraphStats>& graphs, const std::vector<std::string>& paths) const;

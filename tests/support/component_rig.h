@@ -54,8 +54,8 @@ struct ComponentRig {
                       : nullptr),
         deep_policy(config),
         selector(config, families,
-                 always_on ? static_cast<agent::SelectionPolicy&>(*always_on) : deep_policy, state, trace_started,
-                 [this] { return platform.mono_ns.load(); }),
+                 always_on ? static_cast<agent::SelectionPolicy&>(*always_on) : deep_policy, earlier, state,
+                 trace_started, [this] { return platform.mono_ns.load(); }),
         trace(config, platform, log, families, nvtx, graphs, output, gate,
               [this](const triage::TimelineAccumulator& timeline) { selector.apply_ranking(timeline); },
               [this](wire::Severity, const std::string& code, const std::string&) { notices.push_back(code); }),
@@ -70,8 +70,10 @@ struct ComponentRig {
             [this](wire::Severity, const std::string& code, const std::string&, uint64_t) { notices.push_back(code); },
             [this] { ++deep_profiled; }}),
         view(agent::SessionView::Parts{config, families, trace, trace_started, nvtx, devices, always_on.get(),
-                                       triage_options, counts, state, "rig-host"}) {
+                                       earlier, triage_options, counts, state, "rig-host"}) {
+    earlier.load(config, log);
     families.set_on_create([this](agent::Family& f) {
+      earlier.mark_locked(f);
       if (always_on && always_on->resumable_locked(f)) f.resume_pending.store(true);
       selector.update_candidate_locked(f);
     });
@@ -130,6 +132,7 @@ struct ComponentRig {
   agent::NvtxTracker nvtx;
   agent::GraphTable graphs;
   agent::FamilyTable families;
+  agent::EarlierRanking earlier;  // config.ranking_path, loaded by the constructor
   std::unique_ptr<agent::AlwaysOnPolicy> always_on;
   agent::DeepPolicy deep_policy;
   agent::Selector selector;

@@ -67,6 +67,9 @@ struct FakeConfig {
   // Deliver each launch's execution record right after the launch (CUPTI with an instant flush);
   // otherwise records wait for flush_trace().
   bool deliver_each_launch = true;
+  // false: an unforced flush_trace() delivers nothing. CUPTI hands a buffer back only once every
+  // record in it is complete, so a script's launches queued back to back come back after them.
+  bool deliver_on_flush = true;
   Status range_profiler_status;      // returned by make_range_profiler
   Status begin_status;               // returned by every begin()
   int fail_end_on_call = 0;          // 1-based end() call that fails; 0 = none
@@ -326,7 +329,7 @@ class FakePlatform final : public collectors::Platform {
   }
   void flush_trace(bool forced) override {
     ++(forced ? forced_flushes : flushes);
-    deliver();
+    if (forced || config.deliver_on_flush) deliver();
   }
   // Like CUPTI with the kinds disabled: launches made while paused leave no record.
   Status pause_trace(bool paused) override {

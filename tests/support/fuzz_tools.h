@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cutriage/triage/rule.h"
+#include "cutriage/wire/prior_ranking.h"
 #include "cutriage/wire/prior_run.h"
 #include "cutriage/wire/utf8.h"
 #include "diff.h"
@@ -192,9 +193,28 @@ inline std::string exercise_prior_run(std::string_view bytes) {
       }
     }
   }
+  // The same bytes as CUTRIAGE_RANKING (the agent reads both kinds of file the same way).
+  std::string ranking_error;
+  std::optional<wire::PriorRanking> ranking;
+  try {
+    ranking = wire::parse_prior_ranking(bytes, &ranking_error);
+  } catch (...) {
+    return "parse_prior_ranking threw";
+  }
+  if (!ranking && ranking_error.empty()) return "ranking refused without a reason";
+  if (ranking) {
+    for (size_t i = 0; i < ranking->families.size(); ++i) {
+      if (ranking->families[i].mangled_name.empty()) return "ranked a family without a name";
+      if (ranking->families[i].rank != i + 1) return "ranks out of order";
+    }
+  }
   const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
   if (r.status == tools::ReadStatus::kOk && r.file.records_size() > 0 && r.file.records(0).has_session() && !run) {
     return "refused a file the tool reads whole: " + error;
+  }
+  if (r.status == tools::ReadStatus::kOk && r.file.records_size() > 0 && r.file.records(0).has_session() &&
+      r.trace_summary_record >= 0 && !ranking) {
+    return "refused the ranking of a file the tool reads whole: " + ranking_error;
   }
   return "";
 }

@@ -478,6 +478,27 @@ std::string policy_text(const v1::SelectionPolicy& p) {
   return text;
 }
 
+// Where the ranking came from when an earlier run made it (CUTRIAGE_RANKING, `run --rerun`), and
+// whether this run's trace was that run's: only then are the verdicts of the kernels it ranked.
+void render_ranking_source(std::ostringstream& out, const v1::RankingSource& r) {
+  out << "ranking: from an earlier run of this program (pid " << r.pid() << ", "
+      << terminal_safe(r.path(), false) << "): " << plural(r.families_selected(), "family", "families")
+      << " profiled from the first launch\n";
+  if (r.trace_matches()) {
+    out << kIndent << "this run's trace matches it: the same " << plural(r.families_compared(), "family", "families")
+        << ", each launched as often\n";
+    return;
+  }
+  out << kIndent << "this run's trace differs from it: " << r.families_differing() << " of "
+      << plural(r.families_compared(), "family", "families") << " ("
+      << fmt(100 * r.matching_time_share()) << "% of its GPU time in families that match)\n";
+  for (const std::string& d : r.differences()) out << kIndent << "  " << terminal_safe(d, false) << "\n";
+  if (r.families_differing() > static_cast<uint32_t>(r.differences_size())) {
+    out << kIndent << "  ... and " << r.families_differing() - static_cast<uint32_t>(r.differences_size())
+        << " more\n";
+  }
+}
+
 void render_device(std::ostringstream& out, const v1::SessionHeader* session, const v1::DeviceTimeline& d) {
   const double whole = d.last_end_ns() > d.first_start_ns() ? double(d.last_end_ns() - d.first_start_ns()) : 0.0;
   // With a duty-cycled trace the paused time is unknown: busy and idle are shares of the rest.
@@ -637,6 +658,7 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
         << " of the kernel executions (capped); the statistics cover all of them\n";
   }
   if (std::string policy = policy_text(ts.selection()); !policy.empty()) out << "profiled: " << policy << "\n";
+  if (ts.has_ranking_source()) render_ranking_source(out, ts.ranking_source());
   for (const v1::DeviceTimeline& d : ts.devices()) render_device(out, session, d);
   out << "\n";
 

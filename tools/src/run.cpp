@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -40,6 +41,7 @@ std::string cli11_names(std::string_view flags) {
 constexpr const char* kLibraryFlag = "--library";
 constexpr const char* kNoReportFlag = "--no-report";
 constexpr const char* kQuietFlag = "-q,--quiet";
+constexpr const char* kRerunFlag = "--rerun";
 
 bool is_identifier_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -90,6 +92,12 @@ void bind_run(CLI::App& app, RunOptions& o) {
       ->check(cli::not_empty());
   app.add_flag(kNoReportFlag, o.no_report, "do not print the report after the run");
   app.add_flag(kQuietFlag, o.quiet, "no line on stderr for each kernel profiled while the application runs");
+  app.add_option(kRerunFlag, o.rerun_text,
+                 "run APP a second time, with the first run's ranking, when its top families ran before the trace "
+                 "had ranked them (auto), never, or always (deep mode, top: or share: selection)")
+      ->type_name("auto|never|always")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(CLI::IsMember({"auto", "never", "always"}));
 }
 
 void finish_run(const CLI::App& app, const cli::Spelling& spelling, RunOptions& o) {
@@ -102,6 +110,7 @@ void finish_run(const CLI::App& app, const cli::Spelling& spelling, RunOptions& 
     o.settings.push_back({std::string(specs[i].env), spelling.of(option), o.agent_values[i]});
   }
   o.report = !o.no_report;
+  o.rerun = o.rerun_text == "never" ? Rerun::kNever : o.rerun_text == "always" ? Rerun::kAlways : Rerun::kAuto;
   // What the parser left: "--" and APP ARGS..., or APP ARGS... (unknown flags are errors before this).
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
@@ -126,6 +135,110 @@ std::string name_flags(std::string message, const std::vector<RunOptions::Settin
   return message;
 }
 
+namespace {
+
+// One run of the application under the agent.
+struct Launched {
+  int code = 0;                         // the application's exit status (128 + signal)
+  bool started = true;                  // false: exec failed (the child said why)
+  std::optional<std::string> out_path;  // where its agent writes, as the agent expands the pattern
+};
+
+// Runs `app` with `env_set` and the agent injected, following the agent's file for the progress
+// lines meanwhile. `env` is the environment the agent's configuration sees (for the pattern).
+Launched launch_app(std::vector<std::string> app, const std::map<std::string, std::string>& env_set,
+                    const std::vector<std::pair<std::string, std::string>>& env, const std::string& lib,
+                    const std::string& pattern, bool quiet) {
+  Launched out;
+  // Flush before fork so buffered output is not duplicated in the child.
+  std::cout.flush();
+  std::cerr.flush();
+  pid_t child = ::fork();
+  if (child < 0) {
+    std::cerr << "cutriage run: fork failed: " << std::generic_category().message(errno) << "\n";
+    out.started = false;
+    return out;
+  }
+  if (child == 0) {
+    // NOLINTBEGIN(concurrency-mt-unsafe): the forked child of a single-threaded tool, before exec.
+    for (const auto& [k, v] : env_set) ::setenv(k.c_str(), v.c_str(), 1);
+    ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+    // NOLINTEND(concurrency-mt-unsafe)
+    std::vector<char*> argv;
+    argv.reserve(app.size() + 1);
+    for (std::string& a : app) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::string msg =
+        "cutriage run: cannot start " + app[0] + ": " + std::generic_category().message(errno) + "\n";
+    (void)!::write(2, msg.data(), msg.size());
+    ::_exit(127 + 100);  // 227: exec failed (told apart from the app's own 127)
+  }
+
+  // The output path, as the agent in the child expands it (its pid is the child's).
+  agent::PathContext pctx;
+  pctx.pid = static_cast<uint64_t>(child);
+  pctx.host = host_name();
+  pctx.getenv = [&](std::string_view name) -> std::optional<std::string> {
+    if (auto it = env_set.find(std::string(name)); it != env_set.end()) return it->second;
+    for (const auto& [k, v] : env) {
+      if (k == name) return v;
+    }
+    return std::nullopt;
+  };
+  pctx.exists = [](const std::string& p) { return is_file(p); };
+  std::string perr;
+  out.out_path = agent::expand_path_pattern(pattern, pctx, &perr);
+
+  // Like system(): the terminal's ^C goes to the app; we wait for it and still print the report.
+  struct sigaction ignore {}, old_int {}, old_quit {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  // Meanwhile the agent's file is followed, a line per kernel profiled (progress.h).
+  std::optional<ProgressFollower> progress;
+  if (!quiet && out.out_path) progress.emplace(*out.out_path, std::cerr, progress_style_for(STDERR_FILENO));
+  int status = 0;
+  while (true) {
+    const pid_t done = ::waitpid(child, &status, progress ? WNOHANG : 0);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR) break;
+    if (done == 0) {
+      progress->poll();
+      struct timespec tick {0, 100L * 1000 * 1000};  // the ~100 ms between looks at the file
+      ::nanosleep(&tick, nullptr);
+    }
+  }
+  if (progress) progress->poll();  // what the agent wrote as the application exited
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+
+  if (WIFEXITED(status)) out.code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) out.code = 128 + WTERMSIG(status);
+  if (out.code == 227) out.started = false;
+  return out;
+}
+
+// The name the first run's file is kept under while the second run reads it: beside it, so the
+// rename stays on one file system, and not a name the agent's pattern would choose.
+std::string ranking_name(const std::string& out_path) { return out_path + ".ranking-run"; }
+
+}  // namespace
+
+RerunNeed rerun_need(const ReadResult& r) {
+  RerunNeed need;
+  const v1::TraceSummary* s = trace_summary(r);
+  if (s == nullptr) return need;
+  for (const v1::FamilyStats& f : s->families()) {
+    if (f.selection() != v1::FamilyStats::SELECTION_TOO_FEW_LAUNCHES) continue;
+    ++need.families;
+    need.time_share += f.time_share();
+    if (need.first.empty()) need.first = family_name(r, f.family_id());
+  }
+  return need;
+}
+
 int cmd_run(const RunOptions& o) {
   std::map<std::string, std::string> env_set;  // CUTRIAGE_* from flags
   for (const RunOptions::Setting& s : o.settings) env_set[s.env] = s.value;
@@ -136,7 +249,6 @@ int cmd_run(const RunOptions& o) {
     std::cerr << "cutriage run: which application? (cutriage run [options] [--] APP [ARGS...])\n";
     return kUsage;
   }
-  std::vector<std::string> app = o.app;
 
   // The summary on stderr repeats what the report prints; off unless asked for.
   if (!env_set.count("CUTRIAGE_SUMMARY") && std::getenv("CUTRIAGE_SUMMARY") == nullptr) {
@@ -171,90 +283,78 @@ int cmd_run(const RunOptions& o) {
     std::cerr << "cutriage run: replacing CUDA_INJECTION64_PATH=" << prev << " for this run\n";
   }
 
-  // Flush before fork so buffered output is not duplicated in the child.
-  std::cout.flush();
-  std::cerr.flush();
-  pid_t child = ::fork();
-  if (child < 0) {
-    std::cerr << "cutriage run: fork failed: " << std::generic_category().message(errno) << "\n";
-    return kCannotStart;
-  }
-  if (child == 0) {
-    // NOLINTBEGIN(concurrency-mt-unsafe): the forked child of a single-threaded tool, before exec.
-    for (const auto& [k, v] : env_set) ::setenv(k.c_str(), v.c_str(), 1);
-    ::setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-    // NOLINTEND(concurrency-mt-unsafe)
-    std::vector<char*> argv;
-    argv.reserve(app.size() + 1);
-    for (std::string& a : app) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::string msg =
-        "cutriage run: cannot start " + app[0] + ": " + std::generic_category().message(errno) + "\n";
-    (void)!::write(2, msg.data(), msg.size());
-    ::_exit(127 + 100);  // 227: exec failed (told apart from the app's own 127)
-  }
+  const std::string& pattern = cfg.config.output_pattern;
+  Launched run = launch_app(o.app, env_set, env, lib, pattern, o.quiet);
+  if (!run.started) return kCannotStart;
 
-  // The output path, as the agent in the child expands it (its pid is the child's).
-  std::string pattern = cfg.config.output_pattern;
-  agent::PathContext pctx;
-  pctx.pid = static_cast<uint64_t>(child);
-  pctx.host = host_name();
-  pctx.getenv = [&](std::string_view name) -> std::optional<std::string> {
-    for (const auto& [k, v] : env) {
-      if (k == name) return v;
+  // A second run with the first one's ranking, when the first ranked its top families too late.
+  const bool ranks = cfg.config.select == agent::SelectMode::kTop || cfg.config.select == agent::SelectMode::kShare;
+  if (o.rerun != Rerun::kNever && run.out_path && is_file(*run.out_path)) {
+    std::string why_not;
+    if (!ranks) {
+      why_not = "CUTRIAGE_SELECT=" + agent::select_spec(cfg.config) + " ranks nothing";
+    } else if (cfg.config.mode != agent::AgentMode::kDeep) {
+      why_not = "always-on mode waits for its budget, not for a ranking";
+    } else if (!cfg.config.ranking_path.empty()) {
+      why_not = "the ranking was given (CUTRIAGE_RANKING)";
+    } else if (run.code != 0) {
+      why_not = "the application exited with status " + std::to_string(run.code);
     }
-    return std::nullopt;
-  };
-  pctx.exists = [](const std::string& p) { return is_file(p); };
-  std::string perr;
-  std::optional<std::string> out_path = agent::expand_path_pattern(pattern, pctx, &perr);
-
-  // Like system(): the terminal's ^C goes to the app; we wait for it and still print the report.
-  struct sigaction ignore {}, old_int {}, old_quit {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-  // Meanwhile the agent's file is followed, a line per kernel profiled (progress.h).
-  std::optional<ProgressFollower> progress;
-  if (!o.quiet && out_path) progress.emplace(*out_path, std::cerr, progress_style_for(STDERR_FILENO));
-  int status = 0;
-  while (true) {
-    const pid_t done = ::waitpid(child, &status, progress ? WNOHANG : 0);
-    if (done == child) break;
-    if (done < 0 && errno != EINTR) break;
-    if (done == 0) {
-      progress->poll();
-      struct timespec tick {0, 100L * 1000 * 1000};  // the ~100 ms between looks at the file
-      ::nanosleep(&tick, nullptr);
+    const RerunNeed need = rerun_need(read_cutriage_file(*run.out_path));
+    const bool wanted = o.rerun == Rerun::kAlways || need.families > 0;
+    if (wanted && !why_not.empty()) {
+      std::cerr << "cutriage run: not running " << o.app[0] << " again: " << why_not << "\n";
+    } else if (wanted) {
+      const std::string first = ranking_name(*run.out_path);
+      std::error_code ec;
+      std::filesystem::rename(*run.out_path, first, ec);
+      if (ec) {
+        std::cerr << "cutriage run: not running " << o.app[0] << " again: cannot move " << *run.out_path << " aside ("
+                  << ec.message() << ")\n";
+      } else {
+        if (need.families > 0) {
+          char share[32];
+          std::snprintf(share, sizeof(share), "%.1f%%", 100.0 * need.time_share);
+          std::cerr << "cutriage run: " << terminal_safe(need.first, false)
+                    << (need.families > 1 ? " and " + std::to_string(need.families - 1) + " more" : std::string())
+                    << " (" << share << " of the GPU time) ran before the trace had ranked "
+                    << (need.families > 1 ? "them" : "it") << "; running " << o.app[0]
+                    << " again with this run's ranking (--rerun never: run once)\n";
+        } else {
+          std::cerr << "cutriage run: running " << o.app[0] << " again with this run's ranking (--rerun always)\n";
+        }
+        std::map<std::string, std::string> second_env = env_set;
+        second_env["CUTRIAGE_RANKING"] = first;
+        Launched second = launch_app(o.app, second_env, env, lib, pattern, o.quiet);
+        if (second.started && second.out_path && is_file(*second.out_path)) {
+          std::filesystem::remove(first, ec);
+          run = std::move(second);
+        } else {
+          // Keep the first run's file where it was: it is all there is.
+          std::filesystem::rename(first, *run.out_path, ec);
+          std::cerr << "cutriage run: the second run wrote no profile; the report is the first run's\n";
+          if (second.started) run.code = second.code;
+        }
+      }
     }
   }
-  if (progress) progress->poll();  // what the agent wrote as the application exited
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGQUIT, &old_quit, nullptr);
-
-  int code = 0;
-  if (WIFEXITED(status)) code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) code = 128 + WTERMSIG(status);
-  if (code == 227) return kCannotStart;
 
   if (report) {
-    if (!out_path || !is_file(*out_path)) {
+    if (!run.out_path || !is_file(*run.out_path)) {
       std::cerr << "cutriage run: no profile was written"
-                << (out_path ? " (" + *out_path + ")" : "")
+                << (run.out_path ? " (" + *run.out_path + ")" : "")
                 << ": the application made no CUDA call, or the agent stayed off (see its messages above)\n";
     } else {
-      ReadResult r = read_cutriage_file(*out_path);
+      ReadResult r = read_cutriage_file(*run.out_path);
       if (r.status == ReadStatus::kOk || r.status == ReadStatus::kTruncated) {
         std::cout << "\n" << render_report(r, ReportOptions{});
-        std::cout << "(saved: " << *out_path << ")\n";
+        std::cout << "(saved: " << *run.out_path << ")\n";
       } else {
         std::cerr << "cutriage run: " << r.message << "\n";
       }
     }
   }
-  return code;
+  return run.code;
 }
 
 }  // namespace cutriage::tools

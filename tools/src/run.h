@@ -3,12 +3,16 @@
 // kernel profiled while it runs (progress.h), then the report of the file the agent wrote.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "file_reader.h"
 
 namespace cutriage::tools {
+
+enum class Rerun : uint8_t { kAuto, kNever, kAlways };
 
 struct RunOptions {
   // An agent option given as a flag: its variable, the flag as typed (for messages) and the value.
@@ -21,6 +25,7 @@ struct RunOptions {
   std::string library;            // empty: find it (find_agent_library)
   bool report = true;             // --no-report: false
   bool quiet = false;             // --quiet: no progress lines
+  Rerun rerun = Rerun::kAuto;     // --rerun
   std::vector<std::string> app;   // APP ARGS...
   std::string self_exe = "/proc/self/exe";
 
@@ -28,7 +33,17 @@ struct RunOptions {
   // --no-report.
   std::vector<std::string> agent_values;
   bool no_report = false;
+  std::string rerun_text = "auto";
 };
+
+// What the first run's file says about running the program again with its ranking: the families
+// ranked (selected) but never profiled because their launches were over before the ranking came.
+struct RerunNeed {
+  uint32_t families = 0;
+  double time_share = 0;  // theirs, summed
+  std::string first;      // the first one's name, for the message
+};
+RerunNeed rerun_need(const ReadResult& first_run);
 
 // Declares the flags: one per entry of the agent's option table (agent/src/config.cpp), named as
 // it names them ("-c, --launch-count"), and the tool's own.

@@ -1,5 +1,6 @@
 #include "cutriage/wire/prior_run.h"
 #include "cutriage/wire/schema.h"
+#include "pbf_read.h"
 
 #include <map>
 #include <protozero/pbf_reader.hpp>
@@ -13,67 +14,15 @@ namespace {
 using K = schema::KernelProfile;
 using LC = schema::LaunchConfig;
 using A = schema::AssembledLaunch;
-
-// An enum's number on the wire, for comparing with what a file holds: a value read from a file is
-// kept as the int32 it is, never cast into the enum (a foreign number would wrap into a known one).
-template <typename E>
-constexpr int32_t wire_number(E value) {
-  return static_cast<int32_t>(value);
-}
-
-// protozero asserts when a field is read with another wire type than it has, which a malformed or
-// foreign file may hold: every read checks the type first and skips a field that does not match.
-using WT = protozero::pbf_wire_type;
-bool is(const protozero::pbf_reader& m, WT type) { return m.wire_type() == type; }
-uint64_t u64(protozero::pbf_reader& m) {
-  if (is(m, WT::varint)) return m.get_uint64();
-  m.skip();
-  return 0;
-}
-uint32_t u32(protozero::pbf_reader& m) {
-  if (is(m, WT::varint)) return m.get_uint32();
-  m.skip();
-  return 0;
-}
-int32_t enum32(protozero::pbf_reader& m) {
-  if (is(m, WT::varint)) return m.get_enum();
-  m.skip();
-  return 0;
-}
-bool boolean(protozero::pbf_reader& m) {
-  if (is(m, WT::varint)) return m.get_bool();
-  m.skip();
-  return false;
-}
-double f64(protozero::pbf_reader& m) {
-  if (is(m, WT::fixed64)) return m.get_double();
-  m.skip();
-  return 0;
-}
-std::string text(protozero::pbf_reader& m) {
-  if (is(m, WT::length_delimited)) return std::string(m.get_view());
-  m.skip();
-  return {};
-}
-// An embedded message; an empty one when the field is not length-delimited.
-protozero::pbf_reader message(protozero::pbf_reader& m) {
-  if (is(m, WT::length_delimited)) return m.get_message();
-  m.skip();
-  return {};
-}
-
-triage::Dim3 read_dim3(protozero::pbf_reader m) {
-  triage::Dim3 d{0, 0, 0};
-  while (m.next()) {
-    switch (m.tag()) {
-      case schema::Dim3::kX: d.x = u32(m); break;
-      case schema::Dim3::kY: d.y = u32(m); break;
-      case schema::Dim3::kZ: d.z = u32(m); break;
-      default: m.skip();
-    }
-  }
-  return d;
-}
+using pbf::boolean;
+using pbf::read_dim3;
+using pbf::enum32;
+using pbf::f64;
+using pbf::message;
+using pbf::text;
+using pbf::u32;
+using pbf::u64;
+using pbf::wire_number;
 
 triage::LaunchConfig read_launch(protozero::pbf_reader m) {
   triage::LaunchConfig l;

@@ -685,6 +685,7 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
           put_bool(gn, GN::kCaptured, n.captured);
           if (!n.capture_nvtx_path.empty()) put_u64(gn, GN::kCaptureNvtxPathIid, capture_paths[n.capture_nvtx_path]);
         }
+        put_u64(fs, FS::kApplicationLaunches, o->second.application_launches);
       }
     }
     for (const triage::DeviceTimeStats& d : t.devices) {
@@ -752,6 +753,20 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
         if (!f.node_ids.empty()) gf.add_packed_uint64(GF::kNodeIds, f.node_ids.begin(), f.node_ids.end());
       }
       put_u32(gs, GS::kExecId, g.exec_id);
+    }
+    if (summary.ranking_source) {
+      using RS = schema::RankingSource;
+      const RankingSource& r = *summary.ranking_source;
+      protozero::pbf_writer rs(m, TS::kRankingSource);
+      put_string(rs, RS::kPath, r.path);
+      put_u64(rs, RS::kPid, r.pid);
+      put_u64(rs, RS::kStartTimeUnixNs, r.start_time_unix_ns);
+      put_u32(rs, RS::kFamiliesSelected, r.families_selected);
+      put_bool(rs, RS::kTraceMatches, r.trace_matches);
+      put_u32(rs, RS::kFamiliesCompared, r.families_compared);
+      put_u32(rs, RS::kFamiliesDiffering, r.families_differing);
+      for (const std::string& d : r.differences) put_text(rs, RS::kDifferences, d);
+      put_stat(rs, RS::kMatchingTimeShare, r.matching_time_share);
     }
   }
   out += as_record(schema::Record::kTraceSummary, payload);

@@ -53,9 +53,13 @@ struct Selecting {
                             agent::AlwaysOnPolicy::Clocks{[this] { return platform.mono_ns.load(); },
                                                           [] { return false; }, [this] { return trace_started.load(); }})
                       : nullptr),
-        selector(config, families, always_on ? static_cast<agent::SelectionPolicy&>(*always_on) : deep, state,
-                 trace_started, [this] { return platform.mono_ns.load(); }) {
-    families.set_on_create([this](Family& f) { selector.update_candidate_locked(f); });
+        selector(config, families, always_on ? static_cast<agent::SelectionPolicy&>(*always_on) : deep, earlier,
+                 state, trace_started, [this] { return platform.mono_ns.load(); }) {
+    earlier.load(config, log);
+    families.set_on_create([this](Family& f) {
+      earlier.mark_locked(f);
+      selector.update_candidate_locked(f);
+    });
     if (always_on) groups = always_on->groups_for("GH100", true);
   }
 
@@ -102,6 +106,7 @@ struct Selecting {
   std::atomic<wire::AgentState> state{wire::AgentState::kActive};
   std::atomic<bool> trace_started{false};
   agent::FamilyTable families;
+  agent::EarlierRanking earlier;
   agent::DeepPolicy deep;
   std::unique_ptr<agent::AlwaysOnPolicy> always_on;
   agent::Selector selector;

@@ -80,6 +80,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_PC_SAMPLING_INTERVAL") return "0";
   if (env == "CUTRIAGE_RELEASE_MS") return "0";
   if (env == "CUTRIAGE_RESUME") return "/var/log/svc/cutriage.pb";
+  if (env == "CUTRIAGE_RANKING") return "/tmp/first-run.pb";
   if (env == "CUTRIAGE_CONTROL_FILE") return "/run/svc/cutriage.control";
   if (env == "CUTRIAGE_CONTROL_SIGNAL") return "usr2";
   if (env == "CUTRIAGE_DEEP_SECONDS") return "5";
@@ -434,7 +435,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 40);
+  REQUIRE(options.size() == 41);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -487,6 +488,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.control_file != d.control_file || c.control_signal != d.control_signal ||
                          c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target ||
                          c.release_ms != d.release_ms || c.resume_path != d.resume_path ||
+                         c.ranking_path != d.ranking_path ||
                          c.output_mode != d.output_mode || c.prometheus_dcgm_labels != d.prometheus_dcgm_labels;
     CHECK(changed);
   }
@@ -494,7 +496,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_KERNEL_NAME_BASE", "CUTRIAGE_LAUNCH_SKIP",
                                        "CUTRIAGE_LAUNCH_COUNT", "CUTRIAGE_MAX_PROFILES_PER_KERNEL",
                                        "CUTRIAGE_METRICS", "CUTRIAGE_LOG_LEVEL", "CUTRIAGE_LOG_FILE",
-                                       "CUTRIAGE_SUMMARY", "CUTRIAGE_THRESHOLDS", "CUTRIAGE_SELECT",
+                                       "CUTRIAGE_SUMMARY", "CUTRIAGE_THRESHOLDS", "CUTRIAGE_SELECT", "CUTRIAGE_RANKING",
                                        "CUTRIAGE_TRACE", "CUTRIAGE_TRACE_MAX_EVENTS",
                                        "CUTRIAGE_TRACE_FLUSH_MS", "CUTRIAGE_TRACE_DUTY",
                                        "CUTRIAGE_TRACE_PERIOD", "CUTRIAGE_NVTX_INCLUDE",

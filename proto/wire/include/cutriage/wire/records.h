@@ -236,6 +236,20 @@ struct FamilyOutcome {
   uint64_t profiled_launch_index = 0;
   std::vector<std::string> nvtx_paths;  // most launches first
   std::vector<GraphNodeRef> graph_nodes;  // most time first, at most 8
+  uint64_t application_launches = 0;  // FamilyStats.application_launches
+};
+
+// RankingSource in the schema: the earlier run whose ranking chose this run's families.
+struct RankingSource {
+  std::string path;
+  uint64_t pid = 0;
+  uint64_t start_time_unix_ns = 0;
+  uint32_t families_selected = 0;
+  bool trace_matches = false;
+  uint32_t families_compared = 0;
+  uint32_t families_differing = 0;
+  std::vector<std::string> differences;
+  double matching_time_share = 0;
 };
 
 struct TraceSummary {
@@ -246,6 +260,7 @@ struct TraceSummary {
   uint64_t timeline_kernel_events = 0;
   SelectionPolicy selection;
   std::vector<triage::GraphStats> graphs;  // families carry FamilyDef ids
+  std::optional<RankingSource> ranking_source;
 };
 
 }  // namespace cutriage::wire
