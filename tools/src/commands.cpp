@@ -72,8 +72,12 @@ int exit_for(tools::ReadStatus status) {
 }
 
 // Reads a cutriage file; prints the one-line problem. Returns false when nothing is usable.
-bool load(const std::string& path, tools::ReadResult& result) {
-  result = tools::read_cutriage_file(path);
+// kCurrent, for the views of the current state, keeps memory to what they show
+// (read_cutriage_file_current).
+bool load(const std::string& path, tools::ReadResult& result,
+          tools::ReadScope scope = tools::ReadScope::kEverything) {
+  result = scope == tools::ReadScope::kCurrent ? tools::read_cutriage_file_current(path)
+                                               : tools::read_cutriage_file(path);
   if (result.status == tools::ReadStatus::kOk) return true;
   std::cerr << "cutriage: " << path << ": " << result.message << "\n";
   return result.status == tools::ReadStatus::kTruncated;
@@ -342,7 +346,7 @@ int cmd_report(const ReportOptions& o) {
   }
   if (o.files.size() > 1) return tools::report_runs(o.files, options, format, rows, std::cout, std::cerr);
   tools::ReadResult r;
-  if (!load(path, r)) return exit_for(r.status);
+  if (!load(path, r, tools::ReadScope::kCurrent)) return exit_for(r.status);
   if (format) {
     std::string error;
     const std::string table = tools::render_table(r, *format, rows.value_or(tools::TableRows::kKernels), error);
@@ -461,8 +465,8 @@ namespace {
 
 // The files of `trace` or `pprof` grouped into processes (multi_file.h), the problems printed.
 // Returns the exit code when nothing can be exported (kOk otherwise).
-int read_several(const std::vector<std::string>& paths, tools::MultiRead& read) {
-  read = tools::read_runs(paths);
+int read_several(const std::vector<std::string>& paths, tools::MultiRead& read, tools::ReadScope scope) {
+  read = tools::read_runs(paths, scope);
   for (const std::string& m : read.messages) std::cerr << "cutriage: " << m << "\n";
   if (!read.conflict.empty()) {
     std::cerr << "cutriage: " << read.conflict << "\n";
@@ -488,7 +492,7 @@ int trace_several(const TraceOptions& o) {
     if (int rc = refuse_input_as_output(out_path, o.files); rc != kOk) return rc;
   }
   tools::MultiRead read;
-  if (const int rc = read_several(o.files, read); rc != kOk) return rc;
+  if (const int rc = read_several(o.files, read, tools::ReadScope::kEverything); rc != kOk) return rc;
   bool any_trace = false;
   for (const tools::ProcessRun& run : read.processes) any_trace = any_trace || !run.file.trace_records.empty();
   if (!any_trace) {
@@ -622,10 +626,10 @@ int cmd_pprof(const PprofOptions& o) {
   tools::MultiRead read;
   std::vector<tools::PprofSource> sources;
   if (o.files.size() == 1) {
-    if (!load(path, r)) return exit_for(r.status);
+    if (!load(path, r, tools::ReadScope::kCurrent)) return exit_for(r.status);
     sources.push_back({&r, {}});
   } else {
-    if (const int rc = read_several(o.files, read); rc != kOk) return rc;
+    if (const int rc = read_several(o.files, read, tools::ReadScope::kCurrent); rc != kOk) return rc;
     r.status = read.status;
     for (const tools::ProcessRun& run : read.processes) {
       sources.push_back({&run.file, read.processes.size() > 1 ? run.name : std::string()});

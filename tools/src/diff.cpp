@@ -709,7 +709,7 @@ int cmd_diff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<ProcessRun> sides[2];
   const std::vector<std::string>* paths[2] = {&options.before, &options.after};
   for (int s = 0; s < 2; ++s) {
-    MultiRead read = read_runs(*paths[s]);
+    MultiRead read = read_runs(*paths[s], ReadScope::kCurrent);
     for (const std::string& m : read.messages) err << "cutriage: " << m << "\n";
     if (!read.conflict.empty()) {
       err << "cutriage: " << read.conflict << "\n";

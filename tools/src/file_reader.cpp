@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 namespace cutriage::tools {
@@ -60,6 +61,96 @@ void index_records(ReadResult& r) {
     if (k.revision() == highest[{k.launch_index(), k.mangled_name_iid()}]) r.kernel_records.push_back(i);
   }
 }
+
+// ReadScope::kCurrent as the records stream in: a record that can no longer be shown is dropped
+// as soon as the one that supersedes it arrives, so memory holds the current records and one
+// being read. The rules are index_records' (the highest revision of a launch, the last record of
+// an id), applied early; index_records then finds the same current records among those kept.
+class Retainer {
+ public:
+  Retainer(v1::File& file, bool keep_trace_events) : file_(file), keep_trace_events_(keep_trace_events) {}
+
+  // Takes `record` into the file, or drops it; clears the records it supersedes.
+  void take(v1::Record&& record) {
+    switch (record.payload_case()) {
+      case v1::Record::kInterned:
+        return;  // its string is in ReadResult::interned
+      case v1::Record::kTrace:
+        if (!keep_trace_events_) return;  // counted and its pauses taken by the caller
+        break;
+      case v1::Record::kKernel:
+        if (!take_kernel(record)) return;
+        break;
+      case v1::Record::kControl:
+        supersede(controls_[record.control().id()]);
+        break;
+      case v1::Record::kFamily:
+        supersede(families_[record.family().id()]);
+        break;
+      case v1::Record::kTraceSummary:
+        supersede(summary_);
+        break;
+      default:
+        break;
+    }
+    v1::Record* kept = file_.add_records();
+    *kept = std::move(record);
+    if (last_slot_ != nullptr) last_slot_->push_back(kept);
+    last_slot_ = nullptr;
+    if (cleared_ >= kCompactAfter && 2 * cleared_ >= static_cast<size_t>(file_.records_size())) compact();
+  }
+
+  // Removes the cleared records; the kept ones stay in file order.
+  void compact() {
+    auto* records = file_.mutable_records();
+    int kept = 0;
+    for (int i = 0; i < records->size(); ++i) {
+      if (records->Get(i).payload_case() == v1::Record::PAYLOAD_NOT_SET) continue;
+      // Swaps the pointers: the records themselves, and the slots' pointers to them, stay put.
+      if (i != kept) records->SwapElements(i, kept);
+      ++kept;
+    }
+    records->DeleteSubrange(kept, records->size() - kept);
+    cleared_ = 0;
+  }
+
+ private:
+  // Compacting rewrites the array of pointers: done once half of it is cleared records.
+  static constexpr size_t kCompactAfter = 1024;
+  using LaunchKey = std::pair<uint64_t, uint64_t>;  // as index_records keys a launch
+  struct Launch {
+    uint32_t revision = 0;
+    std::vector<v1::Record*> records;  // the launch's records of that revision, all kept
+  };
+
+  // False: a lower revision than the launch's current one, dropped.
+  bool take_kernel(const v1::Record& record) {
+    const v1::KernelProfile& k = record.kernel();
+    auto [it, added] = launches_.try_emplace({k.launch_index(), k.mangled_name_iid()});
+    Launch& launch = it->second;
+    if (!added && k.revision() < launch.revision) return false;
+    if (!added && k.revision() > launch.revision) supersede(launch.records);
+    launch.revision = k.revision();
+    last_slot_ = &launch.records;
+    return true;
+  }
+
+  void supersede(std::vector<v1::Record*>& records) {
+    for (v1::Record* r : records) r->Clear();  // frees the payload; compact() removes the shell
+    cleared_ += records.size();
+    records.clear();
+    last_slot_ = &records;
+  }
+
+  v1::File& file_;
+  const bool keep_trace_events_;
+  std::map<LaunchKey, Launch> launches_;
+  std::map<uint64_t, std::vector<v1::Record*>> controls_;  // by id: the one record kept
+  std::map<uint64_t, std::vector<v1::Record*>> families_;  // by id: the one definition kept
+  std::vector<v1::Record*> summary_;
+  std::vector<v1::Record*>* last_slot_ = nullptr;  // where take() files the record it keeps
+  size_t cleared_ = 0;
+};
 
 }  // namespace
 
@@ -170,6 +261,11 @@ class FdSource final : public ByteSource {
     return 0;
   }
   [[nodiscard]] bool failed() const override { return failed_; }
+  // A regular file is read again by its name (a FIFO, a terminal or a socket is read once).
+  [[nodiscard]] bool rereadable() const override {
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  }
   uint64_t skip_rest() override {
     // A regular file's tail is measured, not read: a torn tail may be gigabytes (or a hole).
     struct stat st {};
@@ -188,9 +284,14 @@ class FdSource final : public ByteSource {
 
 }  // namespace
 
-ReadResult read_cutriage_stream(ByteSource& source) {
+ReadResult read_cutriage_stream(ByteSource& source, ReadScope scope) {
   ReadResult r;
   RecordScanner in(source);
+  const bool current = scope == ReadScope::kCurrent;
+  // A source read once (a pipe, memory) keeps its trace events: nothing could fetch them again.
+  r.trace_events_dropped = current && source.rereadable();
+  std::optional<Retainer> retainer;
+  if (current) retainer.emplace(r.file, !r.trace_events_dropped);
   uint64_t good_end = 0;
   std::string payload;  // one record's bytes at a time
   bool clean_end = false;
@@ -210,16 +311,26 @@ ReadResult read_cutriage_stream(ByteSource& source) {
                         record.ParseFromArray(payload.data(), static_cast<int>(length)) &&
                         record.payload_case() != v1::Record::PAYLOAD_NOT_SET;
     if (!parsed) break;
-    if (r.file.records_size() == 0 && !record.has_session()) {
+    if (r.records_read == 0 && !record.has_session()) {
       r.status = ReadStatus::kNotCutriage;
       r.message = "not a cutriage file (the first record is not a session header)";
       r.bytes_total = in.position() + in.drain();
       return r;
     }
+    ++r.records_read;
     if (record.has_interned()) r.interned[record.interned().id()] = record.interned().value();
-    *r.file.add_records() = std::move(record);
+    if (record.has_trace()) {
+      ++r.trace_chunks;
+      for (const v1::Interval& p : record.trace().untraced()) r.pauses.emplace_back(p.start_ns(), p.end_ns());
+    }
+    if (retainer) {
+      retainer->take(std::move(record));
+    } else {
+      *r.file.add_records() = std::move(record);
+    }
     good_end = in.position();
   }
+  if (retainer) retainer->compact();  // no cleared record is left for the views to skip
   r.bytes_total = clean_end ? in.position() : in.position() + in.drain();
   if (source.failed()) {
     ReadResult failed;
@@ -231,32 +342,34 @@ ReadResult read_cutriage_stream(ByteSource& source) {
   if (r.bytes_total == 0) {
     r.status = ReadStatus::kNotCutriage;
     r.message = "the file is empty";
+    r.trace_events_dropped = false;
     return r;
   }
-  if (r.file.records_size() == 0) {
+  if (r.records_read == 0) {
     r.file.Clear();
     r.interned.clear();
     r.status = ReadStatus::kNotCutriage;
     r.message = "not a cutriage file (no cutriage.v1 record at the start)";
+    r.trace_events_dropped = false;
     return r;
   }
+  std::sort(r.pauses.begin(), r.pauses.end());
   index_records(r);
   r.bytes_skipped = r.bytes_total - good_end;
   if (r.bytes_skipped > 0) {
     r.status = ReadStatus::kTruncated;
-    r.message = "truncated: read " + std::to_string(r.file.records_size()) +
-                " complete records, skipped the last " + std::to_string(r.bytes_skipped) +
-                " bytes (a torn or corrupt record)";
+    r.message = "truncated: read " + std::to_string(r.records_read) + " complete records, skipped the last " +
+                std::to_string(r.bytes_skipped) + " bytes (a torn or corrupt record)";
   }
   return r;
 }
 
-ReadResult read_cutriage_bytes(std::string_view bytes) {
+ReadResult read_cutriage_bytes(std::string_view bytes, ReadScope scope) {
   MemorySource source(bytes);
-  return read_cutriage_stream(source);
+  return read_cutriage_stream(source, scope);
 }
 
-ReadResult read_cutriage_file(const std::string& path) {
+ReadResult read_cutriage_file(const std::string& path, ReadScope scope) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     ReadResult r;
@@ -265,7 +378,7 @@ ReadResult read_cutriage_file(const std::string& path) {
     return r;
   }
   FdSource source(fd);
-  ReadResult r = read_cutriage_stream(source);
+  ReadResult r = read_cutriage_stream(source, scope);
   ::close(fd);
   if (r.status == ReadStatus::kUnreadable) r.message = "error reading '" + path + "'";
   return r;
@@ -309,13 +422,16 @@ std::vector<const v1::KernelProfile*> current_kernels(const ReadResult& r) {
   return out;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> trace_pauses(const ReadResult& r) {
-  std::vector<std::pair<uint64_t, uint64_t>> pauses;
-  for (int i : r.trace_records) {
-    for (const v1::Interval& p : r.file.records(i).trace().untraced()) pauses.emplace_back(p.start_ns(), p.end_ns());
-  }
-  std::sort(pauses.begin(), pauses.end());
-  return pauses;
+std::vector<std::pair<uint64_t, uint64_t>> trace_pauses(const ReadResult& r) { return r.pauses; }
+
+bool needs_trace_events(const ReadResult& r) {
+  return r.trace_events_dropped && r.trace_chunks != 0 && r.trace_summary_record < 0;
+}
+
+ReadResult read_cutriage_file_current(const std::string& path) {
+  ReadResult r = read_cutriage_file(path, ReadScope::kCurrent);
+  if (needs_trace_events(r)) r = read_cutriage_file(path);
+  return r;
 }
 
 std::vector<uint64_t> trace_pause_starts(const ReadResult& r) {

@@ -2,7 +2,8 @@
 // classes, salvaging every complete record of a file whose writer died mid-record, and indexes
 // what the views need: interned strings, kernel families by id, the trace chunks, the trace
 // summary, the current record of each profiled launch (the highest revision wins) and of each
-// deep-capture request (the last one of its id).
+// deep-capture request (the last one of its id). ReadScope says whether every record is kept or
+// only those (then memory is bounded by what the views show, not by the file's length).
 #pragma once
 
 #include <cstdint>
@@ -23,17 +24,40 @@ enum class ReadStatus : uint8_t {
   kUnreadable,     // missing file or I/O error
 };
 
+// What a read keeps of the records: every one, or what the views that show the current state need.
+enum class ReadScope : uint8_t {
+  // Every record as written, every revision: `cutriage json`, the trace export, the HTML page's
+  // timeline, `cutriage run`.
+  kEverything,
+  // The current state, for the report, diff and pprof: memory holds the records they can show,
+  // not the file. Dropped as they stream past: a TraceChunk's events (its count and pauses are
+  // kept) when the source can be read again (ByteSource::rereadable); a KernelProfile of a lower
+  // revision than its launch's highest so far, an earlier record of a ControlRequest id, an earlier
+  // definition of a KernelFamily, an earlier TraceSummary; an InternedString record once its
+  // string is in `interned`. What is kept reads as with kEverything: the same indexes, accessors
+  // and views' output.
+  kCurrent,
+};
+
 // The indexes below hold positions in `file.records()`, not pointers, so a ReadResult stays
 // self-consistent when it is copied or moved.
 struct ReadResult {
   ReadStatus status = ReadStatus::kOk;
   std::string message;          // one line for the user when status != kOk
-  cutriage::v1::File file;      // the complete records, in order, every revision included
+  cutriage::v1::File file;      // the complete records kept (ReadScope), in order
+  uint64_t records_read = 0;    // complete records read, kept or not
   uint64_t bytes_total = 0;
   uint64_t bytes_skipped = 0;   // the torn tail
   std::map<uint64_t, std::string> interned;  // resolved InternedString records
   std::map<uint64_t, int> family_records;    // KernelFamily.id -> record (the last definition)
-  std::vector<int> trace_records;            // TraceChunk records, in file order
+  std::vector<int> trace_records;            // TraceChunk records kept, in file order
+  uint64_t trace_chunks = 0;                 // TraceChunk records read, kept or not
+  // The TraceChunks' events were dropped (ReadScope::kCurrent): only a file with a trace summary
+  // reads whole without them. needs_trace_events() says when the file must be read again.
+  bool trace_events_dropped = false;
+  // The pauses of a duty-cycled trace (every TraceChunk.untraced), [start, end) on the trace
+  // clock, sorted; kept whatever the scope.
+  std::vector<std::pair<uint64_t, uint64_t>> pauses;
   int trace_summary_record = -1;             // the last TraceSummary record; -1: none
   // KernelProfile records that are current, in file order: of the records of one launch (same
   // launch_index and kernel), those with the highest revision. A revision is the agent's rewrite
@@ -59,12 +83,23 @@ class ByteSource {
   // Skips to the end and returns how many bytes were left (to measure a torn or corrupt tail).
   // This one reads them; a regular file seeks instead.
   virtual uint64_t skip_rest();
+  // Whether the same bytes can be read again (a regular file, by its name): only then may a read
+  // drop what a later one can fetch (ReadScope::kCurrent's trace events).
+  [[nodiscard]] virtual bool rereadable() const { return false; }
 };
 
-ReadResult read_cutriage_stream(ByteSource& source);
-ReadResult read_cutriage_bytes(std::string_view bytes);
-// Streams the file (a regular file, a pipe): memory holds the records read, never a copy of it.
-ReadResult read_cutriage_file(const std::string& path);
+ReadResult read_cutriage_stream(ByteSource& source, ReadScope scope = ReadScope::kEverything);
+ReadResult read_cutriage_bytes(std::string_view bytes, ReadScope scope = ReadScope::kEverything);
+// Streams the file (a regular file, a pipe): memory holds the records kept, never a copy of it.
+ReadResult read_cutriage_file(const std::string& path, ReadScope scope = ReadScope::kEverything);
+
+// Whether a view needs the trace events a kCurrent read dropped: the file has a trace but no
+// summary (a run killed before its end, a segment before a rotated run's last), which the views
+// recompute from the events. Its reader then reads it again with ReadScope::kEverything.
+bool needs_trace_events(const ReadResult& r);
+// One file for the views of the current state: read with kCurrent, and again whole when it needs
+// its trace events (a run of several files decides per process instead: multi_file.h).
+ReadResult read_cutriage_file_current(const std::string& path);
 
 // Resolves an interned id; "" for 0 or an id never defined.
 std::string_view lookup(const ReadResult& r, uint64_t iid);
@@ -79,8 +114,7 @@ const cutriage::v1::TraceSummary* trace_summary(const ReadResult& r);
 std::vector<const cutriage::v1::KernelProfile*> current_kernels(const ReadResult& r);
 // The deep-capture requests in their latest state (see ReadResult::control_records), by id.
 std::vector<const cutriage::v1::ControlRequest*> control_requests(const ReadResult& r);
-// The pauses of a duty-cycled trace (every TraceChunk.untraced), [start, end) on the trace clock,
-// sorted; and their starts alone, sorted, for triage::cut_at_pause.
+// ReadResult::pauses; and their starts alone, sorted, for triage::cut_at_pause.
 std::vector<std::pair<uint64_t, uint64_t>> trace_pauses(const ReadResult& r);
 std::vector<uint64_t> trace_pause_starts(const ReadResult& r);
 // Pointer-returning accessors must not outlive `r`: a temporary ReadResult does not compile.

@@ -111,7 +111,15 @@ ReadResult merge_segments(const std::vector<const ReadResult*>& segments) {
       r.status = ReadStatus::kTruncated;
       r.message = seg->message;
     }
+    // A segment read without its trace events (ReadScope::kCurrent) has no chunk records to copy:
+    // what it read of them is carried over instead.
+    if (seg->trace_events_dropped) {
+      r.trace_events_dropped = true;
+      r.trace_chunks += seg->trace_chunks;
+      r.pauses.insert(r.pauses.end(), seg->pauses.begin(), seg->pauses.end());
+    }
   }
+  std::sort(r.pauses.begin(), r.pauses.end());
   return r;
 }
 
@@ -163,7 +171,8 @@ MultiRead group_runs(const std::vector<std::string>& paths, std::vector<ReadResu
       run.paths.push_back(paths[m]);
       segs.push_back(&files[m]);
     }
-    run.file = merge_segments(segs);
+    // One file is the process: moved, not copied (merge_segments copies, to keep its inputs).
+    run.file = members.size() == 1 ? std::move(files[members.front()]) : merge_segments(segs);
     run.name = process_name(run.file);
     if (const int n = ++names_used[run.name]; n > 1) run.name += "#" + std::to_string(n);
     out.processes.push_back(std::move(run));
@@ -171,11 +180,25 @@ MultiRead group_runs(const std::vector<std::string>& paths, std::vector<ReadResu
   return out;
 }
 
-MultiRead read_runs(const std::vector<std::string>& paths) {
+MultiRead read_runs(const std::vector<std::string>& paths, ReadScope scope) {
   std::vector<ReadResult> files;
   files.reserve(paths.size());
-  for (const std::string& p : paths) files.push_back(read_cutriage_file(p));
-  return group_runs(paths, std::move(files));
+  for (const std::string& p : paths) files.push_back(read_cutriage_file(p, scope));
+  MultiRead read = group_runs(paths, std::move(files));
+  // A process without a trace summary has its summary recomputed from its trace events: its files
+  // are read again whole. Decided per process, not per file: a rotated run's earlier segments
+  // have no summary of their own, its last one has the run's.
+  for (ProcessRun& run : read.processes) {
+    if (!needs_trace_events(run.file)) continue;
+    std::vector<ReadResult> again;
+    for (const std::string& p : run.paths) again.push_back(read_cutriage_file(p));
+    MultiRead whole = group_runs(run.paths, std::move(again));
+    // The files changed in between (an agent still writing) into something that no longer reads
+    // as one process: the first read stands, without the recomputed view.
+    if (whole.processes.size() != 1 || !whole.conflict.empty()) continue;
+    run.file = std::move(whole.processes.front().file);
+  }
+  return read;
 }
 
 std::string render_runs_report(const std::vector<ProcessRun>& runs, const ReportOptions& options) {
@@ -245,7 +268,7 @@ int report_runs(const std::vector<std::string>& paths, const ReportOptions& opti
     }
     return 2;
   };
-  MultiRead read = read_runs(paths);
+  MultiRead read = read_runs(paths, ReadScope::kCurrent);
   for (const std::string& m : read.messages) err << "cutriage: " << m << "\n";
   if (!read.conflict.empty()) {
     err << "cutriage: " << read.conflict << "\n";

@@ -33,8 +33,9 @@ struct MultiRead {
   std::vector<ProcessRun> processes;  // in the order their first file was given
 };
 
-// Reads `paths` and groups them into processes.
-MultiRead read_runs(const std::vector<std::string>& paths);
+// Reads `paths` and groups them into processes. With ReadScope::kCurrent, a process that needs its
+// trace events (needs_trace_events: no trace summary in any of its files) is read again whole.
+MultiRead read_runs(const std::vector<std::string>& paths, ReadScope scope = ReadScope::kEverything);
 
 // The grouping alone, on files already read (`paths[i]` names `files[i]`).
 MultiRead group_runs(const std::vector<std::string>& paths, std::vector<ReadResult> files);
