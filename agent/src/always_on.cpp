@@ -278,29 +278,50 @@ void AlwaysOnPolicy::charge_since(CostKind kind, uint64_t started_mono_ns) {
 
 wire::OverheadStats AlwaysOnPolicy::stats_locked() const { return budget_.stats(clocks_.monotonic_ns()); }
 
-std::string AlwaysOnPolicy::completion_message_locked(Family& f) {
-  if (!f.complete || f.complete_noted || !f.last_record || f.last_record->status != wire::ProfileStatus::kProfiled) {
-    return {};
-  }
-  f.complete_noted = true;
-  const double seconds = static_cast<double>(budget_.stats(clocks_.monotonic_ns()).wall_ns) / 1e9;
+namespace {
+
+// "N launches without replay (G metric groups...)": what a family's verdict was assembled from.
+std::string assembled_from(const Family& f) {
   std::set<uint32_t> groups;
   size_t earlier = 0;
   for (const triage::AssembledLaunch& a : f.assembled) {
     groups.insert(a.metric_group);
     earlier += a.from_earlier_process() ? 1 : 0;
   }
+  if (f.assembled.empty() && f.deep_request != 0) {
+    return "deep capture " + std::to_string(f.deep_request) + " (one launch, replayed)";
+  }
+  return std::to_string(f.assembled.size()) + " launches without replay (" + std::to_string(groups.size()) +
+         " metric groups" +
+         (earlier > 0 ? "; " + std::to_string(earlier) + " of the launches by an earlier process, resumed" : "") + ")";
+}
+
+}  // namespace
+
+std::string AlwaysOnPolicy::completion_message_locked(Family& f) {
+  if (!f.complete || f.complete_noted || !f.last_record || f.last_record->status != wire::ProfileStatus::kProfiled) {
+    return {};
+  }
+  f.complete_noted = true;
+  f.routed_noted = true;  // complete says more than routed
+  const double seconds = static_cast<double>(budget_.stats(clocks_.monotonic_ns()).wall_ns) / 1e9;
   char when[32];
   std::snprintf(when, sizeof(when), "%.1f", seconds);
-  const std::string from =
-      f.assembled.empty() && f.deep_request != 0
-          ? "deep capture " + std::to_string(f.deep_request) + " (one launch, replayed)"
-          : std::to_string(f.assembled.size()) + " launches without replay (" + std::to_string(groups.size()) +
-                " metric groups" +
-                (earlier > 0 ? "; " + std::to_string(earlier) + " of the launches by an earlier process, resumed" : "") +
-                ")";
-  return f.names->function + ": diagnosis complete " + when + " s after the agent started, from " + from + ": " +
-         f.last_record->diagnosis.headline;
+  return f.names->function + ": diagnosis complete " + when + " s after the agent started, from " + assembled_from(f) +
+         ": " + f.last_record->diagnosis.headline;
+}
+
+std::string AlwaysOnPolicy::routed_message_locked(Family& f) {
+  if (!f.routed || f.complete || f.routed_noted || !f.last_record ||
+      f.last_record->status != wire::ProfileStatus::kProfiled) {
+    return {};
+  }
+  f.routed_noted = true;
+  const double seconds = static_cast<double>(budget_.stats(clocks_.monotonic_ns()).wall_ns) / 1e9;
+  char when[32];
+  std::snprintf(when, sizeof(when), "%.1f", seconds);
+  return f.names->function + ": verdict routed " + when + " s after the agent started, from " + assembled_from(f) +
+         " (deeper decisions still collecting): " + f.last_record->diagnosis.headline;
 }
 
 // ---- the chips' metric groups ----------------------------------------------------------------
