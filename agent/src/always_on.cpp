@@ -35,6 +35,46 @@ bool unrouted(const std::optional<triage::Diagnosis>& diagnosis) {
   return !diagnosis || diagnosis->classification == triage::Classification::kInconclusive;
 }
 
+// The counters a verdict of this classification rests on (triage::verdict_decisions), breakdowns
+// expanded, sorted; computed once per classification.
+const std::vector<std::string>& verdict_counters(triage::Classification c) {
+  static const auto& kByClass = *new std::vector<std::vector<std::string>>([] {
+    std::vector<std::vector<std::string>> out;
+    for (uint8_t i = 0; i <= static_cast<uint8_t>(triage::Classification::kInconclusive); ++i) {
+      std::vector<std::string> r = triage::expand_breakdowns(
+          triage::counters_for_decisions(triage::verdict_decisions(static_cast<triage::Classification>(i))));
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+      out.push_back(std::move(r));
+    }
+    return out;
+  }());
+  const auto i = static_cast<size_t>(c);
+  return i < kByClass.size() ? kByClass[i] : kByClass.back();
+}
+
+// What a family collects first of what its route still wants (sorted, breakdowns expanded): while
+// it has no verdict, only the routing counters (an unrouted diagnosis also visits Decision 7,
+// whose counters say nothing before the route is known); once classified and until routed
+// (Family::routed), only the counters of the decisions its verdict rests on; then the rest. Each
+// stage falls through to the next when it wants nothing the groups hold.
+std::vector<std::string> staged_wants(const Family& f, const std::set<std::string>& want) {
+  const std::vector<std::string>* stage = nullptr;
+  if (unrouted(f.diagnosis)) {
+    stage = &routing_counters_expanded();
+  } else if (!f.routed) {
+    stage = &verdict_counters(f.diagnosis->classification);
+  }
+  if (stage != nullptr) {
+    std::vector<std::string> out;
+    for (const std::string& m : want) {
+      if (std::binary_search(stage->begin(), stage->end(), m)) out.push_back(m);
+    }
+    if (!out.empty()) return out;
+  }
+  return {want.begin(), want.end()};
+}
+
 // What a family counts for in a switch choice: its share of the GPU time, and a little more, so that
 // a family not traced yet still counts (below any traced one, and by number among the untraced).
 double switch_weight(double share) { return share + 1e-9; }
@@ -64,6 +104,9 @@ struct AlwaysOnPolicy::GroupDemand {
   // to the other).
   std::vector<double> weight;
   std::vector<double> unrouted_weight;
+  // The part of unrouted_weight from families not classified yet (their routing stage): a
+  // classification for more of the GPU time comes before another family's limiter.
+  std::vector<double> unclassified_weight;
 };
 
 AlwaysOnPolicy::AlwaysOnPolicy(const AgentConfig& config, FamilyTable& families, DeviceCatalog& devices,
@@ -116,7 +159,7 @@ AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& fa
   const std::vector<std::string>& routing = routing_counters_expanded();
   const size_t n = groups.plans.size();
   GroupDemand demand{std::vector<size_t>(n, 0), std::vector<size_t>(n, 0), std::vector<double>(n, 0.0),
-                     std::vector<double>(n, 0.0)};
+                     std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
   for (const Family* f : families_.all_locked()) {
     const bool self = f == &family;  // in the weights only (its wants were just updated)
     if (!self && (f->complete || f->device != family.device || !f->candidate.load(std::memory_order_relaxed))) {
@@ -127,7 +170,9 @@ AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& fa
     const uint64_t seen = f->seen_mono_ns.load(std::memory_order_relaxed);
     if (!self && (seen == 0 || now_ns >= seen + kRecentLaunchNs)) continue;
     const std::vector<std::string>& want = f->ao_wanted.empty() ? routing : f->ao_wanted;
-    const bool waits_for_route = unrouted(f->diagnosis);
+    // Until its verdict is routed (limiter included), what it wants is that stage's (staged_wants).
+    const bool waits_for_route = !f->routed;
+    const bool unclassified = unrouted(f->diagnosis);
     const double w = switch_weight(f->share);
     for (size_t g = 0; g < n; ++g) {
       size_t wanted = 0;
@@ -135,10 +180,11 @@ AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& fa
       for (const std::string& m : groups.plans[g].metrics) {
         if (!std::binary_search(want.begin(), want.end(), m) || f->attempted.count(m) != 0) continue;
         ++wanted;
-        routes = routes || (waits_for_route && std::binary_search(routing.begin(), routing.end(), m));
+        routes = routes || waits_for_route;
       }
       if (wanted > 0) demand.weight[g] += w;
       if (routes) demand.unrouted_weight[g] += w;
+      if (routes && unclassified) demand.unclassified_weight[g] += w;
       if (self) continue;
       demand.counters[g] += wanted;
       if (routes) ++demand.unrouted[g];
@@ -157,14 +203,26 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
   }
   // Throughputs that take several passes come from their single-pass parts.
   wanted = triage::expand_breakdowns(wanted);
-  const std::set<std::string> want(wanted.begin(), wanted.end());
-  f.ao_wanted.assign(want.begin(), want.end());
+  const std::set<std::string> all_wanted(wanted.begin(), wanted.end());
+  // Groups only for the stage the family is at: routing, then its verdict's limiter, then depth.
+  f.ao_wanted = staged_wants(f, all_wanted);
+  std::set<std::string> want(f.ao_wanted.begin(), f.ao_wanted.end());
   const size_t n_groups = groups->plans.size();
   std::vector<size_t> own(n_groups, 0);
-  for (size_t g = 0; g < n_groups; ++g) {
-    for (const std::string& m : groups->plans[g].metrics) {
-      own[g] += want.count(m) > 0 && f.attempted.count(m) == 0 ? 1 : 0;
+  auto count_own = [&] {
+    std::fill(own.begin(), own.end(), 0);
+    for (size_t g = 0; g < n_groups; ++g) {
+      for (const std::string& m : groups->plans[g].metrics) {
+        own[g] += want.count(m) > 0 && f.attempted.count(m) == 0 ? 1 : 0;
+      }
     }
+    return std::any_of(own.begin(), own.end(), [](size_t h) { return h > 0; });
+  };
+  if (!count_own() && want.size() != all_wanted.size()) {
+    // The stage's counters are in no single-pass group (they need replay): on to the rest.
+    want = all_wanted;
+    f.ao_wanted.assign(all_wanted.begin(), all_wanted.end());
+    (void)count_own();
   }
   if (std::all_of(own.begin(), own.end(), [](size_t h) { return h == 0; })) {
     // What is still wanted is in no single-pass group: needs replay (a deep capture).
@@ -203,16 +261,23 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
     // A family whose launch finds another family's group first leaves the switch to that family's
     // launch; the counts of counters break ties (all the same when nothing is traced).
     bool routing_wanted = false;
-    for (size_t g = 0; g < n_groups; ++g) routing_wanted = routing_wanted || demand.unrouted_weight[g] > 0;
+    bool classifying_wanted = false;
+    for (size_t g = 0; g < n_groups; ++g) {
+      routing_wanted = routing_wanted || demand.unrouted_weight[g] > 0;
+      classifying_wanted = classifying_wanted || demand.unclassified_weight[g] > 0;
+    }
     size_t best_score = 0;
     for (size_t g = 0; g < n_groups; ++g) {
       if (own[g] == 0 && demand.counters[g] == 0) continue;  // nobody's
+      if (classifying_wanted && demand.unclassified_weight[g] == 0) continue;
       if (routing_wanted && demand.unrouted_weight[g] == 0) continue;
       const size_t score = own[g] + demand.counters[g];
       bool better = best < 0;
       if (!better) {
         const auto b = static_cast<size_t>(best);
-        better = demand.unrouted_weight[g] != demand.unrouted_weight[b] ? demand.unrouted_weight[g] > demand.unrouted_weight[b]
+        better = demand.unclassified_weight[g] != demand.unclassified_weight[b]
+                     ? demand.unclassified_weight[g] > demand.unclassified_weight[b]
+                 : demand.unrouted_weight[g] != demand.unrouted_weight[b] ? demand.unrouted_weight[g] > demand.unrouted_weight[b]
                  : demand.weight[g] != demand.weight[b]                 ? demand.weight[g] > demand.weight[b]
                  : score != best_score                                  ? score > best_score
                                                                         : own[g] > own[b];
@@ -278,29 +343,50 @@ void AlwaysOnPolicy::charge_since(CostKind kind, uint64_t started_mono_ns) {
 
 wire::OverheadStats AlwaysOnPolicy::stats_locked() const { return budget_.stats(clocks_.monotonic_ns()); }
 
-std::string AlwaysOnPolicy::completion_message_locked(Family& f) {
-  if (!f.complete || f.complete_noted || !f.last_record || f.last_record->status != wire::ProfileStatus::kProfiled) {
-    return {};
-  }
-  f.complete_noted = true;
-  const double seconds = static_cast<double>(budget_.stats(clocks_.monotonic_ns()).wall_ns) / 1e9;
+namespace {
+
+// "N launches without replay (G metric groups...)": what a family's verdict was assembled from.
+std::string assembled_from(const Family& f) {
   std::set<uint32_t> groups;
   size_t earlier = 0;
   for (const triage::AssembledLaunch& a : f.assembled) {
     groups.insert(a.metric_group);
     earlier += a.from_earlier_process() ? 1 : 0;
   }
+  if (f.assembled.empty() && f.deep_request != 0) {
+    return "deep capture " + std::to_string(f.deep_request) + " (one launch, replayed)";
+  }
+  return std::to_string(f.assembled.size()) + " launches without replay (" + std::to_string(groups.size()) +
+         " metric groups" +
+         (earlier > 0 ? "; " + std::to_string(earlier) + " of the launches by an earlier process, resumed" : "") + ")";
+}
+
+}  // namespace
+
+std::string AlwaysOnPolicy::completion_message_locked(Family& f) {
+  if (!f.complete || f.complete_noted || !f.last_record || f.last_record->status != wire::ProfileStatus::kProfiled) {
+    return {};
+  }
+  f.complete_noted = true;
+  f.routed_noted = true;  // complete says more than routed
+  const double seconds = static_cast<double>(budget_.stats(clocks_.monotonic_ns()).wall_ns) / 1e9;
   char when[32];
   std::snprintf(when, sizeof(when), "%.1f", seconds);
-  const std::string from =
-      f.assembled.empty() && f.deep_request != 0
-          ? "deep capture " + std::to_string(f.deep_request) + " (one launch, replayed)"
-          : std::to_string(f.assembled.size()) + " launches without replay (" + std::to_string(groups.size()) +
-                " metric groups" +
-                (earlier > 0 ? "; " + std::to_string(earlier) + " of the launches by an earlier process, resumed" : "") +
-                ")";
-  return f.names->function + ": diagnosis complete " + when + " s after the agent started, from " + from + ": " +
-         f.last_record->diagnosis.headline;
+  return f.names->function + ": diagnosis complete " + when + " s after the agent started, from " + assembled_from(f) +
+         ": " + f.last_record->diagnosis.headline;
+}
+
+std::string AlwaysOnPolicy::routed_message_locked(Family& f) {
+  if (!f.routed || f.complete || f.routed_noted || !f.last_record ||
+      f.last_record->status != wire::ProfileStatus::kProfiled) {
+    return {};
+  }
+  f.routed_noted = true;
+  const double seconds = static_cast<double>(budget_.stats(clocks_.monotonic_ns()).wall_ns) / 1e9;
+  char when[32];
+  std::snprintf(when, sizeof(when), "%.1f", seconds);
+  return f.names->function + ": verdict routed " + when + " s after the agent started, from " + assembled_from(f) +
+         " (deeper decisions still collecting): " + f.last_record->diagnosis.headline;
 }
 
 // ---- the chips' metric groups ----------------------------------------------------------------

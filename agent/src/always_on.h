@@ -81,6 +81,9 @@ class AlwaysOnPolicy final : public SelectionPolicy {
   // Says once, in the output and the log, when a family's counters are complete: the message, or
   // empty when there is nothing (new) to say.
   std::string completion_message_locked(Family& family);
+  // The same, once, when its verdict is first routed (Family::routed): what an operator can act on
+  // before the deeper decisions are in.
+  std::string routed_message_locked(Family& family);
 
  private:
   // Per group, what the other candidate families on the device that are still launching want.

@@ -25,6 +25,10 @@ void Family::note_rejected(const std::string& name) {
 void Family::update_completeness() {
   uncollected = triage::counters_still_needed(*diagnosis, measured, {attempted.begin(), attempted.end()});
   if (uncollected.empty()) complete = true;
+  const bool classified = diagnosis->classification != triage::Classification::kInconclusive &&
+                          diagnosis->classification != triage::Classification::kUnspecified;
+  routed = classified &&
+           (complete || triage::verdict_routed(*diagnosis, measured, {attempted.begin(), attempted.end()}));
 }
 
 bool is_communication_kernel(const std::string& function) {

@@ -76,6 +76,9 @@ struct Family {
   std::optional<wire::KernelRecord> last_record;  // latest profiled record, rewritten at the end
   uint32_t profiles_started = 0;
   bool complete = false;          // nothing more to collect for this kernel
+  // A routed verdict: classified, with every counter of routing and of the decision naming the
+  // limiter collected (triage::verdict_routed); deeper decisions may still be missing.
+  bool routed = false;
   bool wrote_unprofiled = false;  // the one record saying why it is never profiled
   std::optional<triage::LaunchConfig> first_launch;
   triage::MetricSet measured;  // every value measured so far, over all profiled launches
@@ -103,6 +106,7 @@ struct Family {
   // other families' group choices count it, so that one switch serves several.
   std::vector<std::string> ao_wanted;
   bool complete_noted = false;   // the "diagnosis complete" notice was written
+  bool routed_noted = false;     // the "routed" notice was written
   bool resume_checked = false;   // CUTRIAGE_RESUME was looked up for this family
   // Launches of another shape than the earlier process's that came to the selection while the
   // family waited for one of that shape (AlwaysOnPolicy::resume_locked).
@@ -111,7 +115,8 @@ struct Family {
 
   // Adds a counter to those asked for and not collected, once.
   void note_rejected(const std::string& name);
-  // From the diagnosis: the counters its route still wants; complete when none.
+  // From the diagnosis: the counters its route still wants; complete when none; routed when the
+  // verdict's own decisions want none.
   void update_completeness();
   // Its definition as the file's records reference it.
   [[nodiscard]] wire::FamilyDef definition() const;

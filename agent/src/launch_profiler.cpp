@@ -599,14 +599,21 @@ void LaunchProfiler::record_unprofiled(const LaunchEvent& event, Family& f, wire
 
 void LaunchProfiler::note_complete(Family& f) {
   if (!p_.always_on) return;
-  std::string message;
+  std::string routed;
+  std::string complete;
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
-    message = p_.always_on->completion_message_locked(f);
+    routed = p_.always_on->routed_message_locked(f);
+    complete = p_.always_on->completion_message_locked(f);
   }
-  if (message.empty()) return;
-  p_.log.info(message);
-  p_.notify(wire::Severity::kInfo, "always_on_complete", message, p_.trace_started.load() ? f.family_id : 0);
+  const uint64_t family = p_.trace_started.load() ? f.family_id : 0;
+  if (!routed.empty()) {
+    p_.log.info(routed);
+    p_.notify(wire::Severity::kInfo, "always_on_routed", routed, family);
+  }
+  if (complete.empty()) return;
+  p_.log.info(complete);
+  p_.notify(wire::Severity::kInfo, "always_on_complete", complete, family);
 }
 
 void LaunchProfiler::release_idle_profilers() {

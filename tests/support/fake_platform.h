@@ -93,7 +93,15 @@ struct FakeConfig {
   uint64_t cost_switch_ns = 150'000'000;
   uint64_t cost_same_ns = 2'000'000;
   uint64_t cost_pc_ns = 200'000'000;
+  // Added to the process's first begin() (cuptiProfilerInitialize); 0 by default.
+  uint64_t cost_first_begin_ns = 0;
+  // How many names the fake chip plans in one pass (10: small groups, so tests see packing).
+  size_t names_per_pass = 10;
+  // A disabled profiler forgets its configuration, as a released CUPTI object does: the next
+  // begin() costs a switch whatever its plan. Off by default (the older tests' costs).
+  bool switch_after_disable = false;
   std::atomic<uint64_t>* mono_ns = nullptr;  // set by FakePlatform
+  mutable std::atomic<bool> began_once{false};  // the first-begin cost was paid
 };
 
 class FakeHost final : public collectors::ProfilerHost {
@@ -116,7 +124,8 @@ class FakeHost final : public collectors::ProfilerHost {
       }
     }
     if (p.metrics.empty()) return Status(StatusCode::kInvalidArgument, "no collectable metric");
-    p.passes = static_cast<uint32_t>((p.metrics.size() + 9) / 10);
+    const size_t per_pass = std::max<size_t>(cfg_.names_per_pass, 1);
+    p.passes = static_cast<uint32_t>((p.metrics.size() + per_pass - 1) / per_pass);
     // Stands for CUPTI's config image: equal for equal metric lists.
     for (const std::string& m : p.metrics) {
       p.config_image.insert(p.config_image.end(), m.begin(), m.end());
@@ -167,6 +176,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   ~FakeRangeProfiler() override { (void)disable(); }
   Status disable() override {
     app_pass_ = 0;  // abandons a kApplication collection, as CUPTI's Disable does
+    if (cfg_.switch_after_disable) configured_.clear();
     uint64_t mine = context_id_;
     if (stats_.enabled_context[device_].compare_exchange_strong(mine, 0)) ++stats_.disables;
     return Status::ok();
@@ -183,6 +193,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     }
     if (cfg_.mono_ns != nullptr) {
       *cfg_.mono_ns += plan.config_image == configured_ ? cfg_.cost_same_ns : cfg_.cost_switch_ns;
+      if (!cfg_.began_once.exchange(true)) *cfg_.mono_ns += cfg_.cost_first_begin_ns;
     }
     // Like the collector: another plan (or a disable since) starts a kApplication collection over.
     if (plan.config_image != configured_ || plan.replay != replay_) app_pass_ = 0;

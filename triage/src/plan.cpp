@@ -62,25 +62,14 @@ const std::vector<Decision>& routing_decisions() {
   return kRouting;
 }
 
-std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const MetricSet& have,
-                                               const std::vector<std::string>& exclude) {
+namespace {
+
+// The counters the rules of `decisions` read that `have` lacks (after derivations), less `exclude`.
+std::vector<std::string> missing_for(const std::vector<Decision>& decisions, const MetricSet& have,
+                                     const std::vector<std::string>& exclude) {
   MetricSet with_derived = have;
   add_derived_metrics(with_derived);
   std::set<std::string> wanted;
-  std::vector<Decision> decisions;
-  for (const DecisionVisit& visit : diagnosis.path) decisions.push_back(visit.decision);
-  // A route through Decision 3 continues into Decision 5 when the dominant stall is a memory wait
-  // (long_scoreboard, lg_throttle, membar, drain), which the stall counters being asked for now
-  // will decide. Asking for Decision 5's counters in the same launch costs a few passes; waiting
-  // for the stalls first would cost a third launch with passes of its own.
-  // Not for saturated or compute-bound kernels, which visit Decision 3 only on the side and do
-  // not take the follow-up.
-  if (diagnosis.classification != Classification::kSaturated &&
-      diagnosis.classification != Classification::kComputeBound &&
-      std::find(decisions.begin(), decisions.end(), Decision::kD3IssueStalls) != decisions.end() &&
-      std::find(decisions.begin(), decisions.end(), Decision::kD5MemoryMechanism) == decisions.end()) {
-    decisions.push_back(Decision::kD5MemoryMechanism);
-  }
   for (Decision decision : decisions) {
     if (decision == Decision::kD6SourceLines || decision == Decision::kD2ADispatch) continue;
     for (const Rule* rule : rules_for(decision)) {
@@ -95,6 +84,52 @@ std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const
   }
   for (const std::string& e : exclude) wanted.erase(e);
   return {wanted.begin(), wanted.end()};
+}
+
+}  // namespace
+
+std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const MetricSet& have,
+                                               const std::vector<std::string>& exclude) {
+  std::vector<Decision> decisions;
+  for (const DecisionVisit& visit : diagnosis.path) decisions.push_back(visit.decision);
+  // A route through Decision 3 continues into Decision 5 when the dominant stall is a memory wait
+  // (long_scoreboard, lg_throttle, membar, drain), which the stall counters being asked for now
+  // will decide. Asking for Decision 5's counters in the same launch costs a few passes; waiting
+  // for the stalls first would cost a third launch with passes of its own.
+  // Not for saturated or compute-bound kernels, which visit Decision 3 only on the side and do
+  // not take the follow-up.
+  if (diagnosis.classification != Classification::kSaturated &&
+      diagnosis.classification != Classification::kComputeBound &&
+      std::find(decisions.begin(), decisions.end(), Decision::kD3IssueStalls) != decisions.end() &&
+      std::find(decisions.begin(), decisions.end(), Decision::kD5MemoryMechanism) == decisions.end()) {
+    decisions.push_back(Decision::kD5MemoryMechanism);
+  }
+  return missing_for(decisions, have, exclude);
+}
+
+const std::vector<Decision>& verdict_decisions(Classification classification) {
+  static const auto& kByClass = *new std::vector<std::vector<Decision>>{
+      {},                                                                        // unspecified
+      {Decision::kD0Trust},                                                      // untrusted
+      {Decision::kD0Trust, Decision::kD1WorkloadSize},                           // undersized
+      {Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime},      // dispatch-bound
+      {Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime, Decision::kD3IssueStalls},
+      {Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime, Decision::kD4ComputePipe},
+      {Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime, Decision::kD5MemoryMechanism},
+      {Decision::kD0Trust, Decision::kD1WorkloadSize, Decision::kD2Regime, Decision::kD4ComputePipe,
+       Decision::kD7HardwareLimit},                                              // saturated
+      {},                                                                        // inconclusive
+  };
+  const auto i = static_cast<size_t>(classification);
+  return i < kByClass.size() ? kByClass[i] : kByClass.front();
+}
+
+bool verdict_routed(const Diagnosis& diagnosis, const MetricSet& have, const std::vector<std::string>& exclude) {
+  if (diagnosis.classification == Classification::kUnspecified ||
+      diagnosis.classification == Classification::kInconclusive) {
+    return false;
+  }
+  return missing_for(verdict_decisions(diagnosis.classification), have, exclude).empty();
 }
 
 }  // namespace cutriage::triage

@@ -1383,3 +1383,43 @@ TEST_CASE("always-on: at a full trace duty the trace is never paused", "[agent][
     }
   }
 }
+
+TEST_CASE("verdict_routed: classified, with the counters of routing and of the limiter's decision", "[agent][always_on]") {
+  // Real captures, read as if only some counters had been collected (collected_view).
+  for (const char* program : {"fma_chain", "strided_load", "cublas_gemm"}) {
+    INFO(program);
+    const Captured c = capture_of(program);
+    const triage::Classification cls = c.reference.classification;
+    REQUIRE(cls != triage::Classification::kInconclusive);
+    const std::vector<triage::Decision>& verdict = triage::verdict_decisions(cls);
+    REQUIRE(verdict.size() >= 4);  // 0-2 and the limiter's decision
+    auto triaged = [&](const std::vector<std::string>& counters) {
+      triage::KernelInput in;
+      in.launch = c.launch;
+      in.launch->registers_per_thread = 32;
+      in.device_limits = *triage::known_device_limits("GH100");
+      in.metrics = testing::collected_view(c.metrics, {counters.begin(), counters.end()});
+      return std::make_pair(triage::triage_kernel(in), in.metrics);
+    };
+    // What the capture lacks (ncu did not collect it) counts as asked for and not collected.
+    std::vector<std::string> absent;
+    for (const std::string& m : triage::counters_for_decisions(verdict)) {
+      if (!c.metrics.has(m)) absent.push_back(m);
+    }
+    // Every counter: routed.
+    CHECK(triage::verdict_routed(c.reference, c.metrics, absent));
+    // The routing counters alone classify it as the whole capture does, but the limiter's decision
+    // has not been read: not routed, unless those counters were asked for and not collected.
+    const std::vector<std::string> routing = triage::counters_for_decisions(triage::routing_decisions());
+    const auto [routed_only, have] = triaged(routing);
+    CHECK(routed_only.classification == cls);
+    CHECK_FALSE(triage::verdict_routed(routed_only, have, absent));
+    CHECK(triage::verdict_routed(routed_only, have, triage::counters_for_decisions(verdict)));
+    // With the verdict's decisions' counters: routed.
+    const auto [with_limiter, have2] = triaged(triage::counters_for_decisions(verdict));
+    CHECK(triage::verdict_routed(with_limiter, have2, absent));
+  }
+  triage::Diagnosis none;
+  none.classification = triage::Classification::kInconclusive;
+  CHECK_FALSE(triage::verdict_routed(none, {}));
+}

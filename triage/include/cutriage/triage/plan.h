@@ -39,6 +39,15 @@ const std::vector<Decision>& routing_decisions();
 std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const MetricSet& have,
                                                const std::vector<std::string>& exclude = {});
 
+// The decisions a verdict of this classification rests on: routing (0-2, as far as the route
+// went) and the decision that names its limiter (3 for latency-bound, 4 for compute-bound, 5 for
+// memory-bound, 4 and 7 for saturated). Empty for inconclusive.
+const std::vector<Decision>& verdict_decisions(Classification classification);
+// Whether the diagnosis is a routed verdict: classified (not inconclusive), with every counter of
+// verdict_decisions() measured or in `exclude` (asked for and not collected). Deeper decisions
+// (7, the side visits to 3 and 5) may still change the detail, not the classification or limiter.
+bool verdict_routed(const Diagnosis& diagnosis, const MetricSet& have, const std::vector<std::string>& exclude = {});
+
 // A throughput Nsight Compute defines as the maximum of sub-unit throughputs (its breakdown), for
 // collection without replay: the top-level name takes several passes alone on GH100
 // (sm__throughput 8), most parts take one. Names are full (".avg.pct_of_peak_sustained_elapsed").

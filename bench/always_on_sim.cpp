@@ -1,0 +1,24 @@
+// Prints the always-on simulation's table (tests/support/always_on_sim.h): the issue's synthetic
+// workload at the default budget on the fake platform. Optional arguments: BUDGET (a fraction,
+// 0.004) and SECONDS (900). bench/always_on_sim.sh builds and runs it.
+#include <cstdio>
+#include <cstdlib>
+
+#include "always_on_sim.h"
+
+int main(int argc, char** argv) {
+  cutriage::testing::sim::Options o;
+  if (argc > 1) o.budget = std::atof(argv[1]);
+  if (argc > 2) o.seconds = std::strtoull(argv[2], nullptr, 10);
+  const cutriage::testing::sim::Result r = cutriage::testing::sim::run(o, cutriage::testing::sim::issue_workload());
+  std::fputs(cutriage::testing::sim::table(o, r).c_str(), stdout);
+  if (std::getenv("SIM_VERBOSE") != nullptr) {  // every assembled launch, and the notices
+    for (const auto& f : r.families) {
+      std::printf("\n%s (%u a step):", f.program.c_str(), f.launches_per_step);
+      for (const auto& [t, g] : f.steps) std::printf(" %.0fs:g%u", t, g);
+    }
+    std::printf("\n");
+    for (const std::string& n : r.notices) std::printf("%s\n", n.c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,290 @@
+// A deterministic simulation of always-on mode over minutes of traffic, on the fake platform: the
+// agent's own policy, budget and triage, a fake monotonic clock that only the simulated launches
+// and the fake profiler's costs advance, and the switch cost model of BENCHMARKS.md (a metric-group
+// switch, a launch of the configured group, the profiler's initialization once). The workload is
+// synthetic: zoo kernels (their H200 ncu captures give the counter values) launched in a fixed
+// pattern so that each family has the share of GPU time asked for. Shared by the unit test
+// (tests/unit/agent/test_always_on_sim.cpp) and bench/always_on_sim.cpp, which prints the table.
+//
+// Simulated minutes run in seconds: no flush thread (the trace is delivered and idle profilers are
+// released by cutriage_flush every flush_ns of simulated time, as the flush thread would).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent.h"
+#include "capture_support.h"
+#include "fake_platform.h"
+#include "file_reader.h"
+#include "import.h"
+#include "ncu_csv.h"
+
+namespace cutriage::testing::sim {
+
+// One family of the synthetic workload: a zoo capture and its share of the GPU time.
+struct FamilySpec {
+  std::string program;  // tests/data/ncu/zoo/<program>.csv
+  double share = 0;     // of the workload's GPU time
+};
+
+struct Options {
+  double budget = 0.004;                    // CUTRIAGE_BUDGET (the default)
+  double rate = 2.0;                        // CUTRIAGE_BUDGET_RATE (the default)
+  uint64_t seconds = 900;                   // simulated wall time
+  uint64_t step_ns = 7'000'000;             // one step of the application: every family's launches
+  uint64_t flush_ns = 100'000'000;          // the flush thread's tick
+  // The cost model (BENCHMARKS.md, "A switch, call by call", H200).
+  uint64_t switch_ns = 170'000'000;         // first Start on a newly enabled object
+  uint64_t same_group_ns = 30'000'000;      // Start/Stop of the configured group
+  uint64_t init_ns = 90'000'000;            // cuptiProfilerInitialize, once per process
+  uint32_t release_ms = 2000;               // CUTRIAGE_RELEASE_MS (the default)
+};
+
+struct FamilyResult {
+  std::string program;
+  double share = 0;
+  uint32_t launches_per_step = 0;
+  std::string classification;  // of the last profiled record, "" when none
+  std::string headline;
+  double routed_s = -1;    // simulated seconds to the always_on_routed notice (or complete); -1 never
+  double complete_s = -1;  // to always_on_complete; -1 never
+  double first_profiled_s = -1;
+  uint32_t profiled_launches = 0;  // assembled launches of its last record
+  uint32_t groups = 0;             // distinct metric groups among them
+  // Its assembled launches: (simulated seconds, 1-based metric group).
+  std::vector<std::pair<double, uint32_t>> steps;
+};
+
+struct Result {
+  std::vector<FamilyResult> families;
+  std::vector<std::string> notices;  // always_on_routed and always_on_complete, in order
+  wire::OverheadStats overhead;
+  double first_admitted_s = -1;  // the first profiled launch of any family
+};
+
+namespace detail {
+
+struct Kernel {
+  std::string mangled;
+  triage::LaunchConfig launch;
+  triage::MetricSet metrics;
+  uint64_t duration_ns = 0;
+};
+
+inline Kernel load(const std::string& program) {
+  const auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu" / "zoo" / (program + ".csv");
+  tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(path));
+  if (!r.import || r.import->kernels.empty() || !r.import->kernels.front().input.launch) {
+    std::fprintf(stderr, "always-on sim: no capture for %s\n", program.c_str());
+    std::abort();
+  }
+  const wire::KernelRecord& k = r.import->kernels.front();
+  Kernel out;
+  out.mangled = k.input.mangled_name.empty() ? k.input.demangled_name : k.input.mangled_name;
+  out.launch = *k.input.launch;
+  out.metrics = k.input.metrics;
+  return out;
+}
+
+class Sink final : public agent::RecordSink {
+ public:
+  explicit Sink(std::string* out) : out_(out) {}
+  bool append(std::string_view bytes) override {
+    out_->append(bytes);
+    return true;
+  }
+  [[nodiscard]] std::string describe() const override { return "memory"; }
+  [[nodiscard]] bool failed() const override { return false; }
+
+ private:
+  std::string* out_;
+};
+
+// "<name>: ... routed 12.3 s after the agent started ...": the seconds.
+inline double seconds_in(const std::string& message) {
+  const size_t at = message.find(" s after the agent started");
+  if (at == std::string::npos) return -1;
+  size_t begin = message.rfind(' ', at - 1);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return std::atof(message.substr(begin, at - begin).c_str());
+}
+
+}  // namespace detail
+
+inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
+  std::vector<detail::Kernel> kernels;
+  FakeCounters counters;
+  for (const FamilySpec& s : specs) {
+    kernels.push_back(detail::load(s.program));
+    counters.by_kernel[kernels.back().mangled] = kernels.back().metrics;
+  }
+  FakePlatform platform(counters);
+  // Each kernel runs as long as its capture says (Decision 0 compares those durations); the shares
+  // come from how many times a step launches it: the largest share's kernel once.
+  std::vector<uint32_t> per_step;
+  double unit = 0;  // GPU ns per step of the largest family
+  for (size_t i = 0; i < specs.size(); ++i) {
+    kernels[i].duration_ns = platform.captured_duration(kernels[i].mangled);
+    unit = std::max(unit, static_cast<double>(kernels[i].duration_ns) / std::max(specs[i].share, 1e-9));
+  }
+  for (size_t i = 0; i < specs.size(); ++i) {
+    per_step.push_back(std::max<uint32_t>(
+        1, static_cast<uint32_t>(std::lround(unit * specs[i].share / static_cast<double>(kernels[i].duration_ns)))));
+  }
+  platform.config.deliver_each_launch = false;  // delivered by the flush ticks, in batches
+  platform.config.cost_switch_ns = o.switch_ns;
+  platform.config.cost_same_ns = o.same_group_ns;
+  platform.config.cost_first_begin_ns = o.init_ns;
+  platform.config.names_per_pass = 1000;     // the GH100 table's groups are one pass each
+  platform.config.switch_after_disable = true;  // a released profiler is a new object next time
+
+  agent::AgentConfig cfg;
+  cfg.mode = agent::AgentMode::kAlwaysOn;
+  cfg.budget_fraction = o.budget;
+  cfg.budget_rate = o.rate;
+  cfg.release_ms = o.release_ms;
+  cfg.summary = false;
+  cfg.trace_flush_ms = 0;  // no flush thread: the loop below ticks
+  cfg.pc_sampling = false;  // counters only: what the verdicts need
+  std::string bytes;
+  agent::Logger log;
+  agent::ProcessInfo p{4242, "sim", {"./sim"}, [] { return uint64_t{1700000000000000000}; }, {}};
+  p.monotonic_ns = [&platform] { return platform.mono_ns.load(); };
+  auto ag = std::make_unique<agent::Agent>(std::move(cfg), platform, std::make_unique<detail::Sink>(&bytes), log, p);
+  if (!ag->start()) std::abort();
+
+  const uint64_t start = platform.mono_ns.load();
+  const uint64_t end = start + o.seconds * 1'000'000'000ULL;
+  uint64_t n = 0;
+  uint64_t next_flush = start + o.flush_ns;
+  std::vector<uint64_t> time_of{0};  // by launch index (1-based), relative to start
+  time_of.reserve(static_cast<size_t>(static_cast<double>(o.seconds) * 1e9 / static_cast<double>(o.step_ns)) * 8);
+  while (platform.mono_ns.load() < end) {
+    const uint64_t step_start = platform.mono_ns.load();
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      for (uint32_t k = 0; k < per_step[i]; ++k) {
+        time_of.push_back(platform.mono_ns.load() - start);
+        platform.launch(make_launch(kernels[i].mangled, ++n, kernels[i].launch.grid, kernels[i].launch.block));
+      }
+    }
+    // The application's step takes step_ns; a profiled launch's cost (already on the clock) delays it.
+    const uint64_t now = platform.mono_ns.load();
+    platform.mono_ns.store(std::max(now, step_start + o.step_ns));
+    if (platform.mono_ns.load() >= next_flush) {
+      ag->flush();
+      next_flush = platform.mono_ns.load() + o.flush_ns;
+    }
+  }
+  ag->finish();
+
+  Result out;
+  out.overhead = *ag->overhead();
+  tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    FamilyResult f;
+    f.program = specs[i].program;
+    f.share = specs[i].share;
+    f.launches_per_step = per_step[i];
+    out.families.push_back(f);
+    by_name[kernels[i].mangled] = i;
+  }
+  auto at = [&](uint64_t launch_index) {
+    return launch_index < time_of.size() ? static_cast<double>(time_of[launch_index]) / 1e9 : -1.0;
+  };
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_kernel() && rec.kernel().status() == v1::PROFILE_STATUS_PROFILED) {
+      const v1::KernelProfile& k = rec.kernel();
+      auto it = by_name.find(std::string(tools::lookup(r, k.mangled_name_iid())));
+      if (it == by_name.end()) continue;
+      FamilyResult& f = out.families[it->second];
+      std::set<uint32_t> groups;
+      f.steps.clear();
+      for (const v1::AssembledLaunch& l : k.assembled_launches()) {
+        groups.insert(l.metric_group());
+        f.steps.emplace_back(at(l.launch_index()), l.metric_group());
+      }
+      if (k.assembled_launches_size() > 0) {
+        const double first = at(k.assembled_launches(0).launch_index());
+        if (f.first_profiled_s < 0 || first < f.first_profiled_s) f.first_profiled_s = first;
+        if (out.first_admitted_s < 0 || first < out.first_admitted_s) out.first_admitted_s = first;
+      }
+      f.profiled_launches = static_cast<uint32_t>(k.assembled_launches_size());
+      f.groups = static_cast<uint32_t>(groups.size());
+      f.headline = k.diagnosis().headline();
+      f.classification = v1::Classification_Name(k.diagnosis().classification());
+    }
+    if (rec.has_notice() &&
+        (rec.notice().code() == "always_on_routed" || rec.notice().code() == "always_on_complete")) {
+      const std::string& m = rec.notice().message();
+      out.notices.push_back(m);
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        // The message starts with the function's name (the zoo's mangled names demangle to it).
+        const std::string fn = kernels[i].mangled.substr(0, kernels[i].mangled.find('('));
+        if (m.rfind(fn + ":", 0) != 0 && m.find(fn + ":") == std::string::npos) continue;
+        FamilyResult& f = out.families[i];
+        const double s = detail::seconds_in(m);
+        if (f.routed_s < 0) f.routed_s = s;
+        if (rec.notice().code() == "always_on_complete") f.complete_s = s;
+      }
+    }
+  }
+  return out;
+}
+
+// The table bench/always_on_sim.sh prints.
+inline std::string table(const Options& o, const Result& r) {
+  std::string t;
+  char line[512];
+  auto when = [](double s) {
+    char b[32];
+    if (s < 0) return std::string("never");
+    std::snprintf(b, sizeof(b), "%.0f s", s);
+    return std::string(b);
+  };
+  std::snprintf(line, sizeof(line),
+                "Simulated always-on (synthetic workload, fake platform): budget %.2f%%, %llu s, a step every %.0f ms; "
+                "switch %.0f ms, configured group %.0f ms, init %.0f ms\n\n",
+                o.budget * 100, static_cast<unsigned long long>(o.seconds), static_cast<double>(o.step_ns) / 1e6,
+                static_cast<double>(o.switch_ns) / 1e6, static_cast<double>(o.same_group_ns) / 1e6,
+                static_cast<double>(o.init_ns) / 1e6);
+  t += line;
+  t += "| family | share | verdict | first profiled | routed | complete | launches | groups |\n";
+  t += "|---|---|---|---|---|---|---|---|\n";
+  for (const FamilyResult& f : r.families) {
+    std::snprintf(line, sizeof(line), "| %s | %.0f%% | %s | %s | %s | %s | %u | %u |\n", f.program.c_str(),
+                  f.share * 100, f.classification.empty() ? "-" : f.classification.c_str(),
+                  when(f.first_profiled_s).c_str(), when(f.routed_s).c_str(), when(f.complete_s).c_str(),
+                  f.profiled_launches, f.groups);
+    t += line;
+  }
+  const wire::OverheadStats& s = r.overhead;
+  std::snprintf(line, sizeof(line),
+                "\nfirst profiled launch %s; %llu admitted, %llu group switches; spent %.2f s of %.0f s (%.3f%%); "
+                "worst %.0f s window %.2f s (%.2f%%)\n",
+                when(r.first_admitted_s).c_str(), static_cast<unsigned long long>(s.admitted),
+                static_cast<unsigned long long>(s.group_switches), static_cast<double>(s.spent_ns) / 1e9,
+                static_cast<double>(s.wall_ns) / 1e9,
+                100.0 * static_cast<double>(s.spent_ns) / static_cast<double>(std::max<uint64_t>(s.wall_ns, 1)),
+                static_cast<double>(s.window_ns) / 1e9, static_cast<double>(s.max_window_spent_ns) / 1e9,
+                100.0 * static_cast<double>(s.max_window_spent_ns) / static_cast<double>(std::max<uint64_t>(s.window_ns, 1)));
+  t += line;
+  return t;
+}
+
+// The issue's workload shape: five families with 60/20/10/5/5% of the GPU time.
+inline std::vector<FamilySpec> issue_workload() {
+  return {{"cublas_gemm", 0.60}, {"strided_load", 0.20}, {"transpose", 0.10}, {"fma_chain", 0.05},
+          {"vector_add", 0.05}};
+}
+
+}  // namespace cutriage::testing::sim

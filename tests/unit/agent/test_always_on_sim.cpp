@@ -1,0 +1,28 @@
+// The always-on simulation (tests/support/always_on_sim.h): 15 simulated minutes of a synthetic
+// five-family workload at the default budget, with BENCHMARKS.md's switch costs, on the fake
+// platform. bench/always_on_sim.sh prints the same table.
+#include <iostream>
+
+#include "always_on_sim.h"
+#include "catch.h"
+
+using namespace cutriage;
+namespace sim = testing::sim;
+
+TEST_CASE("always-on sim: 15 minutes at the default budget", "[agent][always_on][sim]") {
+  const sim::Options o;  // the defaults: 0.4%, 2 a second, 900 s
+  const sim::Result r = sim::run(o, sim::issue_workload());
+  const std::string table = sim::table(o, r);
+  INFO(table);
+  const wire::OverheadStats& s = r.overhead;
+  const double wall = static_cast<double>(s.wall_ns);
+  const double cap = o.budget * static_cast<double>(s.window_ns);
+  // The longest a launch costs here: a switch with the profiler's initialization.
+  const double one_launch = static_cast<double>(o.switch_ns + o.init_ns);
+  // Over the run: the budget's share plus the allowance cap plus one misestimate (budget.h).
+  CHECK(static_cast<double>(s.spent_ns) <= o.budget * wall + cap + one_launch);
+  // Over any 60 s window: twice the cap plus one misestimate.
+  CHECK(static_cast<double>(s.max_window_spent_ns) <= 2 * cap + one_launch);
+  // The top family was profiled.
+  CHECK(r.families.front().first_profiled_s >= 0);
+}
