@@ -20,6 +20,8 @@
 //   collectorN   userrangeN through the collector (RangeProfiler, PlanReplay::kApplication), twice
 //   pcs_serial   PC sampling, kernel-serialized, around one cuGraphLaunch
 //   pcs_cont     PC sampling, continuous, around one cuGraphLaunch: samples per function
+//   pcs_cb       the same, begun and ended inside cuGraphLaunch's entry and exit callbacks (as the agent)
+//   pcs_cb_late  begun in the entry callback, ended after cuGraphLaunch returned
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -35,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -559,6 +562,72 @@ int run_pcs(bool continuous) {
   return ok ? 0 : 1;
 }
 
+// The agent's way (pcs_cb): the sampler begun in cuGraphLaunch's entry callback and ended (synchronize,
+// stop, drain, disable) in its exit callback. pcs_cb_late: begun in the entry callback, ended after
+// cuGraphLaunch has returned, outside any callback. Tells whether CUPTI hands PCs over inside its
+// callbacks (issue 20: the agent got 23,736 samples and no PC).
+std::unique_ptr<cutriage::collectors::PcSampler> g_sampler;
+std::optional<cutriage::collectors::Result<cutriage::collectors::PcSampleBatch>> g_batch;
+bool g_end_in_callback = true;
+int g_graph_launches = 0;
+
+void CUPTIAPI on_pcs_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch && cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (++g_graph_launches > 2 || g_sampler == nullptr) return;  // enter + exit of the first launch
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    cutriage::collectors::PcSamplingOptions options;
+    options.period_log2 = 10;
+    options.continuous = true;
+    const auto begun = g_sampler->begin(options);
+    if (!begun.is_ok()) std::printf("  begin in callback: %s\n", begun.message().c_str());
+  } else if (g_end_in_callback) {
+    g_batch = g_sampler->end();
+  }
+}
+
+int run_pcs_callback(bool end_in_callback) {
+  Workload w;
+  w.setup();
+  w.launch();
+  CK(cudaStreamSynchronize(w.stream));
+  auto sampler = cutriage::collectors::make_cupti_pc_sampler(current_context());
+  if (!sampler.is_ok()) {
+    std::printf("  sampler: %s\n", sampler.status().message().c_str());
+    return 1;
+  }
+  g_sampler = std::move(sampler.value());
+  g_end_in_callback = end_in_callback;
+  CUpti_SubscriberHandle sub{};
+  if (!CP(cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(on_pcs_callback), nullptr))) return 1;
+  CP(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
+  const double t0 = now_ms();
+  w.launch();
+  if (!end_in_callback) g_batch = g_sampler->end();
+  const double t1 = now_ms();
+  CP(cuptiUnsubscribe(sub));
+  bool ok = w.check("pcs_cb");
+  if (!g_batch) {
+    std::printf("  no batch (the callback never ended the sampler)\n");
+    return 1;
+  }
+  if (!g_batch->is_ok()) {
+    std::printf("  end: %s\n", g_batch->status().message().c_str());
+    return 1;
+  }
+  const auto& b = g_batch->value();
+  std::map<std::string, uint64_t> per_function;
+  for (const auto& pc : b.pcs) {
+    for (const auto& st : pc.stalls) per_function[pc.function] += st.samples;
+  }
+  std::printf("  %.1f ms; %" PRIu64 " samples, %zu PCs, %" PRIu64 " dropped (end %s the callback)\n", t1 - t0,
+              b.total_samples, b.pcs.size(), b.dropped_samples, end_in_callback ? "inside" : "after");
+  for (const auto& [f, n] : per_function) std::printf("  function %s: %" PRIu64 " samples\n", f.c_str(), n);
+  g_sampler.reset();
+  return ok && !b.pcs.empty() ? 0 : 1;
+}
+
 int run_way(const std::string& way) {
   std::printf("== %s\n", way.c_str());
   std::fflush(stdout);
@@ -571,6 +640,8 @@ int run_way(const std::string& way) {
   if (way == "collectorN") return run_collector_way();
   if (way == "pcs_serial") return run_pcs(false);
   if (way == "pcs_cont") return run_pcs(true);
+  if (way == "pcs_cb") return run_pcs_callback(true);
+  if (way == "pcs_cb_late") return run_pcs_callback(false);
   std::printf("unknown way %s\n", way.c_str());
   return 2;
 }
@@ -586,7 +657,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a child that crashes keeps what it printed
   if (argc > 2 && std::strcmp(argv[1], "--child") == 0) return run_way(argv[2]);
   std::vector<std::string> ways = {"trace", "user1", "userN", "userrange", "userrangeN", "collectorN",
-                                   "pcs_serial", "pcs_cont", "kernelN"};
+                                   "pcs_serial", "pcs_cont", "pcs_cb", "pcs_cb_late", "kernelN"};
   if (argc > 1) ways.assign(argv + 1, argv + argc);
   int failed = 0;
   for (const std::string& way : ways) {
