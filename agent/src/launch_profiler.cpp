@@ -57,6 +57,25 @@ struct LaunchProfiler::Active {
   CostKind cost = CostKind::kSameGroup;
   int group = -1;     // always-on single-pass group, -1 otherwise
   uint64_t deep = 0;  // deep-capture request id, 0 = none
+  // ProfileCost's phases (monotonic ns): launch entry, the collector's start and its return, the
+  // entry callback's return, the exit callback.
+  uint64_t entered_ns = 0;
+  uint64_t start_ns = 0;
+  uint64_t started_ns = 0;
+  uint64_t entry_done_ns = 0;
+  uint64_t exit_ns = 0;
+
+  // The phases up to `stopped_ns` (the collector's end returned), and the triage's.
+  [[nodiscard]] wire::ProfileCost phases(uint64_t stopped_ns, uint64_t triage_ns) const {
+    auto span = [](uint64_t from, uint64_t to) { return from != 0 && to > from ? to - from : 0; };
+    wire::ProfileCost c;
+    c.setup_ns = span(entered_ns, start_ns);
+    c.start_ns = span(start_ns, started_ns);
+    c.launch_ns = span(entry_done_ns, exit_ns);
+    c.stop_ns = span(exit_ns, stopped_ns);
+    c.triage_ns = triage_ns;
+    return c;
+  }
 };
 
 LaunchProfiler::LaunchProfiler(Parts parts) : p_(std::move(parts)), instance_id_(g_next_instance.fetch_add(1)) {}
@@ -88,7 +107,8 @@ std::unique_ptr<LaunchProfiler::Active> LaunchProfiler::new_active(const std::sh
 bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64_t launch_index) {
   try {
     // The slow path: a launch the selection may want. Only now the driver is asked about the stream.
-    const uint64_t started_mono = p_.always_on ? p_.monotonic_ns() : 0;
+    const uint64_t entered = p_.monotonic_ns();
+    const uint64_t started_mono = p_.always_on ? entered : 0;
     LaunchEvent event = fast_event;
     p_.platform.fill_launch_details(event);
     if (!p_.nvtx.allows(p_.config.nvtx_include, p_.config.nvtx_exclude)) return false;
@@ -147,6 +167,8 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
       active.started_mono_ns = started_mono;
       active.budgeted = budgeted;
       active.cost = selection.cost;
+      active.entered_ns = entered;
+      active.entry_done_ns = p_.monotonic_ns();
       return true;
     }
     if (budgeted) p_.always_on->charge_since(selection.cost, started_mono);
@@ -235,7 +257,9 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
                         launch_index);
       return;
     }
+    active->start_ns = p_.monotonic_ns();
     collectors::Status s = ctx->profiler->begin(active->plan);
+    active->started_ns = p_.monotonic_ns();
     if (!s.is_ok() || ctx->configured_group.load() != selection.group) ctx->configured_mono_ns.store(started_mono);
     ctx->configured_group.store(s.is_ok() ? selection.group : -1);
     if (s.is_ok() && selection.group >= 0 && p_.config.release_ms > 0 && p_.always_on) {
@@ -293,7 +317,9 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
   {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
     bool failed_now = false;
+    active->start_ns = p_.monotonic_ns();
     started = ctx->begin_sampling_locked(p_.platform, options, &failed_now);
+    active->started_ns = p_.monotonic_ns();
     if (failed_now) {
       p_.log.log_once(LogLevel::kWarn, "pc-sampler",
                       "PC sampling unavailable (" + ctx->sampler_error + "): Decisions 3 and 6 go without source lines");
@@ -318,6 +344,7 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
 void LaunchProfiler::exit(const LaunchEvent& event) {
   if (!owns_slot(event.correlation_id)) return;
   std::unique_ptr<Active>& slot = active_slot();
+  slot->exit_ns = p_.monotonic_ns();
   try {
     if (slot->pc_sampling) {
       complete_sampling(*slot);
@@ -384,6 +411,7 @@ void LaunchProfiler::complete_counters(Active& active) {
     record_failure(active, "metric evaluation: " + readings.status().message());
     return;
   }
+  const uint64_t stopped = p_.monotonic_ns();
 
   Family& f = *active.family;
   wire::KernelRecord record;
@@ -470,7 +498,10 @@ void LaunchProfiler::complete_counters(Active& active) {
     p_.trace.fill_inputs(f.family_id, record.input);
   }
 
+  const uint64_t triage_begin = p_.monotonic_ns();
   record.diagnosis = triage::triage_kernel(record.input, p_.triage_options);
+  record.cost = active.phases(stopped, p_.monotonic_ns() - triage_begin);
+  record.cost->passes = active.plan.passes;
 
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
@@ -523,15 +554,16 @@ void LaunchProfiler::complete_sampling(Active& active) {
     }
   }
   summary.summary.from_launch_index = active.launch_index;
+  const uint64_t stopped = p_.monotonic_ns();
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
-    active.family->pc_sampled_mono_ns = p_.monotonic_ns();
+    active.family->pc_sampled_mono_ns = stopped;
   }
-  finish_sampling(*active.family, std::move(summary));
+  finish_sampling(*active.family, std::move(summary), active.phases(stopped, 0));
   if (active.deep != 0) p_.deep_profiled();
 }
 
-void LaunchProfiler::finish_sampling(Family& f, PcSummary summary) {
+void LaunchProfiler::finish_sampling(Family& f, PcSummary summary, std::optional<wire::ProfileCost> cost) {
   wire::KernelRecord record;
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
@@ -542,7 +574,12 @@ void LaunchProfiler::finish_sampling(Family& f, PcSummary summary) {
   record.pc_code = std::move(summary.code);
   record.pc_sm_arch = std::move(summary.sm_arch);
   if (p_.trace_started.load()) p_.trace.fill_inputs(f.family_id, record.input);
+  const uint64_t triage_begin = p_.monotonic_ns();
   record.diagnosis = triage::triage_kernel(record.input, p_.triage_options);
+  if (cost) {
+    cost->triage_ns = p_.monotonic_ns() - triage_begin;
+    record.pc_cost = cost;
+  }
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
     // The record of the profiled launch, written again with the samples: readers keep the highest

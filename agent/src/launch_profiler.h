@@ -96,7 +96,8 @@ class LaunchProfiler {
   void complete_counters(Active& active);
   void complete_sampling(Active& active);
   // Writes the family's profiled record again with the samples (or why there are none).
-  void finish_sampling(Family& family, PcSummary summary);
+  // `cost`: the sampled launch's phases (its triage filled in here); none when it never ran.
+  void finish_sampling(Family& family, PcSummary summary, std::optional<wire::ProfileCost> cost = std::nullopt);
   void record_failure(Active& active, const std::string& what);
   // launch_index 0: the latest launch (when the caller does not know its own).
   void record_unprofiled(const collectors::LaunchEvent& event, Family& family, wire::ProfileStatus status,

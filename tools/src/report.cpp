@@ -316,6 +316,15 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
   out << "    complete  yes" << (when.empty() ? "" : ", " + when) << "\n";
 }
 
+// What profiling cost the application's thread, by phase (--verbose).
+std::string cost_text(const v1::ProfileCost& c) {
+  std::string text = "setup " + short_duration(double(c.setup_ns())) + ", start " + short_duration(double(c.start_ns())) +
+                     ", launch " + short_duration(double(c.launch_ns()));
+  if (c.passes() > 1) text += " (" + std::to_string(c.passes()) + " passes)";
+  text += ", stop " + short_duration(double(c.stop_ns())) + ", triage " + short_duration(double(c.triage_ns()));
+  return text;
+}
+
 void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
                    size_t rank, const ReportOptions& options, SassResolver& sass) {
   const std::string name = kernel_name(file, k);
@@ -336,6 +345,10 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   if (k.time_share() > 0) out << "; " << fmt(100 * k.time_share()) << "% of captured time";
   out << "\n";
   if (const std::string collected = collected_text(k); !collected.empty()) out << "    collected " << collected << "\n";
+  if (options.verbose && k.has_cost()) out << "    cost      " << cost_text(k.cost()) << "\n";
+  if (options.verbose && k.pc_sampling().has_cost()) {
+    out << "    pc cost   " << cost_text(k.pc_sampling().cost()) << "\n";
+  }
   if (k.has_graph_scope()) {
     render_graph_scope(out, k);
   } else if (k.assembled_launches_size() > 0) {

@@ -221,6 +221,17 @@ PcSamplingIds intern_pc_sampling(const triage::PcSampleSummary& pcs, const std::
   return ids;
 }
 
+void put_cost(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const ProfileCost& cost) {
+  using C = schema::ProfileCost;
+  protozero::pbf_writer c(w, tag);
+  put_u64(c, C::kSetupNs, cost.setup_ns);
+  put_u64(c, C::kStartNs, cost.start_ns);
+  put_u64(c, C::kLaunchNs, cost.launch_ns);
+  put_u64(c, C::kStopNs, cost.stop_ns);
+  put_u64(c, C::kTriageNs, cost.triage_ns);
+  put_u32(c, C::kPasses, cost.passes);
+}
+
 void put_pc_sampling(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const triage::PcSampleSummary& pcs,
                      const PcSamplingIds& ids, const KernelRecord& k) {
   using P = schema::PcSampling;
@@ -261,6 +272,7 @@ void put_pc_sampling(protozero::pbf_writer& w, protozero::pbf_tag_type tag, cons
     code.add_bytes(FC::kText, reinterpret_cast<const char*>(fc.text.data()), fc.text.size());
   }
   put_string(m, P::kSmArch, k.pc_sm_arch);
+  if (k.pc_cost) put_cost(m, P::kCost, *k.pc_cost);
 }
 
 // One Record holding `payload` as its oneof field `tag`, as a File.records field. The payload is
@@ -457,6 +469,7 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
       put_u64(gs, G::kReplaysProfiled, g.replays_profiled);
       put_double(gs, G::kMeanReplayNs, g.mean_replay_ns);
     }
+    if (k.cost) put_cost(m, K::kCost, *k.cost);
   }
   out += as_record(schema::Record::kKernel, payload);
   return out;

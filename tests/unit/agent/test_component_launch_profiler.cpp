@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "component_rig.h"
+#include "report.h"
 #include "cutriage/triage/plan.h"
 #include "stages.h"
 
@@ -414,4 +415,43 @@ TEST_CASE("launch profiler: an always-on launch collects one group without repla
   CHECK(s.admitted == 1);
   CHECK(s.group_switches == 1);
   CHECK(s.spent_ns >= rig.platform.config.cost_switch_ns);  // what the fake's begin() cost
+}
+
+TEST_CASE("launch profiler: a profiled launch's record says what each phase cost on the application's thread",
+          "[component][launch_profiler]") {
+  Captured k = capture_of("vector_add");
+  ComponentRig rig(deep_config(agent::MetricMode::kFull, /*pc_sampling=*/true), counters_for({&k}));
+  // The fake's clock moves by its configured costs (a new plan's begin, a PC sampler's begin) and
+  // by what the test adds for the launch itself, between the entry and exit callbacks.
+  constexpr uint64_t kLaunchNs = 7'000'000;
+  auto launch = [&](uint64_t correlation) {
+    const collectors::LaunchEvent ev = launch_of(k, correlation);
+    auto [f, index] = rig.count_launch(ev);
+    testing::FakePlatform::current_kernel() = std::string(ev.mangled_name);
+    REQUIRE(rig.profiler.enter(ev, *f, index));
+    rig.platform.mono_ns += kLaunchNs;
+    rig.profiler.exit(ev);
+  };
+  launch(1);  // the counters
+  launch(2);  // PC sampling
+  tools::ReadResult r = rig.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  REQUIRE_FALSE(ks.empty());
+  const v1::KernelProfile& rec = *ks.back();  // the record again, with the samples
+  REQUIRE(rec.has_cost());
+  CHECK(rec.cost().start_ns() == rig.platform.config.cost_switch_ns);
+  CHECK(rec.cost().launch_ns() == kLaunchNs);
+  CHECK(rec.cost().passes() == rec.passes());
+  CHECK(rec.cost().passes() >= 1);
+  REQUIRE(rec.has_pc_sampling());
+  REQUIRE(rec.pc_sampling().has_cost());
+  CHECK(rec.pc_sampling().cost().start_ns() == rig.platform.config.cost_pc_ns);
+  CHECK(rec.pc_sampling().cost().launch_ns() == kLaunchNs);
+  CHECK(rec.pc_sampling().cost().passes() == 0);
+  tools::ReportOptions verbose;
+  verbose.verbose = true;
+  const std::string report = tools::render_report(r, verbose);
+  CHECK(report.find("    cost      setup ") != std::string::npos);
+  CHECK(report.find("    pc cost   setup ") != std::string::npos);
+  CHECK(tools::render_report(r, tools::ReportOptions{}).find("    cost      ") == std::string::npos);
 }

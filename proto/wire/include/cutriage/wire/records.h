@@ -133,6 +133,16 @@ struct FunctionCode {
   std::vector<uint8_t> text;  // offset 0 = pc_offset 0
 };
 
+// ProfileCost in the schema: one profiled launch's cost on the application's thread, by phase.
+struct ProfileCost {
+  uint64_t setup_ns = 0;
+  uint64_t start_ns = 0;
+  uint64_t launch_ns = 0;
+  uint64_t stop_ns = 0;
+  uint64_t triage_ns = 0;
+  uint32_t passes = 0;
+};
+
 struct KernelRecord {
   triage::KernelInput input;  // identity, launch config, metrics, collection settings
   uint64_t context_id = 0;
@@ -156,6 +166,8 @@ struct KernelRecord {
   // They travel inside PcSampling, so they are written only when input.pc_samples is set.
   std::vector<FunctionCode> pc_code;
   std::string pc_sm_arch;  // "sm_90"
+  std::optional<ProfileCost> cost;  // the launch this record was written for (not rewrites' own)
+  std::optional<ProfileCost> pc_cost;  // the PC-sampled launch's (written inside PcSampling)
 };
 
 // KernelFamily: defined once per file, before the first record that uses `id` (ids start at 1).
