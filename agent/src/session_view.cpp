@@ -154,6 +154,13 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
     o.selection_detail = "ranked #" + std::to_string(k.earlier->rank) +
                          " by the earlier run (CUTRIAGE_RANKING), but none of its launches in this run could be "
                          "profiled (captured, skipped or limited)";
+  } else if (k.ranked && k.launches_when_ranked > 0 &&
+             k.launches_when_ranked >= k.launches.load(std::memory_order_relaxed)) {
+    o.selection = S::kRankedAfterLastLaunch;
+    o.selection_detail = "ranked #" + std::to_string(k.rank) + " only after its last launch (" +
+                         std::to_string(k.launches_when_ranked) +
+                         "; the trace comes back after the kernels complete); `cutriage run` runs the program "
+                         "again with this ranking (CUTRIAGE_RANKING) to profile it from its first launch";
   } else if (k.ranked || p_.config.select == SelectMode::kAll) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.rank) +

@@ -227,6 +227,9 @@ std::string selection_text(const v1::FamilyStats& fs) {
     case FS::SELECTION_TOO_FEW_LAUNCHES:
       why = "not launched again once its rank was known", state = "too few launches";
       break;
+    case FS::SELECTION_RANKED_AFTER_LAST_LAUNCH:
+      why = "ranked only after its last launch", state = "ranked after its last launch";
+      break;
     case FS::SELECTION_GRAPH_ONLY:
       why = "only launched from CUDA graphs", state = "graph only";
       break;

@@ -231,7 +231,11 @@ RerunNeed rerun_need(const ReadResult& r) {
   const v1::TraceSummary* s = trace_summary(r);
   if (s == nullptr) return need;
   for (const v1::FamilyStats& f : s->families()) {
-    if (f.selection() != v1::FamilyStats::SELECTION_TOO_FEW_LAUNCHES) continue;
+    // Files of agents before the state existed said "too few launches" for it.
+    const bool older = f.selection() == v1::FamilyStats::SELECTION_TOO_FEW_LAUNCHES &&
+                       f.selection_detail().find("not launched again after its rank was known") != std::string::npos &&
+                       f.application_launches() == 0;
+    if (f.selection() != v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH && !older) continue;
     ++need.families;
     need.time_share += f.time_share();
     if (need.first.empty()) need.first = family_name(r, f.family_id());

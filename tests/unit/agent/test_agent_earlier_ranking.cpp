@@ -95,7 +95,8 @@ TEST_CASE("ranking: the first run misses a short program's top kernel", "[agent]
   CHECK_FALSE(profiled(r, p.top.mangled));
   const v1::FamilyStats* top = stats_of(r, p.top.mangled);
   REQUIRE(top != nullptr);
-  CHECK(top->selection() == v1::FamilyStats::SELECTION_TOO_FEW_LAUNCHES);
+  CHECK(top->selection() == v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
+  CHECK(top->selection_detail().find("only after its last launch (3;") != std::string::npos);
   CHECK(top->application_launches() == 3);
   CHECK_FALSE(tools::trace_summary(r)->has_ranking_source());
 }

@@ -127,9 +127,22 @@ TEST_CASE("session view: outcomes say why a family was not profiled", "[componen
     CHECK(small.selection == S::kNotRanked);
     CHECK(small.selection_detail.find("rank #2") != std::string::npos);
     const wire::FamilyOutcome big = outcome(s, id_of(rig, "ranked_big"));
-    CHECK(big.selection == S::kTooFewLaunches);
-    CHECK(big.selection_detail.find("ranked #1") != std::string::npos);
+    CHECK(big.selection == S::kRankedAfterLastLaunch);
+    CHECK(big.selection_detail.find("ranked #1 only after its last launch") != std::string::npos);
     CHECK(s.selection.top_k == 1);
+  }
+  SECTION("select=top: ranked, launched again, and those launches limited") {
+    AgentConfig c = deep(agent::SelectMode::kTop);
+    c.select_top = 1;
+    c.launch_skip = 100;  // every launch is skipped: ranked, launched after that, never profiled
+    ComponentRig rig(c);
+    started(rig);
+    (void)rig.count_launch(make_launch("ranked_skipped", 1));
+    trace(rig, "ranked_skipped", 1, 50000);
+    CHECK_FALSE(rig.launch(make_launch("ranked_skipped", 2)));
+    const wire::FamilyOutcome o = outcome(rig.view.trace_summary(), id_of(rig, "ranked_skipped"));
+    CHECK(o.selection == S::kTooFewLaunches);
+    CHECK(o.selection_detail.find("captured, skipped or limited") != std::string::npos);
   }
   SECTION("launched only from graphs") {
     ComponentRig rig(deep(agent::SelectMode::kAll));

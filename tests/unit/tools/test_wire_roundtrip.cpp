@@ -805,7 +805,9 @@ TEST_CASE("wire: the trace enums of the engine, the records and the schema agree
   CHECK(static_cast<int>(wire::FamilySelection::kGraphOnly) == v1::FamilyStats::SELECTION_GRAPH_ONLY);
   CHECK(static_cast<int>(wire::FamilySelection::kTraceOnly) == v1::FamilyStats::SELECTION_TRACE_ONLY);
   CHECK(static_cast<int>(wire::FamilySelection::kMostlyInGraphs) == v1::FamilyStats::SELECTION_MOSTLY_IN_GRAPHS);
-  CHECK(v1::FamilyStats::Selection_MAX == static_cast<int>(wire::FamilySelection::kMostlyInGraphs));
+  CHECK(static_cast<int>(wire::FamilySelection::kRankedAfterLastLaunch) ==
+        v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
+  CHECK(v1::FamilyStats::Selection_MAX == static_cast<int>(wire::FamilySelection::kRankedAfterLastLaunch));
   CHECK(v1::CopyExecution::Kind_MAX == static_cast<int>(triage::CopyKind::kOther));
 }
 
