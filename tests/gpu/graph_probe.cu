@@ -22,6 +22,9 @@
 //   pcs_cont     PC sampling, continuous, around one cuGraphLaunch: samples per function
 //   pcs_cb       the same, begun and ended inside cuGraphLaunch's entry and exit callbacks (as the agent)
 //   pcs_cb_late  begun in the entry callback, ended after cuGraphLaunch returned
+//   pcs_cb_trace pcs_cb with the kernel trace (Activity API) on, as the agent has it
+//   pcs_cb_rp    pcs_cb after a range-profiler collection on the context (object destroyed first)
+//   pcs_cb_trace_rp  both
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -30,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -587,11 +591,49 @@ void CUPTIAPI on_pcs_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
   }
 }
 
-int run_pcs_callback(bool end_in_callback) {
+// What the agent does besides, each optional: the kernel trace (Activity API) running, and a
+// range-profiler collection on the context (all passes of the routing counters over the
+// application's graph launches, then the profiler object destroyed) before the sampling.
+std::atomic<int> g_pcs_records{0};
+void CUPTIAPI pcs_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
+void CUPTIAPI pcs_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid);
+bool collect_counters_first(Workload& w) {
+  auto host = cutriage::collectors::make_cupti_profiler_host("GH100");
+  if (!host.is_ok()) return false;
+  std::vector<std::string> metrics = cutriage::triage::counters_for_decisions(cutriage::triage::routing_decisions());
+  auto plan = host.value()->plan(metrics);
+  if (!plan.is_ok()) return false;
+  plan.value().replay = cutriage::collectors::PlanReplay::kApplication;
+  auto profiler = cutriage::collectors::make_cupti_range_profiler(current_context());
+  if (!profiler.is_ok()) return false;
+  int launches = 0;
+  cutriage::collectors::CounterData data;
+  do {
+    if (!profiler.value()->begin(plan.value()).is_ok()) return false;
+    w.launch();
+    ++launches;
+    auto ended = profiler.value()->end();
+    if (!ended.is_ok()) return false;
+    data = ended.value();
+  } while (data.passes_pending > 0 && launches < 64);
+  profiler.value().reset();
+  std::printf("  range profiler first: %d graph launches, %u passes\n", launches, plan.value().passes);
+  return true;
+}
+
+int run_pcs_callback(bool end_in_callback, bool trace = false, bool counters_first = false) {
+  if (trace) {
+    CP(cuptiActivityRegisterCallbacks(pcs_buffer_requested, pcs_buffer_completed));
+    CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  }
   Workload w;
   w.setup();
   w.launch();
   CK(cudaStreamSynchronize(w.stream));
+  if (counters_first && !collect_counters_first(w)) {
+    std::printf("  the range profiler's collection failed\n");
+    return 1;
+  }
   auto sampler = cutriage::collectors::make_cupti_pc_sampler(current_context());
   if (!sampler.is_ok()) {
     std::printf("  sampler: %s\n", sampler.status().message().c_str());
@@ -625,7 +667,24 @@ int run_pcs_callback(bool end_in_callback) {
               b.total_samples, b.pcs.size(), b.dropped_samples, end_in_callback ? "inside" : "after");
   for (const auto& [f, n] : per_function) std::printf("  function %s: %" PRIu64 " samples\n", f.c_str(), n);
   g_sampler.reset();
+  if (trace) {
+    CP(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    std::printf("  kernel records traced: %d\n", g_pcs_records.load());
+  }
   return ok && !b.pcs.empty() ? 0 : 1;
+}
+
+void CUPTIAPI pcs_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 8 << 20;
+  *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI pcs_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_pcs_records.fetch_add(1);
+  }
+  free(buffer);
 }
 
 int run_way(const std::string& way) {
@@ -642,6 +701,9 @@ int run_way(const std::string& way) {
   if (way == "pcs_cont") return run_pcs(true);
   if (way == "pcs_cb") return run_pcs_callback(true);
   if (way == "pcs_cb_late") return run_pcs_callback(false);
+  if (way == "pcs_cb_trace") return run_pcs_callback(true, /*trace=*/true);
+  if (way == "pcs_cb_rp") return run_pcs_callback(true, false, /*counters_first=*/true);
+  if (way == "pcs_cb_trace_rp") return run_pcs_callback(true, true, true);
   std::printf("unknown way %s\n", way.c_str());
   return 2;
 }
@@ -657,7 +719,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a child that crashes keeps what it printed
   if (argc > 2 && std::strcmp(argv[1], "--child") == 0) return run_way(argv[2]);
   std::vector<std::string> ways = {"trace", "user1", "userN", "userrange", "userrangeN", "collectorN",
-                                   "pcs_serial", "pcs_cont", "pcs_cb", "pcs_cb_late", "kernelN"};
+                                   "pcs_serial", "pcs_cont", "pcs_cb", "pcs_cb_late", "pcs_cb_trace", "pcs_cb_rp", "pcs_cb_trace_rp", "kernelN"};
   if (argc > 1) ways.assign(argv + 1, argv + argc);
   int failed = 0;
   for (const std::string& way : ways) {
