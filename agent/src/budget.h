@@ -3,11 +3,13 @@
 //
 // Cost is what the agent measures on the application's thread for one such launch: from its
 // launch-entry callback to the end of its exit callback (CUPTI configuration, the wait for the
-// launch to finish, decoding), plus one-off work done for it (planning metric groups). Time
-// accrues allowance at `fraction` of wall time, up to `fraction * window`; a launch is admitted
+// launch to finish, decoding), plus one-off work done for it (planning metric groups). The
+// allowance starts full, at `fraction * window` (the first launch goes at once instead of a
+// window later), and time accrues it at `fraction` of wall time up to that cap; a launch is admitted
 // when the allowance covers its estimated cost and the rate limit allows, and its measured cost
 // is charged when it ends (the estimate is trued up then). So over any stretch of time T the
-// agent spends at most fraction * T + fraction * window plus one launch's misestimate, and when
+// agent spends at most fraction * T + fraction * window plus one launch's misestimate (from the
+// start too: a full allowance later in the run allows the same burst), and when
 // launches get dearer (a busier GPU makes the wait longer) fewer are admitted: the budget backs
 // off by itself.
 //

@@ -466,8 +466,15 @@ void LaunchProfiler::complete_counters(Active& active) {
     for (const auto& [name, launch] : f.measured_on) {
       if (launch != active.launch_index) record.metric_launch[name] = launch;
     }
+    // The launch a family was resumed at (CUTRIAGE_RESUME) may be profiled too, now that the
+    // budget starts with a full allowance: it is one launch, listed once.
+    const bool resumed_here = !f.profiled_launches.empty() && f.profiled_launches.back() == active.launch_index;
     record.combined_launch_indices = f.profiled_launches;
-    f.profiled_launches.push_back(active.launch_index);
+    if (resumed_here) {
+      record.combined_launch_indices.pop_back();  // this launch itself
+    } else {
+      f.profiled_launches.push_back(active.launch_index);
+    }
     record.profile_number = static_cast<uint32_t>(f.profiled_launches.size());
     record.rejected_metrics = f.rejected;
     record.input.assembled_launches = f.assembled;

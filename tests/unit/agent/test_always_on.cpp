@@ -89,8 +89,12 @@ TEST_CASE("budget: admits within the allowance and trues up with the measured co
   o.max_per_second = 100;
   o.window_ns = 10'000'000'000;  // allowance cap 100 ms
   Budget b(o, 0);
+  // The allowance starts full (the cap): a launch could go at once. One-off work spends it here,
+  // so that what follows is the accrual from nothing.
+  CHECK(b.ready(0));
+  b.charge(0, CostKind::kPlanning, 100'000'000);
   CHECK_FALSE(b.ready(0));
-  CHECK_FALSE(b.admit(0, CostKind::kSameGroup));  // nothing accrued yet
+  CHECK_FALSE(b.admit(0, CostKind::kSameGroup));  // nothing left
   // The first guess for a same-group launch is 20 ms: 2 s of allowance at 1%.
   CHECK_FALSE(b.ready(1'900'000'000));
   CHECK(b.ready(2'000'000'000));
@@ -105,7 +109,7 @@ TEST_CASE("budget: admits within the allowance and trues up with the measured co
   const wire::OverheadStats s = b.stats(7'000'000'000);
   CHECK(s.admitted == 2);
   CHECK(s.deferred == 2);
-  CHECK(s.spent_ns == 30'000'000);
+  CHECK(s.spent_ns == 130'000'000);  // the starting allowance's 100 ms and the launches' 30 ms
   CHECK(s.wall_ns == 7'000'000'000);
 }
 
@@ -113,6 +117,10 @@ TEST_CASE("budget: a deferred costly launch keeps the fast path closed until it 
   BudgetOptions o;
   o.fraction = 0.005;
   Budget b(o, 0);
+  // The allowance starts full (300 ms): the first switch could go at once. One-off work spends it
+  // here, so that the switch below waits for the allowance to accrue again.
+  CHECK(b.ready(0));
+  b.charge(0, CostKind::kPlanning, 300'000'000);
   // After 4 s the allowance (20 ms) covers a same-group launch (first guess 20 ms) but not a group
   // switch (first guess 750 ms, with CUPTI's start-up), which is admitted when the allowance is
   // full: 300 ms, the cap of 0.5% of a 60 s window.
@@ -575,14 +583,16 @@ TEST_CASE("budget: a launch on credit waits only for the rate limit, and its deb
   o.fraction = 0.01;
   o.max_per_second = 2;
   Budget b(o, 0);
-  CHECK_FALSE(b.admit(100'000'000, CostKind::kSameGroup));        // no allowance yet
+  // The allowance starts full (600 ms); one-off work spends it, so that only credit is left.
+  b.charge(0, CostKind::kPlanning, 600'000'000);
+  CHECK_FALSE(b.admit(100'000'000, CostKind::kSameGroup));        // no allowance left
   CHECK(b.admit(100'000'000, CostKind::kSameGroup, true));        // on credit
   CHECK_FALSE(b.admit(300'000'000, CostKind::kSameGroup, true));  // the rate limit still holds
   b.charge(400'000'000, CostKind::kSameGroup, 40'000'000);        // a 40 ms debt (4 ms accrued)
   // Paid back at 1%: the next launch without credit waits about 4 s more than it would have.
   CHECK_FALSE(b.admit(5'000'000'000, CostKind::kSameGroup));
   CHECK(b.admit(8'100'000'000, CostKind::kSameGroup));
-  CHECK(b.stats(8'100'000'000).spent_ns == 40'000'000);
+  CHECK(b.stats(8'100'000'000).spent_ns == 640'000'000);  // with the starting allowance's 600 ms
 }
 
 TEST_CASE("always-on: while the profiler may be taken on credit, a family's launches skip the selection", "[agent][always_on]") {
@@ -730,18 +740,23 @@ tools::ReadResult an_hour_of(const Captured& a, const Captured& c, const Beside&
 }  // namespace
 
 TEST_CASE("always-on: an unrouted family that stopped launching does not hold the others back", "[agent][always_on]") {
-  // C launches a few times while the budget still waits for its first allowance, never to be
-  // profiled, then stops. Routing first must not wait for it: A takes the same groups in the same
-  // order as in a run without C, and completes.
+  // C launches a few times while the budget waits out the debt of the first profiled launch
+  // (A's, on the full allowance the budget starts with, paying a CUPTI start-up of 600 ms), never
+  // to be profiled, then stops. Routing first must not wait for it: A takes the same groups in the
+  // same order as in a run without C, and completes.
   Captured a = capture_of("strided_load");
   Captured c = capture_of("fma_chain");
   auto run = [&](bool with_c) {
     const Beside before = [&](Harness& h, uint64_t& n, int) {
+      h.platform.config.cost_first_begin_ns = 600'000'000;
+      h.platform.mono_ns += 1'000'000'000;
+      h.platform.launch(make_launch(a.mangled.c_str(), ++n, a.launch.grid, a.launch.block));
+      REQUIRE(h.platform.stats.begins.load() == 1);
       for (int i = 0; i < 5; ++i) {
         h.platform.mono_ns += 1'000'000'000;
         if (with_c) h.platform.launch(make_launch(c.mangled.c_str(), ++n, c.launch.grid, c.launch.block));
       }
-      REQUIRE(h.platform.stats.begins.load() == 0);
+      REQUIRE(h.platform.stats.begins.load() == 1);
     };
     const tools::ReadResult r = an_hour_of(a, c, before, {});
     const Sequence seq = sequence_of(r);
@@ -989,8 +1004,12 @@ TEST_CASE("always-on: nothing is resumed across launch shapes, and a bad or miss
   const RunResult fresh_other = run_service(a, 150, {}, {other});
   const RunResult resumed_other = run_service(a, 150, file.string(), {other});
   std::filesystem::remove(file);
-  // It waited 16 launches for the earlier shape, then went on as a run from nothing does.
-  CHECK(resumed_other.begins == fresh_other.begins);
+  // It waited 16 launches for the earlier shape, then went on as a run from nothing does: one
+  // group fewer at most in 150 s, the one the run from nothing took at its first launch on the
+  // full allowance the budget starts with (it had taken it later in the same 150 s when the first
+  // launch waited for that allowance).
+  CHECK(resumed_other.begins <= fresh_other.begins);
+  CHECK(resumed_other.begins + 1 >= fresh_other.begins);
   CHECK(resumed_other.log.find("another launch shape than in the earlier process (grid " +
                                std::to_string(a.launch.grid.x) + "x") != std::string::npos);
   CHECK(resumed_other.log.find("in its first 16 launches here and starts afresh") != std::string::npos);
@@ -1016,7 +1035,8 @@ TEST_CASE("always-on: a family launched with several grids resumes on a launch o
   // restarted process's first launch has the other grid. The earlier counters must still count.
   const Captured a = capture_of("strided_load");
   const triage::Dim3 other{a.launch.grid.x * 2, a.launch.grid.y, a.launch.grid.z};
-  const RunResult first = run_service(a, 300, {}, {a.launch.grid, other});
+  // Stopped before it was complete (the budget starts with a full allowance: 300 s completed it).
+  const RunResult first = run_service(a, 200, {}, {a.launch.grid, other});
   REQUIRE(first.complete_notices.empty());
   REQUIRE(first.begins >= 2);
   // The grid the first process assembled on: the restarted one launches the other grid first.
@@ -1086,11 +1106,19 @@ TEST_CASE("always-on: resuming from the file the process itself writes to", "[ag
   const tools::ReadResult r = tools::read_cutriage_file(file.string());
   std::filesystem::remove(file);
   REQUIRE(r.status == tools::ReadStatus::kOk);
-  const v1::KernelProfile* k = last_profiled(kernel_records(r));
+  // The record written when the family was resumed (its first launch here, which the budget's
+  // full starting allowance lets this process profile too: later records add its launches).
+  const v1::KernelProfile* k = nullptr;
+  for (const v1::KernelProfile* rec : kernel_records(r)) {
+    if (rec->status_detail().rfind("resumed from " + file.string(), 0) == 0) k = rec;
+  }
   REQUIRE(k != nullptr);
-  CHECK(k->status_detail().rfind("resumed from " + file.string(), 0) == 0);
   CHECK(k->assembled_launches_size() == first.begins);
   for (const v1::AssembledLaunch& l : k->assembled_launches()) CHECK(l.earlier_pid() == 1234);
+  const v1::KernelProfile* last = last_profiled(kernel_records(r));
+  REQUIRE(last != nullptr);
+  REQUIRE(last->assembled_launches_size() >= first.begins);
+  for (int i = 0; i < first.begins; ++i) CHECK(last->assembled_launches(i).earlier_pid() == 1234);
   REQUIRE(r.file.records(0).has_session());
   CHECK(r.file.records(0).session().pid() == 4321);  // the new process's file
 }
@@ -1176,6 +1204,10 @@ TEST_CASE("always-on: a duty-cycled trace pauses between windows, and the pause 
       std::filesystem::temp_directory_path() / ("cutriage-duty-" + std::to_string(::getpid()) + ".prom");
   cfg.prometheus_file = prom.string();
   Service s = make_service("strided_load", cfg);
+  // The trace's records are counted here, with nothing profiled (as cutriage_stop() leaves it): a
+  // profiled launch's record is not the trace's. Before the budget started with a full allowance,
+  // nothing was profiled within these 6 s anyway.
+  s.h->ag->set_paused(true);
   testing::FakePlatform& p = s.h->platform;
   serve(s, 10, 50'000'000);  // 0.5 s into the first window: traced
   CHECK_FALSE(p.trace_paused.load());
