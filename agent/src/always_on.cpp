@@ -104,9 +104,6 @@ struct AlwaysOnPolicy::GroupDemand {
   // to the other).
   std::vector<double> weight;
   std::vector<double> unrouted_weight;
-  // The part of unrouted_weight from families not classified yet (their routing stage): a
-  // classification for more of the GPU time comes before another family's limiter.
-  std::vector<double> unclassified_weight;
 };
 
 AlwaysOnPolicy::AlwaysOnPolicy(const AgentConfig& config, FamilyTable& families, DeviceCatalog& devices,
@@ -159,7 +156,7 @@ AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& fa
   const std::vector<std::string>& routing = routing_counters_expanded();
   const size_t n = groups.plans.size();
   GroupDemand demand{std::vector<size_t>(n, 0), std::vector<size_t>(n, 0), std::vector<double>(n, 0.0),
-                     std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+                     std::vector<double>(n, 0.0)};
   for (const Family* f : families_.all_locked()) {
     const bool self = f == &family;  // in the weights only (its wants were just updated)
     if (!self && (f->complete || f->device != family.device || !f->candidate.load(std::memory_order_relaxed))) {
@@ -172,7 +169,6 @@ AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& fa
     const std::vector<std::string>& want = f->ao_wanted.empty() ? routing : f->ao_wanted;
     // Until its verdict is routed (limiter included), what it wants is that stage's (staged_wants).
     const bool waits_for_route = !f->routed;
-    const bool unclassified = unrouted(f->diagnosis);
     const double w = switch_weight(f->share);
     for (size_t g = 0; g < n; ++g) {
       size_t wanted = 0;
@@ -184,7 +180,6 @@ AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& fa
       }
       if (wanted > 0) demand.weight[g] += w;
       if (routes) demand.unrouted_weight[g] += w;
-      if (routes && unclassified) demand.unclassified_weight[g] += w;
       if (self) continue;
       demand.counters[g] += wanted;
       if (routes) ++demand.unrouted[g];
@@ -248,8 +243,8 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
       choice.kind = Choice::Kind::kWait;
       return choice;
     }
-    // Routing first: while a family that is still launching has no verdict, switches go to groups
-    // holding routing counters it lacks. A verdict for more of the GPU time is worth more than
+    // Routing first: while a family that is still launching has no routed verdict, switches go to
+    // groups holding counters of its current stage (routing, or its limiter's) that it lacks. A verdict for more of the GPU time is worth more than
     // detail on a family already routed (on the H200 at the default budget, two CUTLASS GEMMs with
     // 36% of a PyTorch loop's GPU time were still unrouted after 22 minutes while the switches went
     // to the cuBLAS GEMMs' deeper decisions).
@@ -260,24 +255,22 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
     // the 10% one took one.
     // A family whose launch finds another family's group first leaves the switch to that family's
     // launch; the counts of counters break ties (all the same when nothing is traced).
+    // Routing includes the limiter's groups: a classified family's limiter stage ranks with the
+    // other families' classification by the GPU time each group would route (issue 22: the top
+    // family's routed verdict first, even while smaller families are unclassified; with a
+    // classification tier above it, the 60% family of the simulation was never routed in 15
+    // minutes while the switches went to four smaller families' routing groups).
     bool routing_wanted = false;
-    bool classifying_wanted = false;
-    for (size_t g = 0; g < n_groups; ++g) {
-      routing_wanted = routing_wanted || demand.unrouted_weight[g] > 0;
-      classifying_wanted = classifying_wanted || demand.unclassified_weight[g] > 0;
-    }
+    for (size_t g = 0; g < n_groups; ++g) routing_wanted = routing_wanted || demand.unrouted_weight[g] > 0;
     size_t best_score = 0;
     for (size_t g = 0; g < n_groups; ++g) {
       if (own[g] == 0 && demand.counters[g] == 0) continue;  // nobody's
-      if (classifying_wanted && demand.unclassified_weight[g] == 0) continue;
       if (routing_wanted && demand.unrouted_weight[g] == 0) continue;
       const size_t score = own[g] + demand.counters[g];
       bool better = best < 0;
       if (!better) {
         const auto b = static_cast<size_t>(best);
-        better = demand.unclassified_weight[g] != demand.unclassified_weight[b]
-                     ? demand.unclassified_weight[g] > demand.unclassified_weight[b]
-                 : demand.unrouted_weight[g] != demand.unrouted_weight[b] ? demand.unrouted_weight[g] > demand.unrouted_weight[b]
+        better = demand.unrouted_weight[g] != demand.unrouted_weight[b] ? demand.unrouted_weight[g] > demand.unrouted_weight[b]
                  : demand.weight[g] != demand.weight[b]                 ? demand.weight[g] > demand.weight[b]
                  : score != best_score                                  ? score > best_score
                                                                         : own[g] > own[b];

@@ -23,6 +23,16 @@ TEST_CASE("always-on sim: 15 minutes at the default budget", "[agent][always_on]
   CHECK(static_cast<double>(s.spent_ns) <= o.budget * wall + cap + one_launch);
   // Over any 60 s window: twice the cap plus one misestimate.
   CHECK(static_cast<double>(s.max_window_spent_ns) <= 2 * cap + one_launch);
-  // The top family was profiled.
+  // The top family was profiled, from the first launch on (the budget starts with a full allowance).
   CHECK(r.families.front().first_profiled_s >= 0);
+  CHECK(r.first_admitted_s >= 0);
+  CHECK(r.first_admitted_s < 1.0);
+  // Routing by GPU share, limiters included: the top family's verdict is routed within the run,
+  // and before any other family's (with classification first it was never routed in 900 s).
+  const sim::FamilyResult& top = r.families.front();
+  CHECK(top.routed_s >= 0);
+  for (const sim::FamilyResult& f : r.families) {
+    INFO(f.program);
+    CHECK((f.routed_s < 0 || f.routed_s >= top.routed_s));
+  }
 }
