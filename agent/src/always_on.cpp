@@ -42,7 +42,7 @@ const std::vector<std::string>& verdict_counters(triage::Classification c) {
     std::vector<std::vector<std::string>> out;
     for (uint8_t i = 0; i <= static_cast<uint8_t>(triage::Classification::kInconclusive); ++i) {
       std::vector<std::string> r = triage::expand_breakdowns(
-          triage::counters_for_decisions(triage::verdict_decisions(static_cast<triage::Classification>(i))));
+          triage::verdict_counters_for(triage::verdict_decisions(static_cast<triage::Classification>(i))));
       std::sort(r.begin(), r.end());
       r.erase(std::unique(r.begin(), r.end()), r.end());
       out.push_back(std::move(r));

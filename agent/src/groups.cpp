@@ -44,7 +44,7 @@ std::vector<std::string> always_on_counters(std::string_view chip) {
 
 const std::vector<std::string>& routing_counters_expanded() {
   static const auto& kNames = *new std::vector<std::string>([] {
-    std::vector<std::string> r = triage::expand_breakdowns(triage::counters_for_decisions(triage::routing_decisions()));
+    std::vector<std::string> r = triage::expand_breakdowns(triage::verdict_counters_for(triage::routing_decisions()));
     std::sort(r.begin(), r.end());
     r.erase(std::unique(r.begin(), r.end()), r.end());
     return r;

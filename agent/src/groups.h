@@ -43,8 +43,10 @@ MetricGroups pack_single_pass(collectors::ProfilerHost& host, std::vector<std::s
 MetricGroups pack_first_fit(collectors::ProfilerHost& host, std::vector<std::string> metrics,
                             const std::vector<std::string>& in_every_group,
                             const std::vector<std::string>& first = {});
-// The routing counters (Decisions 0-2) with the multi-pass throughputs as their single-pass
-// parts, sorted: what a family's first always-on launches collect.
+// The routing counters (Decisions 0-2, as a verdict rests on them: triage::verdict_counters_for,
+// without d2.sysmem_peer_traffic's optional PCIe, aperture and DRAM counters, collected after the
+// route) with the multi-pass throughputs as their single-pass parts, sorted: what a family's first
+// always-on launches collect.
 const std::vector<std::string>& routing_counters_expanded();
 
 // The chip's groups for always-on collection: the table made offline for the chips it has

@@ -25,9 +25,19 @@ bool backed_by_no_counter(std::string_view name) {
          name == "sm__maximum_warps_per_active_cycle_pct";
 }
 
-void add_rule_counters(Decision decision, std::set<std::string>& out) {
+// Rules that only refine a routed verdict's detail: they neither block (Decision 0) nor classify,
+// and without their optional metrics they say "not evaluated" and why. Their optional metrics are
+// not part of what a verdict rests on (verdict_counters, verdict_routed): always-on collects them
+// after the route. d2.sysmem_peer_traffic: the off-device traffic check (PCIe bytes, L2 aperture
+// sectors, DRAM throughput; on GH100 the PCIe counters alone fill a single-pass group).
+bool refines_only(const Rule& rule, const MetricNeed& need) {
+  return !need.required && rule.id == "d2.sysmem_peer_traffic";
+}
+
+void add_rule_counters(Decision decision, std::set<std::string>& out, bool verdict_only = false) {
   for (const Rule* rule : rules_for(decision)) {
     for (const MetricNeed& need : rule->metrics) {
+      if (verdict_only && refines_only(*rule, need)) continue;
       for (std::string& c : counter_inputs(need.name)) out.insert(std::move(c));
     }
   }
@@ -54,6 +64,12 @@ std::vector<std::string> counters_for_decisions(const std::vector<Decision>& dec
   return {out.begin(), out.end()};
 }
 
+std::vector<std::string> verdict_counters_for(const std::vector<Decision>& decisions) {
+  std::set<std::string> out;
+  for (Decision d : decisions) add_rule_counters(d, out, /*verdict_only=*/true);
+  return {out.begin(), out.end()};
+}
+
 const std::vector<Decision>& routing_decisions() {
   // Never destroyed: the injected agent triages from an atexit handler, which can run after the
   // destructors of statics first used after it was registered.
@@ -66,7 +82,7 @@ namespace {
 
 // The counters the rules of `decisions` read that `have` lacks (after derivations), less `exclude`.
 std::vector<std::string> missing_for(const std::vector<Decision>& decisions, const MetricSet& have,
-                                     const std::vector<std::string>& exclude) {
+                                     const std::vector<std::string>& exclude, bool verdict_only = false) {
   MetricSet with_derived = have;
   add_derived_metrics(with_derived);
   std::set<std::string> wanted;
@@ -74,6 +90,7 @@ std::vector<std::string> missing_for(const std::vector<Decision>& decisions, con
     if (decision == Decision::kD6SourceLines || decision == Decision::kD2ADispatch) continue;
     for (const Rule* rule : rules_for(decision)) {
       for (const MetricNeed& need : rule->metrics) {
+        if (verdict_only && refines_only(*rule, need)) continue;
         // A need the engine can already read (measured or derived) needs no counter.
         if (with_derived.has(need.name)) continue;
         for (std::string& c : counter_inputs(need.name)) {
@@ -129,7 +146,7 @@ bool verdict_routed(const Diagnosis& diagnosis, const MetricSet& have, const std
       diagnosis.classification == Classification::kInconclusive) {
     return false;
   }
-  return missing_for(verdict_decisions(diagnosis.classification), have, exclude).empty();
+  return missing_for(verdict_decisions(diagnosis.classification), have, exclude, /*verdict_only=*/true).empty();
 }
 
 }  // namespace cutriage::triage

@@ -152,3 +152,33 @@ TEST_CASE("the engine notes a throughput assembled from its breakdown (synthetic
   for (const std::string& n : d.trust_notes) noted = noted || n.find("gpu__compute_memory_throughput = 88.00%") == 0;
   CHECK(noted);
 }
+
+TEST_CASE("verdict counters: routing without the off-device traffic check's optional counters", "[plan]") {
+  using cutriage::triage::counters_for_decisions;
+  using cutriage::triage::routing_decisions;
+  using cutriage::triage::verdict_counters_for;
+  const std::vector<std::string> all = counters_for_decisions(routing_decisions());
+  const std::vector<std::string> verdict = verdict_counters_for(routing_decisions());
+  auto has = [](const std::vector<std::string>& v, const char* m) { return std::find(v.begin(), v.end(), m) != v.end(); };
+  // d2.sysmem_peer_traffic neither blocks nor classifies: its optional counters refine the detail.
+  for (const char* m : {"pcie__read_bytes.sum", "pcie__write_bytes.sum", "lts__t_sectors_aperture_sysmem.sum",
+                        "lts__t_sectors_aperture_peer.sum", "lts__t_sectors.sum",
+                        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"}) {
+    INFO(m);
+    CHECK(has(all, m));
+    CHECK_FALSE(has(verdict, m));
+  }
+  // What a classification rests on stays: D0's blocking contradiction check reads the DRAM, L2 and
+  // L1 throughputs (optional there), D2 compares SM and memory throughput.
+  for (const char* m : {"dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+                        "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__cycles_elapsed.avg.per_second"}) {
+    INFO(m);
+    CHECK(has(verdict, m));
+  }
+  for (const std::string& m : verdict) CHECK(has(all, m.c_str()));
+  CHECK(all.size() - verdict.size() == 6);  // only those six
+}

@@ -25,6 +25,13 @@ std::vector<std::string> counter_inputs(std::string_view metric);
 // without duplicates.
 std::vector<std::string> counters_for_decisions(const std::vector<Decision>& decisions);
 
+// What a verdict of `decisions` rests on: counters_for_decisions() less the optional metrics of
+// rules that only refine a routed verdict's detail (they neither block nor classify, and say "not
+// evaluated" and why without them: d2.sysmem_peer_traffic's PCIe bytes, L2 aperture sectors and
+// DRAM throughput). Always-on routes on these and collects the rest after the route; the same
+// counters give the same classification either way.
+std::vector<std::string> verdict_counters_for(const std::vector<Decision>& decisions);
+
 // The decisions whose counters the first profiled launch of a kernel collects: 0, 1 and 2 (trust,
 // workload size, regime), which decide the route.
 const std::vector<Decision>& routing_decisions();
@@ -44,7 +51,7 @@ std::vector<std::string> counters_still_needed(const Diagnosis& diagnosis, const
 // memory-bound, 4 and 7 for saturated). Empty for inconclusive.
 const std::vector<Decision>& verdict_decisions(Classification classification);
 // Whether the diagnosis is a routed verdict: classified (not inconclusive), with every counter of
-// verdict_decisions() measured or in `exclude` (asked for and not collected). Deeper decisions
+// verdict_counters_for(verdict_decisions()) measured or in `exclude` (asked for and not collected). Deeper decisions
 // (7, the side visits to 3 and 5) may still change the detail, not the classification or limiter.
 bool verdict_routed(const Diagnosis& diagnosis, const MetricSet& have, const std::vector<std::string>& exclude = {});
 
