@@ -146,9 +146,10 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   } else if (p_.always_on != nullptr && (k.ranked || p_.config.select == SelectMode::kAll)) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.rank) +
-                         "; always-on: none of its launches fit the budget yet (the first profiled "
-                         "launch waits for a full allowance, then one single-pass group a launch; "
-                         "a larger CUTRIAGE_BUDGET or a deep capture gets there sooner)";
+                         "; always-on: none of its launches fit the budget yet (one single-pass group a "
+                         "launch, a group switch each time the budget has earned one; families "
+                         "with more GPU time are routed first; a larger CUTRIAGE_BUDGET or a deep "
+                         "capture gets there sooner)";
   } else if (k.ranked && k.earlier != nullptr) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.earlier->rank) +
