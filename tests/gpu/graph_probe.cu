@@ -719,7 +719,9 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a child that crashes keeps what it printed
   if (argc > 2 && std::strcmp(argv[1], "--child") == 0) return run_way(argv[2]);
   std::vector<std::string> ways = {"trace", "user1", "userN", "userrange", "userrangeN", "collectorN",
-                                   "pcs_serial", "pcs_cont", "pcs_cb", "pcs_cb_late", "pcs_cb_trace", "pcs_cb_rp", "pcs_cb_trace_rp", "kernelN"};
+                                   "pcs_serial", "pcs_cont", "pcs_cb", "pcs_cb_late", "kernelN"};
+  // pcs_cb_trace, pcs_cb_rp and pcs_cb_trace_rp are run by name: they show that CUPTI hands over
+  // no PC then (docs/graphs.md), so they exit 1 by design.
   if (argc > 1) ways.assign(argv + 1, argv + argc);
   int failed = 0;
   for (const std::string& way : ways) {
