@@ -25,6 +25,8 @@
 //   pcs_cb_trace pcs_cb with the kernel trace (Activity API) on, as the agent has it
 //   pcs_cb_rp    pcs_cb after a range-profiler collection on the context (object destroyed first)
 //   pcs_cb_trace_rp  both
+//   pcs_cb_paused    pcs_cb_trace with the trace's kernel kind disabled around the sampled launch
+//   pcs_cb_paused_rp the same after a range-profiler collection
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -621,7 +623,7 @@ bool collect_counters_first(Workload& w) {
   return true;
 }
 
-int run_pcs_callback(bool end_in_callback, bool trace = false, bool counters_first = false) {
+int run_pcs_callback(bool end_in_callback, bool trace = false, bool counters_first = false, bool pause = false) {
   if (trace) {
     CP(cuptiActivityRegisterCallbacks(pcs_buffer_requested, pcs_buffer_completed));
     CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
@@ -644,9 +646,12 @@ int run_pcs_callback(bool end_in_callback, bool trace = false, bool counters_fir
   CUpti_SubscriberHandle sub{};
   if (!CP(cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(on_pcs_callback), nullptr))) return 1;
   CP(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
+  // The agent's duty cycle pauses the trace this way (the kernel kind disabled, then enabled).
+  if (pause) CP(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   const double t0 = now_ms();
   w.launch();
   if (!end_in_callback) g_batch = g_sampler->end();
+  if (pause) CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   const double t1 = now_ms();
   CP(cuptiUnsubscribe(sub));
   bool ok = w.check("pcs_cb");
@@ -704,6 +709,8 @@ int run_way(const std::string& way) {
   if (way == "pcs_cb_trace") return run_pcs_callback(true, /*trace=*/true);
   if (way == "pcs_cb_rp") return run_pcs_callback(true, false, /*counters_first=*/true);
   if (way == "pcs_cb_trace_rp") return run_pcs_callback(true, true, true);
+  if (way == "pcs_cb_paused") return run_pcs_callback(true, true, false, /*pause=*/true);
+  if (way == "pcs_cb_paused_rp") return run_pcs_callback(true, true, true, true);
   std::printf("unknown way %s\n", way.c_str());
   return 2;
 }
