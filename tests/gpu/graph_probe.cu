@@ -27,6 +27,7 @@
 //   pcs_cb_trace_rp  both
 //   pcs_cb_paused    pcs_cb_trace with the trace's kernel kind disabled around the sampled launch
 //   pcs_cb_paused_rp the same after a range-profiler collection
+//   pcs_serial_cb_trace_rp  pcs_cb_trace_rp in kernel-serialized mode
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -575,6 +576,7 @@ int run_pcs(bool continuous) {
 std::unique_ptr<cutriage::collectors::PcSampler> g_sampler;
 std::optional<cutriage::collectors::Result<cutriage::collectors::PcSampleBatch>> g_batch;
 bool g_end_in_callback = true;
+bool g_continuous = true;
 int g_graph_launches = 0;
 
 void CUPTIAPI on_pcs_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
@@ -585,7 +587,7 @@ void CUPTIAPI on_pcs_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
   if (cb->callbackSite == CUPTI_API_ENTER) {
     cutriage::collectors::PcSamplingOptions options;
     options.period_log2 = 10;
-    options.continuous = true;
+    options.continuous = g_continuous;
     const auto begun = g_sampler->begin(options);
     if (!begun.is_ok()) std::printf("  begin in callback: %s\n", begun.message().c_str());
   } else if (g_end_in_callback) {
@@ -711,6 +713,10 @@ int run_way(const std::string& way) {
   if (way == "pcs_cb_trace_rp") return run_pcs_callback(true, true, true);
   if (way == "pcs_cb_paused") return run_pcs_callback(true, true, false, /*pause=*/true);
   if (way == "pcs_cb_paused_rp") return run_pcs_callback(true, true, true, true);
+  if (way == "pcs_serial_cb_trace_rp") {  // kernel-serialized, as the agent samples ordinary launches
+    g_continuous = false;
+    return run_pcs_callback(true, true, true);
+  }
   std::printf("unknown way %s\n", way.c_str());
   return 2;
 }
