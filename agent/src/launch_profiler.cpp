@@ -220,7 +220,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
   if (selection.group >= 0 && groups) {
     active->plan = groups->plans[static_cast<size_t>(selection.group)];  // planned once, one pass, no replay
   } else {
-    collectors::Result<collectors::MetricPlan> plan = active->host->plan(selection.metrics);
+    collectors::Result<collectors::MetricPlan> plan = plans_.plan(*active->host, dev->limits.chip, selection.metrics);
     if (!plan.is_ok()) {
       give_up(wire::ProfileStatus::kFailed, "metric plan: " + plan.status().message());
       return;

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "nvtx_tracker.h"
 #include "pc_summary.h"
+#include "plan_cache.h"
 #include "record_output.h"
 #include "selection.h"
 #include "trace_folder.h"
@@ -112,6 +113,7 @@ class LaunchProfiler {
   // ns; 0 = none due). Set as a profiled launch ends; taken by the next launch after it.
   std::atomic<uint64_t> release_due_ns_{0};
   std::atomic<uint64_t> sampled_launches_{0};
+  PlanCache plans_;  // deep mode's metric plans, made once per counter list
 };
 
 }  // namespace cutriage::agent

@@ -453,3 +453,20 @@ TEST_CASE("launch profiler: a profiled launch's record says what each phase cost
   CHECK(report.find("    pc cost   setup ") != std::string::npos);
   CHECK(tools::render_report(r, tools::ReportOptions{}).find("    cost      ") == std::string::npos);
 }
+
+TEST_CASE("launch profiler: a counter list is planned once, whatever kernel asks for it again",
+          "[component][launch_profiler]") {
+  Captured a = capture_of("vector_add");
+  Captured b = capture_of("fma_chain");
+  ComponentRig rig(deep_config(agent::MetricMode::kFull), counters_for({&a, &b}));
+  REQUIRE(rig.launch(launch_of(a, 1)));
+  REQUIRE(rig.launch(launch_of(b, 2)));
+  CHECK(rig.platform.stats.begins.load() == 2);
+  CHECK(rig.platform.stats.plans.load() == 1);  // both asked for every counter: one plan
+  // And both records are as complete as with a plan each.
+  tools::ReadResult r = rig.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  REQUIRE(ks.size() == 2);
+  CHECK(ks[0]->metrics_size() == ks[1]->metrics_size());
+  CHECK(ks[0]->passes() == ks[1]->passes());
+}
