@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,6 +159,9 @@ TEST_CASE("segments: a reader listing the directory while segments rotate never 
   });
   uint64_t correlation = 0;
   run_kernels(platform, 600, correlation);
+  // On a loaded machine the reader may not have been scheduled yet: let it read once at least
+  // before the last rotation (bounded, so a reader that never reads still fails below).
+  for (int i = 0; i < 500 && reads.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ag.finish();
   done.store(true);
   reader.join();
