@@ -4,7 +4,7 @@
 # top family's line of the report (a verdict, or why not), whether the application's output is
 # the plain run's, wall times. Results under $OUT: summary.txt, the agent files, the reports.
 #
-#   bash tests/gpu/run_rerun_check.sh            # build, then matmul10 layernorm conv2d
+#   bash bench/rerun_scripts.sh             # build, then matmul10 layernorm conv2d
 #   SCRIPTS="matmul10" SKIP_BUILD=1 bash ...     # a subset, on a warm machine
 # On the device, carry .carry (protozero headers).
 set -u -o pipefail
