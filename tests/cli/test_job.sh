@@ -2,7 +2,8 @@
 # `cutriage report` over the ranks of one job (docs/multi-gpu.md): the job view, the rank column
 # of the exports, `--rows ranks` and its exit codes, on tests/data/job/: real H200 captures with
 # SYNTHETIC rank headers (that directory's README). Also: the fixtures are what set_rank.py makes
-# of the captures they name, so the README's commands stay true.
+# of the captures they name, so the README's commands stay true, and docs/multi-gpu.md's sample is
+# what the report prints.
 # usage: test_job.sh CUTRIAGE_BINARY TEST_DATA_DIR
 set -u
 bin=$1
@@ -74,6 +75,17 @@ h0=$(( $(stat -c %s "$job/rank0.pb") - $(stat -c %s "$data/agent-split/zoo_strid
 check "fixtures: only the header grew" test "$h0" -gt 0 -a "$h0" -lt 64
 check "fixtures: the records after the header are the capture's" \
   cmp -s <(tail -c 100000 "$job/rank0.pb") <(tail -c 100000 "$data/agent-split/zoo_strided_load.pb")
+
+# docs/multi-gpu.md's sample is the job section the report prints today.
+doc=$data/../../docs/multi-gpu.md
+awk '/^```text$/ { on = 1; next } on && /^```$/ { exit } on' "$doc" >"$tmp/doc-sample"
+"$bin" report "$job/rank0.pb" "$job/rank1.pb" | sed '/^=== process /,$d' | sed '${/^$/d}' >"$tmp/now-sample"
+if [[ -s $tmp/doc-sample ]] && cmp -s "$tmp/doc-sample" "$tmp/now-sample"; then
+  echo "ok   docs/multi-gpu.md's sample is what the report prints"; passed=$((passed + 1))
+else
+  echo "FAIL docs/multi-gpu.md's sample differs from the report:"; diff "$tmp/doc-sample" "$tmp/now-sample" | head -20
+  failed=$((failed + 1))
+fi
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
