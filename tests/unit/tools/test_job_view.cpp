@@ -186,7 +186,7 @@ TEST_CASE("job view: the communication share is the time of communication kernel
   CHECK(tools::job_view(other)->ranks[1].communication_ns == 0);
 }
 
-TEST_CASE("job view: json and csv rows get the rank after the process; --rows ranks", "[job]") {
+TEST_CASE("job view: json and csv rows get the rank after the process, and --rows ranks one row per rank", "[job]") {
   const std::vector<tools::ProcessRun> runs = job_runs();
   const std::optional<tools::JobView> job = tools::job_view(runs);
   REQUIRE(job);
