@@ -87,7 +87,8 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
             write_notice(s, code, message, family);
           }}),
       view_(SessionView::Parts{config_, families_, trace_, trace_started_, nvtx_, devices_, always_on_.get(),
-                               earlier_ranking_, triage_options_, counts_, state_, process_.host}),
+                               earlier_ranking_, triage_options_, counts_, state_, process_.host,
+                               process_.job ? std::optional<uint32_t>(process_.job->rank) : std::nullopt}),
       deep_(DeepCaptures::Parts{
           config_, families_, selector_, output_, log_, [this] { return process_.now_unix_ns(); },
           [this] { return monotonic_now(); },
@@ -370,6 +371,7 @@ wire::SessionInfo Agent::session_header(uint32_t segment_index) {
   s.trace_clock_at_start_ns = trace_started_.load() ? trace_.clock_at_start_ns() : 0;
   s.segment_index = segment_index;
   s.mode = std::string(mode_name(config_.mode));
+  s.job = process_.job;
   return s;
 }
 

@@ -72,6 +72,8 @@ struct ProcessInfo {
   std::function<uint64_t()> now_unix_ns;  // wall clock; tests pass a fake
   // Monotonic clock for the always-on budget (costs, windows); steady_clock when empty.
   std::function<uint64_t()> monotonic_ns;
+  // Its place in a distributed job (job_place.h); unset when no launcher named its rank.
+  std::optional<wire::JobPlace> job = std::nullopt;
 };
 
 class Agent final : public collectors::LaunchObserver, public collectors::ActivityObserver {

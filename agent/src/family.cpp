@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "cutriage/triage/library.h"
 #include "cutriage/triage/plan.h"
 #include "cutriage/base/demangle.h"
 
@@ -29,11 +30,6 @@ void Family::update_completeness() {
                           diagnosis->classification != triage::Classification::kUnspecified;
   routed = classified &&
            (complete || triage::verdict_routed(*diagnosis, measured, {attempted.begin(), attempted.end()}));
-}
-
-bool is_communication_kernel(const std::string& function) {
-  return function.rfind("nccl", 0) == 0 || function.find("::nccl") != std::string::npos ||
-         function.rfind("nvshmem", 0) == 0;
 }
 
 FamilyTable::FamilyTable(uint64_t instance_id, const KernelFilter& kernel_filter)
@@ -77,7 +73,7 @@ Family* FamilyTable::find_or_create_locked(std::string_view mangled, uint32_t de
     names->demangled = tools::demangle(std::string(mangled));
     names->function = tools::function_base_name(names->demangled);
     names->matches_filter = kernel_filter_.matches(mangled, names->demangled, names->function);
-    names->no_replay = is_communication_kernel(names->function);
+    names->no_replay = triage::is_communication_kernel(names->function);
     it = names_.emplace(std::string(mangled), std::move(names)).first;
   }
   f = std::make_unique<Family>();

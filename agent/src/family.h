@@ -34,7 +34,8 @@ struct NameInfo {
   std::string demangled;
   std::string function;
   bool matches_filter = true;
-  bool no_replay = false;  // communication kernels: may wait on other kernels or other GPUs
+  // Communication kernels (triage::is_communication_kernel): may wait on other kernels or GPUs.
+  bool no_replay = false;
 };
 
 struct Family {
@@ -158,9 +159,5 @@ class FamilyTable {
   std::vector<Family*> families_;  // by family id - 1
   ProfileTotals totals_;
 };
-
-// NCCL and NVSHMEM kernels spin on flags set by other GPUs or the host: replaying one alone would
-// hang or corrupt the collective.
-bool is_communication_kernel(const std::string& function);
 
 }  // namespace cutriage::agent

@@ -17,6 +17,7 @@
 
 #include "agent.h"
 #include "config.h"
+#include "job_place.h"
 #include "cutriage/base/read_file.h"
 #include "cutriage/cutriage.h"
 #include "log.h"
@@ -146,7 +147,7 @@ bool start_agent() {
   }
 
   static std::unique_ptr<collectors::Platform> platform = collectors::make_cupti_platform();
-  ProcessInfo process{ctx.pid, ctx.host, read_command_line(), &now_unix_ns, {}};
+  ProcessInfo process{ctx.pid, ctx.host, read_command_line(), &now_unix_ns, {}, job_place_from(ctx.getenv)};
   std::unique_ptr<RecordSink> sink;
   if (config.segment_mb != 0 || config.segment_seconds != 0) {
     SegmentOptions segments;

@@ -72,13 +72,26 @@ const PromGpu* gpu_of(const PromSnapshot& s, uint32_t device) {
   return nullptr;
 }
 
+// The process's labels: its host, and its rank when it is one of a job's.
+Labels& add_process(Labels& l, const PromSnapshot& s) {
+  l.add("Hostname", s.host);
+  if (s.rank) l.add("rank", std::to_string(*s.rank));
+  return l;
+}
+
+Labels process_labels(const PromSnapshot& s) {
+  Labels l;
+  add_process(l, s);
+  return l;
+}
+
 Labels gpu_labels(const PromSnapshot& s, uint32_t device) {
   Labels l;
   l.add("gpu", std::to_string(device));
   const PromGpu* g = gpu_of(s, device);
   l.add("UUID", g ? g->uuid : "");
   l.add(s.dcgm_model_label ? "modelName" : "model_name", g ? g->model : "");
-  l.add("Hostname", s.host);
+  add_process(l, s);
   return l;
 }
 
@@ -97,10 +110,10 @@ std::string error_text(int err) { return std::generic_category().message(err); }
 
 std::string render_prometheus(const PromSnapshot& s) {
   std::string out;
-  const std::string agent = Labels().add("Hostname", s.host).add("state", s.agent_state).str();
+  const std::string agent = process_labels(s).add("state", s.agent_state).str();
   header(out, "cutriage_agent_info", "gauge", "cutriage agent running in this process (1), with its state.");
   out += "cutriage_agent_info" + agent + " 1\n";
-  const std::string host = Labels().add("Hostname", s.host).str();
+  const std::string host = process_labels(s).str();
   // One series labelled with the host only.
   auto host_series = [&](const char* name, const char* type, const char* help, const std::string& value) {
     header(out, name, type, help);
@@ -175,7 +188,7 @@ std::string render_prometheus(const PromSnapshot& s) {
     header(out, name, "counter", help);
     for (size_t i = 0; i < graphs; ++i) {
       const PromGraph& g = s.graphs[i];
-      out += std::string(name) + Labels().add("Hostname", s.host).add("graph", std::to_string(g.graph_id)).str() + " " +
+      out += std::string(name) + process_labels(s).add("graph", std::to_string(g.graph_id)).str() + " " +
              number(value(g)) + "\n";
     }
   };

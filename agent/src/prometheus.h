@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,9 @@ struct PromFamily {
 
 struct PromSnapshot {
   std::string host;
+  // The process's rank in a distributed job: every series then carries a `rank` label after
+  // Hostname, so the ranks of one job on one host stay apart. Unset: no rank label at all.
+  std::optional<uint32_t> rank;
   std::string agent_state;       // "active", "permission_denied", ...
   uint64_t kernel_launches = 0;  // every launch the callbacks saw
   uint64_t profiled_launches = 0;

@@ -277,6 +277,7 @@ std::vector<KernelSummary> SessionView::kernels() const {
 PromSnapshot SessionView::prometheus_snapshot(uint64_t sampled_launches) const {
   PromSnapshot s;
   s.host = p_.host;
+  s.rank = p_.rank;
   s.dcgm_model_label = p_.config.prometheus_dcgm_labels;
   switch (p_.state.load()) {
     case wire::AgentState::kActive: s.agent_state = "active"; break;

@@ -58,6 +58,7 @@ class SessionView {
     const LaunchCounts& counts;
     const std::atomic<wire::AgentState>& state;
     std::string host;
+    std::optional<uint32_t> rank = std::nullopt;  // the process's rank in its job (ProcessInfo::job), when known
   };
   explicit SessionView(Parts parts) : p_(std::move(parts)) {}
 

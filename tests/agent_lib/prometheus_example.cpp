@@ -22,6 +22,7 @@ int write_every_series(const char* path, bool dcgm) {
   using namespace cutriage::agent;
   PromSnapshot s;
   s.host = "node \"7\"";
+  s.rank = 1;  // a rank of a job: every series carries the rank label too
   s.agent_state = "active";
   s.kernel_launches = 123456;
   s.profiled_launches = 17;

@@ -97,7 +97,7 @@ check(ftable[0] == FAMILY_COLUMNS and len(ftable) == len(fam) + 1, "family CSV")
 r = run("report", f, "--format", "xml", ok=(1,))
 check(b"--format accepts text, json or csv, not 'xml'" in r.stderr, f"--format error: {r.stderr!r}")
 r = run("report", f, "--format", "csv", "--rows", "lines", ok=(1,))
-check(b"--rows accepts kernels or families, not 'lines'" in r.stderr, f"--rows error: {r.stderr!r}")
+check(b"--rows accepts kernels, families or ranks, not 'lines'" in r.stderr, f"--rows error: {r.stderr!r}")
 r = run("report", f"{data}/agent/zoo_vector_add.pb", "--format", "csv", "--rows", "families", ok=(10,))
 check(b"no trace" in r.stderr, f"no-trace error: {r.stderr!r}")
 check(run("report", f"{data}/agent/zoo_vector_add.pb", "--format", "text").stdout.startswith(

@@ -85,7 +85,10 @@ inline AgentConfig select_all() {
 }
 
 struct Harness {
-  explicit Harness(AgentConfig cfg = select_all(), FakeCounters counters = {})
+  // `job`: the process's place in a distributed job, as injection.cpp reads it from the
+  // launcher's environment (job_place.h); unset for a lone process.
+  explicit Harness(AgentConfig cfg = select_all(), FakeCounters counters = {},
+                   std::optional<wire::JobPlace> job = std::nullopt)
       : platform(std::move(counters)) {
     log_path = std::filesystem::temp_directory_path() /
                ("cutriage-agent-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".log");
@@ -94,6 +97,7 @@ struct Harness {
     agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }, {}};
     // The always-on budget's clock: the fake GPU's, which profiled launches advance.
     p.monotonic_ns = [this] { return platform.mono_ns.load(); };
+    p.job = std::move(job);
     ag = std::make_unique<Agent>(std::move(cfg), platform, std::make_unique<MemorySink>(&bytes), log, p);
   }
   ~Harness() { std::filesystem::remove(log_path); }

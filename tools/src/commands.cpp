@@ -294,11 +294,12 @@ void bind_report(CLI::App& app, ReportOptions& o) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->check(cli::one_of({"text", "json", "csv"}, {"jsonl"}));
   app.add_option("--rows", o.rows,
-                 "with json or csv: kernels (the default), one row per profiled kernel, or families, one "
-                 "row per kernel family of the trace summary")
+                 "with json or csv: kernels (the default), one row per profiled kernel, families, one "
+                 "row per kernel family of the trace summary, or ranks, one row per rank of a job (the files "
+                 "of its ranks)")
       ->type_name("R")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-      ->check(cli::one_of({"kernels", "families"}));
+      ->check(cli::one_of({"kernels", "families", "ranks"}));
   app.add_option("--html", o.html,
                  "write the report as one self-contained HTML page instead (charts inline, nothing loaded "
                  "from the network; - for stdout): docs/html-report.md")
@@ -338,7 +339,11 @@ int cmd_report(const ReportOptions& o) {
   std::optional<tools::TableRows> rows;
   if (o.rows == "kernels") rows = tools::TableRows::kKernels;
   if (o.rows == "families") rows = tools::TableRows::kFamilies;
+  if (o.rows == "ranks") rows = tools::TableRows::kRanks;
   if (rows && !format) return usage_error("report", "--rows goes with --format json or csv");
+  if (rows == tools::TableRows::kRanks && o.files.size() < 2) {
+    return usage_error("report", "--rows ranks takes the files of a job's ranks, two or more");
+  }
   if (!o.html.empty()) {
     if (format) return usage_error("report", "--html goes without --format");
     if (o.files.size() > 1) return usage_error("report", "--html takes one file");
@@ -750,8 +755,12 @@ cli::Command report_command(std::function<int(const ReportOptions&)> run) {
        "numbers behind the verdict, the next action and what it could buy. A file with a trace opens with the "
        "application view: the kernel families ranked by GPU time.\n\nSeveral files: the segments of one process "
        "(same host, pid and start) are merged; files of different processes are reported apart, each under "
-       "its heading, and the json and csv rows get a first column `process`.",
-       "exit codes: 1 the same segment given twice, 2 unreadable file, 3 not a cutriage file, 4 truncated "
+       "its heading, and the json and csv rows get a first column `process`. The ranks of one job (a rank in "
+       "each session header) open with the job view: per rank its GPU busy, idle and communication time, its "
+       "top families and verdicts side by side, and the straggler; the rows get a column `rank` after "
+       "`process`.",
+       "exit codes: 1 the same segment given twice, or --rows ranks over files that are not one job's ranks, 2 "
+       "unreadable file, 3 not a cutriage file, 4 truncated "
        "file (the complete records are reported), 10 for --rows families when the file has no trace.",
        false, false, {}},
       bind_report, std::move(run));

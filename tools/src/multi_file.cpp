@@ -10,6 +10,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include "job_view.h"
 #include "trace_export.h"
 
 namespace cutriage::tools {
@@ -201,13 +202,36 @@ MultiRead read_runs(const std::vector<std::string>& paths, ReadScope scope) {
   return read;
 }
 
+namespace {
+
+// The processes in the order their sections and rows are given: by rank for the ranks of a job
+// (a shell glob puts rank10 before rank2), else in the order their first file was given.
+std::vector<size_t> section_order(const std::vector<ProcessRun>& runs, const std::optional<JobView>& job) {
+  std::vector<size_t> order;
+  if (job) {
+    for (const RankStats& r : job->ranks) order.push_back(r.process);
+  } else {
+    for (size_t i = 0; i < runs.size(); ++i) order.push_back(i);
+  }
+  return order;
+}
+
+uint32_t rank_of(const ProcessRun& run) { return run.file.file.records(0).session().job().rank(); }
+
+}  // namespace
+
 std::string render_runs_report(const std::vector<ProcessRun>& runs, const ReportOptions& options) {
   if (runs.size() == 1) return render_report(runs.front().file, options);
   std::string out = std::to_string(runs.size()) + " processes\n";
-  for (const ProcessRun& run : runs) {
+  const std::optional<JobView> job = job_view(runs);
+  if (job) out += "\n" + render_job_view(*job);
+  for (const size_t i : section_order(runs, job)) {
+    const ProcessRun& run = runs[i];
     out += "\n=== process " + terminal_safe(run.name, false) + " (";
-    for (size_t i = 0; i < run.paths.size(); ++i) out += (i != 0 ? ", " : "") + terminal_safe(run.paths[i], false);
-    out += ") ===\n";
+    for (size_t k = 0; k < run.paths.size(); ++k) out += (k != 0 ? ", " : "") + terminal_safe(run.paths[k], false);
+    out += ")";
+    if (job) out += ", rank " + std::to_string(rank_of(run));
+    out += " ===\n";
     out += render_report(run.file, options);
   }
   return out;
@@ -215,23 +239,34 @@ std::string render_runs_report(const std::vector<ProcessRun>& runs, const Report
 
 std::string render_runs_table(const std::vector<ProcessRun>& runs, TableFormat format, TableRows rows,
                               std::string& error) {
+  const std::optional<JobView> job = job_view(runs);
+  if (rows == TableRows::kRanks) {
+    if (!job) {
+      error = "--rows ranks: the files are not the ranks of one job (each needs a rank in its session header, "
+              "one world size, no rank twice: docs/multi-gpu.md)";
+      return {};
+    }
+    return render_rank_table(*job, format);
+  }
   if (runs.size() == 1) return render_table(runs.front().file, format, rows, error);
   std::string out;
   if (format == TableFormat::kCsv) {
-    out += "process";
+    out += job ? "process,rank" : "process";
     for (const std::string& c : table_columns(rows)) out += "," + c;
     out += "\r\n";
   }
-  for (const ProcessRun& run : runs) {
+  for (const size_t i : section_order(runs, job)) {
+    const ProcessRun& run = runs[i];
     std::string one_error;
     const std::string table = render_table(run.file, format, rows, one_error);
     if (!one_error.empty()) {
       error = "process " + run.name + ": " + one_error;
       return {};
     }
-    // The rows of render_table, each given the process first. A CSV row ends in CRLF and a cell
-    // never holds a raw CR or LF (csv_cell escapes control characters), so CRLF splits rows;
-    // a JSON line ends in LF, and JSON strings escape LF.
+    // The rows of render_table, each given the process (and the rank of a job's) first. A CSV row
+    // ends in CRLF and a cell never holds a raw CR or LF (csv_cell escapes control characters), so
+    // CRLF splits rows; a JSON line ends in LF, and JSON strings escape LF.
+    const std::string rank = job ? std::to_string(rank_of(run)) : std::string();
     const std::string_view eol = format == TableFormat::kCsv ? "\r\n" : "\n";
     size_t pos = 0;
     bool header = format == TableFormat::kCsv;
@@ -245,10 +280,11 @@ std::string render_runs_table(const std::vector<ProcessRun>& runs, TableFormat f
         continue;
       }
       if (format == TableFormat::kCsv) {
-        out += csv_field(run.name) + "," + std::string(row) + "\r\n";
+        out += csv_field(run.name) + "," + (job ? rank + "," : "") + std::string(row) + "\r\n";
       } else {
-        // {"launch_index":... -> {"process":"host:pid","launch_index":...
-        out += "{\"process\":" + json_string(run.name) + (row.size() > 2 ? "," : "") + std::string(row.substr(1)) + "\n";
+        // {"launch_index":... -> {"process":"host:pid","rank":0,"launch_index":...
+        out += "{\"process\":" + json_string(run.name) + (job ? ",\"rank\":" + rank : "") +
+               (row.size() > 2 ? "," : "") + std::string(row.substr(1)) + "\n";
       }
     }
   }
@@ -280,7 +316,8 @@ int report_runs(const std::vector<std::string>& paths, const ReportOptions& opti
     const std::string table = render_runs_table(read.processes, *format, rows.value_or(TableRows::kKernels), error);
     if (!error.empty()) {
       err << "cutriage: " << error << "\n";
-      return 10;
+      // Files that are not one job's ranks cannot be read as one, like a segment given twice.
+      return rows == TableRows::kRanks ? 1 : 10;
     }
     out << table;
     return exit_for(read.status);

@@ -30,37 +30,6 @@ namespace {
 // A statistic of the families table: "-" when there is none (every launch was profiled).
 std::string stat_duration(double ns) { return ns > 0 ? short_duration(ns) : "-"; }
 
-// Columns of text are counted in code points, not bytes: names are UTF-8 (the encoder repairs them),
-// and a cut inside a multi-byte sequence would leave invalid text on the terminal.
-size_t text_width(std::string_view s) {
-  size_t n = 0;
-  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
-// `s` cut to `width` columns, the cut marked with an ellipsis, then padded to `width`.
-std::string fit(std::string_view s, size_t width) {
-  std::string out;
-  if (text_width(s) <= width) {
-    out = s;
-  } else {
-    size_t kept = 0, i = 0;
-    for (; i < s.size(); ++i) {
-      bool starts = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
-      if (starts && kept == width - 1) break;
-      kept += starts ? 1 : 0;
-    }
-    out = std::string(s.substr(0, i)) + "\u2026";
-  }
-  out.append(width - std::min(width, text_width(out)), ' ');
-  return out;
-}
-
-std::string right(const std::string& s, size_t width) {
-  size_t w = text_width(s);
-  return w >= width ? s : std::string(width - w, ' ') + s;
-}
-
 // `text` after `first`, broken at spaces into lines of at most kReportWidth columns; continuation
 // lines start with `rest` (usually spaces aligning them under the text). A word longer than a
 // line stays whole. Long agent details (why a graph kernel was not profiled) stay readable
@@ -68,32 +37,7 @@ std::string right(const std::string& s, size_t width) {
 constexpr size_t kReportWidth = 100;
 void put_wrapped(std::ostringstream& out, const std::string& first, const std::string& rest,
                  std::string_view text) {
-  std::string line = first;
-  size_t used = text_width(first);
-  bool empty = true;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = text.find(' ', i);
-    if (j == std::string_view::npos) j = text.size();
-    std::string_view word = text.substr(i, j - i);
-    i = j + 1;
-    if (word.empty()) continue;
-    size_t w = text_width(word);
-    if (!empty && used + 1 + w > kReportWidth) {
-      out << line << "\n";
-      line = rest;
-      used = text_width(rest);
-      empty = true;
-    }
-    if (!empty) {
-      line += ' ';
-      ++used;
-    }
-    line += word;
-    used += w;
-    empty = false;
-  }
-  out << line << "\n";
+  out << wrap_text(first, rest, text, kReportWidth);
 }
 
 // `s` in `width` columns, cut at the front ("…/src/stencil.cu:42"): a location's end (file name

@@ -404,4 +404,66 @@ GainText gain_text(const v1::Diagnosis& d, const v1::Check* primary) {
   return g;
 }
 
+// ---- columns of text ----------------------------------------------------------------------
+
+size_t text_width(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+std::string fit(std::string_view s, size_t width) {
+  std::string out;
+  if (text_width(s) <= width) {
+    out = s;
+  } else {
+    size_t kept = 0, i = 0;
+    for (; i < s.size(); ++i) {
+      bool starts = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+      if (starts && kept == width - 1) break;
+      kept += starts ? 1 : 0;
+    }
+    out = std::string(s.substr(0, i)) + "\u2026";
+  }
+  out.append(width - std::min(width, text_width(out)), ' ');
+  return out;
+}
+
+std::string right(const std::string& s, size_t width) {
+  size_t w = text_width(s);
+  return w >= width ? s : std::string(width - w, ' ') + s;
+}
+
+
+std::string wrap_text(const std::string& first, const std::string& rest, std::string_view text, size_t width) {
+  std::string out;
+  std::string line = first;
+  size_t used = text_width(first);
+  bool empty = true;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string_view::npos) j = text.size();
+    std::string_view word = text.substr(i, j - i);
+    i = j + 1;
+    if (word.empty()) continue;
+    size_t w = text_width(word);
+    if (!empty && used + 1 + w > width) {
+      out += line + "\n";
+      line = rest;
+      used = text_width(rest);
+      empty = true;
+    }
+    if (!empty) {
+      line += ' ';
+      ++used;
+    }
+    line += word;
+    used += w;
+    empty = false;
+  }
+  out += line + "\n";
+  return out;
+}
+
 }  // namespace cutriage::tools::model

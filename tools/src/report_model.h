@@ -40,6 +40,18 @@ std::string dim(const cutriage::v1::Dim3& d);
 // "GPU 0 (NVIDIA H200)": the device and its name from the session header when it has one.
 std::string gpu_label(const cutriage::v1::SessionHeader* session, uint32_t device);
 
+// Columns of text are counted in code points, not bytes: names are UTF-8 (the encoder repairs
+// them), and a cut inside a multi-byte sequence would leave invalid text on the terminal.
+size_t text_width(std::string_view s);
+// `s` cut to `width` columns, the cut marked with an ellipsis, then padded to `width`.
+std::string fit(std::string_view s, size_t width);
+// `s` right-aligned in `width` columns (never cut).
+std::string right(const std::string& s, size_t width);
+
+// `text` after `first`, broken at spaces into lines of at most `width` columns, each ending in a
+// newline; continuation lines start with `rest`. A word longer than a line stays whole.
+std::string wrap_text(const std::string& first, const std::string& rest, std::string_view text, size_t width);
+
 // ---- kernels -------------------------------------------------------------------------------
 
 // The kernels as the report counts them. Adaptive collection writes one record per profiled

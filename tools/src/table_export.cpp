@@ -19,8 +19,7 @@ namespace v1 = cutriage::v1;
 
 namespace {
 
-// A cell: text, an integer, a real (NaN/inf written as null / empty) or nothing (null / empty).
-using Cell = std::variant<std::monostate, std::string, uint64_t, double>;
+using Cell = TableCell;
 
 const std::vector<std::string> kKernelColumns = {
     "launch_index", "function", "demangled", "mangled", "device", "grid_x", "grid_y", "grid_z",
@@ -31,6 +30,11 @@ const std::vector<std::string> kKernelColumns = {
 const std::vector<std::string> kFamilyColumns = {
     "family_id", "name", "device", "launches", "replayed_launches", "total_ns", "mean_ns",
     "time_share", "verdict", "primary_limiter", "next_action", "not_profiled_reason"};
+
+const std::vector<std::string> kRankColumns = {
+    "rank", "local_rank", "process", "world_size", "span_ns", "busy_ns", "idle_ns", "idle_share",
+    "kernel_ns", "communication_ns", "communication_share", "compute_ns", "straggler", "top_family",
+    "top_family_share", "top_family_verdict"};
 
 // "CLASSIFICATION_MEMORY_BOUND" -> "memory_bound"; "" for the unspecified value.
 std::string enum_value(const std::string& name, std::string_view prefix) {
@@ -98,8 +102,10 @@ std::string csv_cell(const Cell& c) {
   return out + "\"";
 }
 
-void append_row(std::string& out, TableFormat format, const std::vector<std::string>& columns,
-                const std::vector<Cell>& cells) {
+}  // namespace
+
+void append_table_row(std::string& out, TableFormat format, const std::vector<std::string>& columns,
+                      const std::vector<TableCell>& cells) {
   if (format == TableFormat::kJsonLines) {
     out += '{';
     for (size_t i = 0; i < columns.size(); ++i) {
@@ -114,6 +120,13 @@ void append_row(std::string& out, TableFormat format, const std::vector<std::str
     out += csv_cell(cells[i]);
   }
   out += "\r\n";
+}
+
+namespace {
+
+void append_row(std::string& out, TableFormat format, const std::vector<std::string>& columns,
+                const std::vector<Cell>& cells) {
+  append_table_row(out, format, columns, cells);
 }
 
 Cell text(std::string_view s) { return Cell(std::string(s)); }
@@ -188,7 +201,12 @@ std::vector<Cell> family_row(const ReadResult& file, const std::vector<const v1:
 std::string csv_field(std::string_view text) { return csv_cell(std::string(text)); }
 
 const std::vector<std::string>& table_columns(TableRows rows) {
-  return rows == TableRows::kKernels ? kKernelColumns : kFamilyColumns;
+  switch (rows) {
+    case TableRows::kKernels: return kKernelColumns;
+    case TableRows::kFamilies: return kFamilyColumns;
+    case TableRows::kRanks: return kRankColumns;
+  }
+  return kKernelColumns;
 }
 
 std::string render_table(const ReadResult& file, TableFormat format, TableRows rows, std::string& error) {
@@ -204,6 +222,11 @@ std::string render_table(const ReadResult& file, TableFormat format, TableRows r
   if (rows == TableRows::kKernels) {
     for (const v1::KernelProfile* k : current) append_row(out, format, columns, kernel_row(file, *k));
     return out;
+  }
+  if (rows == TableRows::kRanks) {
+    // Ranks are a view of several files (job_view.h); one file is not a job.
+    error = "--rows ranks needs the files of a job's ranks (multi_file.h reads them)";
+    return {};
   }
   std::optional<v1::TraceSummary> recomputed;
   const v1::TraceSummary* summary = trace_summary(file);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "file_reader.h"
@@ -24,7 +25,8 @@
 namespace cutriage::tools {
 
 enum class TableFormat : uint8_t { kJsonLines, kCsv };
-enum class TableRows : uint8_t { kKernels, kFamilies };
+// kRanks: one row per rank of a distributed job (job_view.h), only over the files of one.
+enum class TableRows : uint8_t { kKernels, kFamilies, kRanks };
 
 // The column names of `rows`, in output order (stable: scripts rely on them).
 const std::vector<std::string>& table_columns(TableRows rows);
@@ -32,6 +34,13 @@ const std::vector<std::string>& table_columns(TableRows rows);
 // The table of `file`. Family rows need a trace: `error` is set (and "" returned) when the file
 // has none.
 std::string render_table(const ReadResult& file, TableFormat format, TableRows rows, std::string& error);
+
+// A cell: text, an integer, a real (NaN/inf written as null / empty) or nothing (null / empty).
+using TableCell = std::variant<std::monostate, std::string, uint64_t, double>;
+// One row of `columns` in `format`, as every table here writes its rows (the header is the
+// caller's: a CSV table opens with the column names joined by commas and CRLF).
+void append_table_row(std::string& out, TableFormat format, const std::vector<std::string>& columns,
+                      const std::vector<TableCell>& cells);
 
 // One string as a CSV field of this file (control characters escaped, quoted when needed), for
 // the tables that add columns to these (multi_file.h). JSON strings: trace_export.h's json_string.

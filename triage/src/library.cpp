@@ -299,6 +299,11 @@ std::string triton_action(const Diagnosis& d, Bucket b) {
 
 }  // namespace
 
+bool is_communication_kernel(std::string_view function_name) {
+  return function_name.rfind("nccl", 0) == 0 || function_name.find("::nccl") != std::string_view::npos ||
+         function_name.rfind("nvshmem", 0) == 0;
+}
+
 std::optional<LibraryKernel> recognize_library(std::string_view function_name, std::string_view demangled_name,
                                                std::string_view mangled_name) {
   // The base name: given, or the demangled name's, or an unmangled (extern "C") symbol itself.

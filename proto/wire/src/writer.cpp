@@ -353,6 +353,17 @@ std::string RecordEncoder::session(const SessionInfo& s) {
     put_u64(m, H::kTraceClockAtStartNs, s.trace_clock_at_start_ns);
     put_u32(m, H::kSegmentIndex, s.segment_index);
     put_string(m, H::kMode, s.mode);
+    if (s.job) {
+      // rank_variable is never empty, so the message is never empty and never dropped: a reader
+      // tells rank 0 from no rank by the message's presence.
+      using J = schema::JobPlace;
+      protozero::pbf_writer job(m, H::kJob);
+      put_u32(job, J::kRank, s.job->rank);
+      put_u32(job, J::kWorldSize, s.job->world_size);
+      put_u32(job, J::kLocalRank, s.job->local_rank);
+      put_bool(job, J::kHasLocalRank, s.job->has_local_rank);
+      put_text(job, J::kRankVariable, s.job->rank_variable);
+    }
   }
   return as_record(schema::Record::kSession, payload);
 }

@@ -180,6 +180,7 @@ TEST_CASE("wire encoder output parses with the generated classes, field by field
   CHECK(s.source() == v1::SessionHeader::SOURCE_AGENT);
   CHECK(s.segment_index() == 3);
   CHECK(s.mode() == "always-on");
+  CHECK_FALSE(s.has_job());  // no launcher variable: no job place
 
   // Resolve interned strings the way a reader must: definitions precede their use.
   tools::ReadResult r = tools::read_cutriage_bytes(bytes + second);
@@ -327,6 +328,29 @@ TEST_CASE("enum values of the engine and the schema agree", "[wire]") {
 }
 
 // ---- always-on records: SessionEnd.overhead, ControlRequest (SYNTHETIC values) ----
+
+TEST_CASE("wire: the job place parses, rank 0 told apart from no rank", "[wire]") {
+  wire::SessionInfo info = sample_session();
+  info.job = wire::JobPlace{0, 2, 0, true, "RANK"};  // every number 0 but the world size
+  wire::RecordEncoder enc;
+  v1::File file;
+  REQUIRE(file.ParseFromString(enc.session(info)));
+  const v1::SessionHeader& s = file.records(0).session();
+  REQUIRE(s.has_job());
+  CHECK(s.job().rank() == 0);
+  CHECK(s.job().world_size() == 2);
+  CHECK(s.job().local_rank() == 0);
+  CHECK(s.job().has_local_rank());
+  CHECK(s.job().rank_variable() == "RANK");
+
+  // PMI: a rank and world size, no local rank; still a present message with rank 0.
+  info.job = wire::JobPlace{0, 0, 0, false, "PMI_RANK"};
+  v1::File pmi;
+  REQUIRE(pmi.ParseFromString(wire::RecordEncoder().session(info)));
+  REQUIRE(pmi.records(0).session().has_job());
+  CHECK_FALSE(pmi.records(0).session().job().has_local_rank());
+  CHECK(pmi.records(0).session().job().rank_variable() == "PMI_RANK");
+}
 
 TEST_CASE("wire: session end overhead and control requests parse with the generated classes",
           "[wire][always-on]") {

@@ -206,3 +206,13 @@ TEST_CASE("library: the engine keeps the verdict and gives the caller's next act
   CHECK(none.classification == Classification::kInconclusive);
   CHECK(has(none.next_action, "Collect"));
 }
+
+TEST_CASE("library: communication kernels by name, the rule the agent and the report share", "[library]") {
+  CHECK(is_communication_kernel("ncclKernel_AllGather"));
+  CHECK(is_communication_kernel("ncclDevKernel_AllReduce_Sum_f32"));
+  CHECK(is_communication_kernel("at::native::ncclLaunch"));
+  CHECK(is_communication_kernel("nvshmemi_barrier_kernel"));
+  CHECK_FALSE(is_communication_kernel("gemm_kernel"));
+  CHECK_FALSE(is_communication_kernel("my_nccl_helper"));  // not a prefix, not a namespace
+  CHECK_FALSE(is_communication_kernel(""));
+}

@@ -40,6 +40,14 @@ std::optional<LibraryKernel> recognize_library(std::string_view function_name, s
                                                std::string_view mangled_name);
 std::optional<LibraryKernel> recognize_library(const KernelInput& kernel);
 
+// Communication kernels (NCCL, NVSHMEM), by the kernel's base function name (demangled, without
+// parameters: "ncclDevKernel_AllReduce_Sum_f32", "at::native::ncclLaunch"): a name starting with
+// "nccl" or "nvshmem", or an "nccl" function inside a namespace. They spin on flags set by other
+// GPUs or the host, so the agent never replays one alone (it would hang or corrupt the
+// collective), and `cutriage report` counts their time as a rank's communication. One rule for
+// both, so that what the agent left unreplayed is what the report calls communication.
+bool is_communication_kernel(std::string_view function_name);
+
 // The next action for a library kernel's caller, by the diagnosis's classification, primary limiter
 // and hardware-limit flag.
 std::string library_next_action(const LibraryKernel& kernel, const Diagnosis& diagnosis);

@@ -41,6 +41,16 @@ struct GpuInfo {
   triage::DeviceLimits limits;  // chip, SM count, clocks, memory, peaks, occupancy limits
 };
 
+// The process's place in a distributed job (SessionHeader.job): written only when a launcher
+// variable named the rank.
+struct JobPlace {
+  uint32_t rank = 0;
+  uint32_t world_size = 0;  // 0 = not known
+  uint32_t local_rank = 0;
+  bool has_local_rank = false;
+  std::string rank_variable;  // "RANK", "OMPI_COMM_WORLD_RANK", ...; never empty when written
+};
+
 struct SessionInfo {
   std::string agent_version;
   std::string host;
@@ -63,6 +73,7 @@ struct SessionInfo {
   // Only the last segment of a run ends with SessionEnd.
   uint32_t segment_index = 0;
   std::string mode;  // "deep" or "always-on" (CUTRIAGE_MODE); empty in older files
+  std::optional<JobPlace> job;  // unset = not a rank of a job the agent could tell
 };
 
 struct Notice {
