@@ -258,7 +258,9 @@ std::string render_job_view(const JobView& job) {
     if (r.has_trace) head += "  " + fit("rank " + std::to_string(r.rank), kCellWidth);
   }
   put_line(head);
-  for (const auto& [name, time] : order) {
+  for (const auto& entry : order) {
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
+    const std::string& name = entry.first;
     std::string line = "  " + fit(terminal_safe(name, false), kNameWidth);
     for (const RankStats& r : job.ranks) {
       if (!r.has_trace) continue;
