@@ -8,7 +8,15 @@
 
 int main(int argc, char** argv) {
   cutriage::testing::sim::Options o;
-  if (argc > 1) o.budget = std::atof(argv[1]);
+  // A bad argument is a usage error, not a silent 0.
+  if (argc > 1) {
+    char* end = nullptr;
+    o.budget = std::strtod(argv[1], &end);
+    if (end == argv[1] || *end != '\0' || !(o.budget > 0)) {
+      std::fprintf(stderr, "always_on_sim: BUDGET must be a fraction above 0, such as 0.004\n");
+      return 1;
+    }
+  }
   if (argc > 2) o.seconds = std::strtoull(argv[2], nullptr, 10);
   const cutriage::testing::sim::Result r = cutriage::testing::sim::run(o, cutriage::testing::sim::issue_workload());
   std::fputs(cutriage::testing::sim::table(o, r).c_str(), stdout);

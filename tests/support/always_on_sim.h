@@ -115,7 +115,10 @@ inline double seconds_in(const std::string& message) {
   if (at == std::string::npos) return -1;
   size_t begin = message.rfind(' ', at - 1);
   begin = begin == std::string::npos ? 0 : begin + 1;
-  return std::atof(message.substr(begin, at - begin).c_str());
+  const std::string number = message.substr(begin, at - begin);
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  return end == number.c_str() ? -1 : value;
 }
 
 }  // namespace detail
