@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <protozero/pbf_reader.hpp>
 #include <string>
+#include <unordered_map>
 
 #include "cutriage/triage/inputs.h"
 #include "cutriage/wire/schema.h"
@@ -70,6 +71,22 @@ inline triage::Dim3 read_dim3(protozero::pbf_reader m) {
     }
   }
   return d;
+}
+
+// An InternedString record into `strings` (id 0, the "no string" id, is never stored).
+inline void read_interned(protozero::pbf_reader m, std::unordered_map<uint64_t, std::string>& strings) {
+  uint64_t id = 0;
+  std::string value;
+  while (m.next()) {
+    if (m.tag() == schema::InternedString::kId) {
+      id = u64(m);
+    } else if (m.tag() == schema::InternedString::kValue) {
+      value = text(m);
+    } else {
+      m.skip();
+    }
+  }
+  if (id != 0) strings[id] = std::move(value);
 }
 
 }  // namespace cutriage::wire::pbf

@@ -107,19 +107,7 @@ std::optional<PriorRanking> parse_prior_ranking(std::string_view bytes, std::str
             break;
           }
           case schema::Record::kInterned: {
-            protozero::pbf_reader i = message(record);
-            uint64_t id = 0;
-            std::string value;
-            while (i.next()) {
-              if (i.tag() == schema::InternedString::kId) {
-                id = u64(i);
-              } else if (i.tag() == schema::InternedString::kValue) {
-                value = text(i);
-              } else {
-                i.skip();
-              }
-            }
-            if (id != 0) strings[id] = std::move(value);
+            pbf::read_interned(message(record), strings);
             break;
           }
           case schema::Record::kFamily: {

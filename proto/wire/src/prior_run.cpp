@@ -173,19 +173,7 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
             break;
           }
           case schema::Record::kInterned: {
-            protozero::pbf_reader i = message(record);
-            uint64_t id = 0;
-            std::string value;
-            while (i.next()) {
-              if (i.tag() == schema::InternedString::kId) {
-                id = u64(i);
-              } else if (i.tag() == schema::InternedString::kValue) {
-                value = text(i);
-              } else {
-                i.skip();
-              }
-            }
-            if (id != 0) strings[id] = std::move(value);
+            pbf::read_interned(message(record), strings);
             break;
           }
           case schema::Record::kKernel: {
