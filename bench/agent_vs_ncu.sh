@@ -1,84 +1,125 @@
 #!/usr/bin/env bash
-# Plain run vs `cutriage` (injected agent, adaptive metric sets) vs `ncu --set full`, side by side in
-# one run on the GPU machine, on the same kernels. Medians of RUNS runs each.
+# The headline comparison (BENCHMARKS.md's first section): each program plain, under cutriage and
+# under Nsight Compute, side by side in one run on the GPU machine, medians of RUNS runs.
 #
-#   bash bench/agent_vs_ncu.sh [BUILD_DIR]      # BUILD_DIR default build-gpu; results under $OUT
+#   bash bench/agent_vs_ncu.sh [BUILD_DIR]     # BUILD_DIR default build-gpu; results under $OUT
 #
-# Per program: wall time of the whole run (median), and replay passes per profiled kernel: for the
-# agent the sum over every profiled launch of the kernel (adaptive collection spreads a kernel's
-# counters over up to 3 launches), for ncu the passes it reports for the one launch it profiles.
-# Both profile the kernels matched by the same filter. Prints a markdown table (bench.md).
+# Arms (ARMS to choose, in this order by default):
+#   plain        the program alone
+#   default      `cutriage run -- APP`: the top 5 families, adaptive counters, PC sampling, a second
+#                run when the first ranked its top families after their last launch
+#   full         `cutriage run --select all --metrics full --rerun never`: every kernel fully
+#                triaged (every counter, source lines)
+#   appreplay    `cutriage run --replay application --select all` (when the build has it)
+#   ncu-basic    `ncu --set basic`
+#   ncu-full     `ncu --set full`
+#   ncu-app      `ncu --set full --replay-mode application` (RUNS_APP runs, default 1: it runs the
+#                program once per pass)
+# Every ncu arm profiles the first launch of every kernel (`--kernel-id ::regex:.:1`), the same
+# kernels as cutriage's `--select all` (one profiled launch per family); ncu keeps clocks as found
+# (`--clock-control none`, as cutriage does). Per arm: median wall time, time added to the plain
+# run, that as a fraction of what `ncu --set full` adds, the kernels profiled, and whether the
+# program's stdout is the plain run's (programs print a checksum).
+#
+# PROGRAMS: many_kernels (examples/zoo/many_kernels.cu, 11 kernels x 3 launches, 1 GiB buffers),
+# matmul10 and layernorm (tests/gpu/workloads/short_scripts.py), torch_loop (bench/torch_loop.py
+# 30 steps).
 set -u -o pipefail
 build="${1:-build-gpu}"
-out="${OUT:-$PWD/bench-out}"
+out="${OUT:-$PWD/bench-out}/agent_vs_ncu"
 runs="${RUNS:-3}"
-mkdir -p "$out/bench"
+runs_app="${RUNS_APP:-1}"
+mkdir -p "$out"
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
-lib="$PWD/$build/agent/libcutriage.so"
 cli="$PWD/$build/tools/cutriage"
 zoo="$PWD/$build/examples/zoo"
+arms=(${ARMS:-plain default full ncu-basic ncu-full ncu-app})
+programs=(${PROGRAMS:-many_kernels matmul10 layernorm torch_loop})
+limit="${ARM_TIMEOUT:-400}"
 
-secs() { python3 -c "print('%.3f' % ($2 - $1))"; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+app_of() {
+  case "$1" in
+    many_kernels) echo "$zoo/zoo_many_kernels" ;;
+    matmul10 | layernorm | conv2d) echo "python3 $PWD/tests/gpu/workloads/short_scripts.py $1" ;;
+    torch_loop) echo "python3 $PWD/bench/torch_loop.py 30" ;;
+    *) echo "unknown program $1" >&2; return 1 ;;
+  esac
+}
+# One run of ARM on PROGRAM, number R: prints the wall seconds; stdout to $out/PROGRAM.ARM.R.out,
+# stderr to .err, the agent's file to .pb.
+run_arm() {
+  local prog=$1 arm=$2 r=$3 base="$out/$1.$2.$3" app s rc
+  read -r -a app <<<"$(app_of "$prog")"
+  local cmd=()
+  case "$arm" in
+    plain) cmd=("${app[@]}") ;;
+    default) cmd=("$cli" run -o "$base.pb" -- "${app[@]}") ;;
+    full) cmd=("$cli" run --select all --metrics full --rerun never -o "$base.pb" -- "${app[@]}") ;;
+    appreplay) cmd=("$cli" run --replay application --select all -o "$base.pb" -- "${app[@]}") ;;
+    ncu-basic) cmd=(ncu --set basic --clock-control none --kernel-id ::regex:.:1 "${app[@]}") ;;
+    ncu-full) cmd=(ncu --set full --clock-control none --kernel-id ::regex:.:1 "${app[@]}") ;;
+    ncu-app) cmd=(ncu --set full --clock-control none --replay-mode application --kernel-id ::regex:.:1 "${app[@]}") ;;
+  esac
+  rm -f "$base.pb"
+  s=$(date +%s.%N)
+  timeout "$limit" "${cmd[@]}" >"$base.out" 2>"$base.err"
+  rc=$?
+  python3 -c "print('%.3f' % ($(date +%s.%N) - $s))"
+  [ $rc -eq 0 ] || echo "$prog $arm run $r: exit $rc" >>"$out/errors.txt"
+}
+# The program's own result lines, among ncu's report lines (cutriage prints on stderr).
+app_lines() { grep -E 'checksum|^final loss|: OK$' "$1"; }
+profiled() {  # PROGRAM ARM R: kernels profiled in that run
+  local base="$out/$1.$2.$3"
+  case "$2" in
+    plain) echo "-" ;;
+    ncu-*) grep -cE ', Context [0-9]+, Stream [0-9]+' "$base.out" ;;
+    *) "$cli" json "$base.pb" 2>/dev/null | python3 -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+except Exception:
+    print("?"); sys.exit()
+fams = {r["kernel"].get("mangledNameIid") for r in d.get("records", [])
+        if r.get("kernel", {}).get("status") == "PROFILE_STATUS_PROFILED"}
+print(len(fams))' ;;
+  esac
+}
 
-# program, agent filter (function name), ncu filter
-# ncu's --kernel-id ::NAME:1 profiles the first launch of every kernel whose name matches, the
-# same kernels the agent profiles with the same filter.
-default_cases=(
-  "vector_add|regex:^zoo_|::regex:^zoo_:1"
-  "strided_load|regex:^zoo_|::regex:^zoo_:1"
-  "register_spill|regex:^zoo_|::regex:^zoo_:1"
-  "fma_chain|regex:^zoo_|::regex:^zoo_:1"
-  "global_atomics|regex:^zoo_|::regex:^zoo_:1"
-  "cublas_gemm|regex:^nvjet|::regex:^nvjet:1"
-  "torch_loop||::regex:.:1"
-)
-if [ -n "${CASES:-}" ]; then read -r -a cases <<<"$CASES"; else cases=("${default_cases[@]}"); fi
-
-table="$out/bench.md"
 {
-  echo "| program | kernels | plain s | cutriage s | ncu --set full s | cutriage passes/kernel | ncu passes/kernel |"
-  echo "|---|---|---|---|---|---|---|"
-} >"$table"
-
-for c in "${cases[@]}"; do
-  IFS='|' read -r prog afilter nfilter <<<"$c"
-  if [ "$prog" = torch_loop ]; then bin=(python3 "$PWD/bench/torch_loop.py"); else bin=("$zoo/zoo_$prog"); fi
-  p=(); a=(); n=()
-  for r in $(seq "$runs"); do
-    t=$(now); "${bin[@]}" >/dev/null 2>&1; p+=("$(secs "$t" "$(now)")")
-    rm -f "$out/bench/$prog.pb"
-    t=$(now)
-    # CUTRIAGE_SELECT=all: the first launch of each matching kernel, as ncu's --kernel-id ...:1.
-    CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/bench/$prog.pb" CUTRIAGE_KERNEL_NAME="$afilter" \
-      CUTRIAGE_SELECT=all \
-      CUTRIAGE_SUMMARY=0 "${bin[@]}" >/dev/null 2>&1
-    a+=("$(secs "$t" "$(now)")")
-    t=$(now)
-    # shellcheck disable=SC2086
-    ncu --set full --clock-control none --kernel-id "$nfilter" "${bin[@]}" >"$out/bench/$prog.ncu.log" 2>&1
-    n+=("$(secs "$t" "$(now)")")
+  echo "tree $(git rev-parse --short HEAD 2>/dev/null) $(date -u +%F), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(ncu --version | tail -1)"
+  echo "runs $runs (ncu-app $runs_app)"
+} >"$out/env.txt"
+table="$out/table.md"
+echo "| program | arm | wall s (median) | added s | added / ncu-full added | kernels profiled | output as plain |" >"$table"
+echo "|---|---|---|---|---|---|---|" >>"$table"
+for prog in "${programs[@]}"; do
+  declare -A wall=()
+  for arm in "${arms[@]}"; do
+    n=$runs
+    [ "$arm" = ncu-app ] && n=$runs_app
+    ts=()
+    for r in $(seq "$n"); do ts+=("$(run_arm "$prog" "$arm" "$r")"); done
+    wall[$arm]=$(printf '%s\n' "${ts[@]}" | median)
+    echo "$prog $arm: ${ts[*]} -> ${wall[$arm]}" >>"$out/raw.txt"
   done
-  pm=$(printf '%s\n' "${p[@]}" | median)
-  am=$(printf '%s\n' "${a[@]}" | median)
-  nm=$(printf '%s\n' "${n[@]}" | median)
-  # Agent passes per kernel from its file: sum of passes of the profiled records, per kernel.
-  "$cli" json "$out/bench/$prog.pb" >"$out/bench/$prog.json" 2>/dev/null
-  read -r kernels apasses < <(python3 - "$out/bench/$prog.json" <<'PY'
-import json, sys, collections
-d = json.load(open(sys.argv[1]))
-per = collections.Counter()
-for r in d.get("records", []):
-    k = r.get("kernel")
-    if k and k.get("status") == "PROFILE_STATUS_PROFILED":
-        per[k.get("mangledNameIid")] += int(k.get("passes", 0))
-vals = list(per.values())
-print(len(vals), (sum(vals) / len(vals)) if vals else 0)
-PY
-)
-  npasses=$(grep -oE '[0-9]+ passes' "$out/bench/$prog.ncu.log" | grep -oE '[0-9]+' |
-            awk '{s+=$1; n++} END {if (n) printf "%.1f (%d kernels)", s/n, n; else print "?"}')
-  echo "| $prog | $kernels | $pm | $am | $nm | $apasses | $npasses |" >>"$table"
+  for arm in "${arms[@]}"; do
+    p=${wall[plain]:-nan}
+    added=$(python3 -c "print('%.2f' % (${wall[$arm]} - $p))" 2>/dev/null || echo "?")
+    frac=$(python3 -c "
+a, f = ${wall[$arm]} - $p, ${wall[ncu-full]:-0} - $p
+print('%.2f' % (a / f) if f > 0 else '-')" 2>/dev/null || echo "?")
+    same=yes
+    if [ "$arm" != plain ]; then
+      if [ "$(app_lines "$out/$prog.$arm.1.out")" != "$(app_lines "$out/$prog.plain.1.out")" ]; then same=NO; fi
+    else
+      same="-"
+    fi
+    echo "| $prog | $arm | ${wall[$arm]} | $added | $frac | $(profiled "$prog" "$arm" 1) | $same |" >>"$table"
+  done
+  unset wall
 done
-cat "$table"
+cat "$out/env.txt" "$table"
+[ -f "$out/errors.txt" ] && cat "$out/errors.txt"
+exit 0
