@@ -22,12 +22,15 @@
 //      begin(), begin() twice, max_pcs 0
 //   E. a session with no launch in it: end() must come back within the retry bound, empty
 //   F. the range profiler on the same context afterwards: end() must have disabled PC sampling
+//   G. only with PCS_COST_SWEEP=1 (bench/pc_sampler_cost.sh): what a sampled launch costs, phase by
+//      phase (begin, the launch call, end), for several hardware-buffer sizes, 3 rounds each
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -407,6 +410,45 @@ cc::PcSampleBatch sample_once(cc::PcSampler& sampler, Gpu& gpu, const char* labe
   return std::move(batch).value();
 }
 
+// ---- G. the cost of a sampled launch, by hardware-buffer size (opt-in) ---------------------------
+
+void cost_sweep(Gpu& gpu) {
+  std::printf("G. cost of a sampled launch by hardware buffer (begin / launch call / end, ms)\n");
+  // The unsampled launch and its completion, as the baseline of the launch and end columns.
+  for (int r = 0; r < 3; ++r) {
+    auto t = std::chrono::steady_clock::now();
+    gpu.launch_chase();
+    const double launch_ms = ms_since(t);
+    t = std::chrono::steady_clock::now();
+    check_cuda(cudaDeviceSynchronize(), "synchronize");
+    std::printf("  unsampled round %d: launch %.2f, synchronize %.2f\n", r, launch_ms, ms_since(t));
+  }
+  cc::Result<std::unique_ptr<cc::PcSampler>> made = cc::make_cupti_pc_sampler(gpu.context);
+  if (!made.is_ok()) throw Fatal{"make_cupti_pc_sampler: " + describe(made.status())};
+  std::unique_ptr<cc::PcSampler> sampler = std::move(made).value();
+  for (size_t mib : {size_t{256}, size_t{64}, size_t{16}, size_t{4}}) {
+    for (int r = 0; r < 3; ++r) {
+      cc::PcSamplingOptions options;
+      options.hardware_buffer_bytes = mib << 20;
+      auto t = std::chrono::steady_clock::now();
+      const cc::Status begun = sampler->begin(options);
+      const double begin_ms = ms_since(t);
+      if (!begun.is_ok()) throw Fatal{"cost sweep begin(): " + describe(begun)};
+      t = std::chrono::steady_clock::now();
+      gpu.launch_chase();
+      const double launch_ms = ms_since(t);
+      t = std::chrono::steady_clock::now();
+      cc::Result<cc::PcSampleBatch> batch = sampler->end();
+      const double end_ms = ms_since(t);
+      if (!batch.is_ok()) throw Fatal{"cost sweep end(): " + describe(batch.status())};
+      std::printf("  hardware %3zu MiB round %d: begin %.2f, launch %.2f, end %.2f; %" PRIu64 " samples, %zu PCs%s\n",
+                  mib, r, begin_ms, launch_ms, end_ms, batch.value().total_samples, batch.value().pcs.size(),
+                  batch.value().hardware_buffer_full ? ", hardware buffer FULL" : "");
+    }
+  }
+  gpu.verify_chase("after the cost sweep");
+}
+
 // ---- F. the range profiler after PC sampling -------------------------------------------------------
 
 void range_profiler_after(Gpu& gpu) {
@@ -500,6 +542,9 @@ int run() {
   second.reset();
 
   range_profiler_after(gpu);
+  if (const char* sweep = std::getenv("PCS_COST_SWEEP"); sweep != nullptr && std::string_view(sweep) == "1") {
+    cost_sweep(gpu);
+  }
 
   std::printf("pc_sampling_smoke: %s (%d failed checks)\n", g_failures == 0 ? "OK" : "FAILED", g_failures);
   return g_failures == 0 ? 0 : 1;
