@@ -24,6 +24,9 @@
 //   F. the range profiler on the same context afterwards: end() must have disabled PC sampling
 //   G. only with PCS_COST_SWEEP=1 (bench/pc_sampler_cost.sh): what a sampled launch costs, phase by
 //      phase (begin, the launch call, end), for several hardware-buffer sizes, 3 rounds each
+//   H. only with PCS_BESIDE_RP=1: PC sampling while the range profiler stays enabled (idle) on the
+//      context, and the range profiler's next begin() after it: whether a sampled launch needs
+//      the range profiler disabled (and its next Start to pay for a new object) at all
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -449,6 +452,64 @@ void cost_sweep(Gpu& gpu) {
   gpu.verify_chase("after the cost sweep");
 }
 
+// ---- H. PC sampling beside an enabled, idle range profiler (opt-in) --------------------------------
+
+void beside_enabled_range_profiler(Gpu& gpu) {
+  std::printf("H. PC sampling while the range profiler stays enabled on the context\n");
+  const std::string chip = take(cc::cupti_chip_name(0), "cupti_chip_name(0)");
+  auto host = take(cc::make_cupti_profiler_host(chip), "make_cupti_profiler_host(" + chip + ")");
+  const cc::MetricPlan plan = take(host->plan({"gpu__time_duration.sum", "dram__bytes_read.sum"}), "plan");
+  auto profiler = take(cc::make_cupti_range_profiler(gpu.context), "make_cupti_range_profiler");
+  auto collect = [&](const char* label) {
+    auto t = std::chrono::steady_clock::now();
+    const cc::Status begun = profiler->begin(plan);
+    const double begin_ms = ms_since(t);
+    if (!begun.is_ok()) {
+      std::printf("  range profiler %s: begin() %s (%.1f ms)\n", label, describe(begun).c_str(), begin_ms);
+      return false;
+    }
+    gpu.launch_chase();
+    t = std::chrono::steady_clock::now();
+    cc::Result<cc::CounterData> data = profiler->end();
+    const double end_ms = ms_since(t);
+    std::printf("  range profiler %s: begin %.1f ms, end %.1f ms: %s\n", label, begin_ms, end_ms,
+                describe(data.status()).c_str());
+    if (!data.is_ok()) return false;
+    const auto readings = host->evaluate(plan, data.value(), 0);
+    if (readings.is_ok()) {
+      for (const auto& r : readings.value()) std::printf("    %-40s %.6g\n", r.name.c_str(), r.value);
+    }
+    return true;
+  };
+  collect("first (enable and configure)");
+  collect("second (kept enabled)");
+  cc::Result<std::unique_ptr<cc::PcSampler>> made = cc::make_cupti_pc_sampler(gpu.context);
+  if (!made.is_ok()) {
+    std::printf("  make_cupti_pc_sampler beside it: %s\n", describe(made.status()).c_str());
+  } else {
+    std::unique_ptr<cc::PcSampler> sampler = std::move(made).value();
+    cc::PcSamplingOptions options;
+    options.hardware_buffer_bytes = size_t{16} << 20;
+    auto t = std::chrono::steady_clock::now();
+    const cc::Status begun = sampler->begin(options);
+    std::printf("  PC sampling begin() beside the enabled range profiler: %s (%.1f ms)\n", describe(begun).c_str(),
+                ms_since(t));
+    if (begun.is_ok()) {
+      gpu.launch_chase();
+      t = std::chrono::steady_clock::now();
+      cc::Result<cc::PcSampleBatch> batch = sampler->end();
+      std::printf("  PC sampling end(): %s (%.1f ms)", describe(batch.status()).c_str(), ms_since(t));
+      if (batch.is_ok()) {
+        std::printf("; %" PRIu64 " samples, %zu PCs", batch.value().total_samples, batch.value().pcs.size());
+      }
+      std::printf("\n");
+    }
+  }
+  collect("after PC sampling, never disabled");
+  check_cuda(cudaDeviceSynchronize(), "synchronize");
+  gpu.verify_chase("after PC sampling beside the range profiler");
+}
+
 // ---- F. the range profiler after PC sampling -------------------------------------------------------
 
 void range_profiler_after(Gpu& gpu) {
@@ -544,6 +605,9 @@ int run() {
   range_profiler_after(gpu);
   if (const char* sweep = std::getenv("PCS_COST_SWEEP"); sweep != nullptr && std::string_view(sweep) == "1") {
     cost_sweep(gpu);
+  }
+  if (const char* beside = std::getenv("PCS_BESIDE_RP"); beside != nullptr && std::string_view(beside) == "1") {
+    beside_enabled_range_profiler(gpu);
   }
 
   std::printf("pc_sampling_smoke: %s (%d failed checks)\n", g_failures == 0 ? "OK" : "FAILED", g_failures);
