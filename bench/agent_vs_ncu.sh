@@ -68,8 +68,9 @@ run_arm() {
   python3 -c "print('%.3f' % ($(date +%s.%N) - $s))"
   [ $rc -eq 0 ] || echo "$prog $arm run $r: exit $rc" >>"$out/errors.txt"
 }
-# The program's own result lines, among ncu's report lines (cutriage prints on stderr).
-app_lines() { grep -E 'checksum|^final loss|: OK$' "$1"; }
+# The program's own result lines, among ncu's report lines (cutriage prints on stderr), each once:
+# a program run several times (a rerun, application replay) prints them several times.
+app_lines() { grep -E 'checksum|^final loss|: OK$' "$1" | sort -u; }
 profiled() {  # PROGRAM ARM R: kernels profiled in that run
   local base="$out/$1.$2.$3"
   case "$2" in
