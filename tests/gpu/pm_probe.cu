@@ -1292,7 +1292,9 @@ bool reference(Workload& w, RpRanges& out) {
     const std::string k = r < out.kernels.size() ? out.kernels[r] : "?";
     head.push_back((k.rfind("pm_", 0) == 0 ? k.substr(3) : k) + "(" + out.names[r] + ")");
   }
-  print_row("kernel(range)", head);
+  std::printf("  %-52s", "metric \\ kernel(range)");
+  for (const auto& h : head) std::printf(" %11s", h.c_str());
+  std::printf("\n");
   for (size_t i = 0; i < out.metrics.size(); ++i) {
     std::vector<std::string> cells;
     for (const auto& v : out.values) cells.push_back(fmt(v[i]));
