@@ -8,26 +8,9 @@ set -u
 bin=$1
 data=$2
 make_trace=${3:-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
 
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/  | /' "$tmp/err" | head -5
-    failed=$((failed + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"; passed=$((passed + 1))
-}
 
 csv=$data/ncu/zoo/strided_load.csv
 expect "help" 0 "usage: cutriage" -- "$bin" --help
@@ -69,7 +52,7 @@ expect "trace missing file" 2 "cannot open" -- "$bin" trace "$tmp/none.pb" -o "$
 expect "trace not cutriage" 3 "not a cutriage file" -- "$bin" trace "$csv" -o "$tmp/t.json"
 expect "trace of a file without trace" 10 "the run was made without tracing" -- "$bin" trace "$tmp/s.pb" -o "$tmp/t.json"
 if [[ -e "$tmp/t.json" ]]; then
-  echo "FAIL trace of a file without trace: left $tmp/t.json behind"; failed=$((failed + 1))
+  fail "trace of a file without trace: left $tmp/t.json behind"
 fi
 if [[ -n "$make_trace" ]]; then
   "$make_trace" "$tmp/trace.pb"
@@ -118,26 +101,25 @@ import json, sys
 d = json.load(sys.stdin)
 print(len({r["kernel"]["launchIndex"] for r in d["records"] if "kernel" in r and r["kernel"].get("status") == "PROFILE_STATUS_PROFILED"}))' 2>/dev/null || echo "?")
 if [[ $n == "$want" ]]; then
-  echo "ok   run: one line per profiled launch ($n)"; passed=$((passed + 1))
+  ok "run: one line per profiled launch ($n)"
 else
-  echo "FAIL run: $n progress lines, expected $want"; failed=$((failed + 1))
+  fail "run: $n progress lines, expected $want"
 fi
 if grep -q $'\x1b' "$tmp/err"; then
-  echo "FAIL run: colour in a pipe"; failed=$((failed + 1))
+  fail "run: colour in a pipe"
 else
-  echo "ok   run: no colour in a pipe"; passed=$((passed + 1))
+  ok "run: no colour in a pipe"
 fi
 expect "run --quiet prints no progress" 0 "" -- \
   "$bin" run --quiet --library "$bin" -o "$tmp/quiet.pb" --no-report -- sh -c "$grow" sh "$agent_file" "$tmp/quiet.pb"
 if grep -q 'cutriage: profiled' "$tmp/err"; then
-  echo "FAIL run --quiet: progress lines"; failed=$((failed + 1))
+  fail "run --quiet: progress lines"
 else
-  echo "ok   run --quiet: no progress lines"; passed=$((passed + 1))
+  ok "run --quiet: no progress lines"
 fi
 
 # The report of a real agent file (H200): status lines, session end, not-profiled section.
 expect "report of an agent file" 0 "3 CUDA graph launches" -- "$bin" report "$data/agent/prog_graphs.pb"
 expect "report of an agent file names the kernel" 0 "gt_add_one" -- "$bin" report "$data/agent/prog_graphs.pb"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -6,21 +6,17 @@
 set -u
 bin=$1
 doc=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
 
 # The commands, from the main help's command list (two spaces, the name, a space).
-"$bin" help >"$tmp/main" || bad "cutriage help exits 0"
+"$bin" help >"$tmp/main" || fail "cutriage help exits 0"
 mapfile -t commands < <(sed -n '/^commands:/,/^$/p' "$tmp/main" | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p' | grep -v '^help$')
-if ((${#commands[@]} >= 8)); then ok "help lists ${#commands[@]} commands"; else bad "help lists the commands (${commands[*]})"; fi
+if ((${#commands[@]} >= 8)); then ok "help lists ${#commands[@]} commands"; else fail "help lists the commands (${commands[*]})"; fi
 
 version=$("$bin" --version)
-if [[ $version =~ ^cutriage\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; then ok "--version: $version"; else bad "--version: '$version'"; fi
-grep -q -- '--version' "$doc" && ok "docs name --version" || bad "docs name --version"
+if [[ $version =~ ^cutriage\ [0-9]+\.[0-9]+\.[0-9]+$ ]]; then ok "--version: $version"; else fail "--version: '$version'"; fi
+grep -q -- '--version' "$doc" && ok "docs name --version" || fail "docs name --version"
 
 # The flags of a help text's option rows ("  -o, --output OUT.pb  text"): names before the value.
 help_flags() {
@@ -36,15 +32,15 @@ doc_flags() {
 
 for c in "${commands[@]}"; do
   if ! "$bin" "$c" --help >"$tmp/$c.help" 2>"$tmp/$c.err"; then
-    bad "$c --help exits 0"
+    fail "$c --help exits 0"
     continue
   fi
-  if ! head -1 "$tmp/$c.help" | grep -q "^usage: cutriage $c"; then bad "$c --help prints its usage"; continue; fi
+  if ! head -1 "$tmp/$c.help" | grep -q "^usage: cutriage $c"; then fail "$c --help prints its usage"; continue; fi
   "$bin" help "$c" >"$tmp/$c.help2" && cmp -s "$tmp/$c.help" "$tmp/$c.help2" ||
-    bad "help $c is $c --help"
+    fail "help $c is $c --help"
   section "$c" >"$tmp/$c.doc"
   if [[ ! -s $tmp/$c.doc ]]; then
-    bad "docs/cli.md has a section for $c"
+    fail "docs/cli.md has a section for $c"
     continue
   fi
   help_flags "$tmp/$c.help" >"$tmp/$c.flags"
@@ -54,20 +50,19 @@ for c in "${commands[@]}"; do
   if [[ -z $missing ]]; then
     ok "$c: the $(wc -l <"$tmp/$c.flags") flags of --help are in docs/cli.md"
   else
-    bad "$c: flags of --help missing from docs/cli.md: $(echo $missing)"
+    fail "$c: flags of --help missing from docs/cli.md: $(echo $missing)"
   fi
   if [[ -z $extra ]]; then
     ok "$c: docs/cli.md lists no flag $c does not take"
   else
-    bad "$c: docs/cli.md lists flags $c does not take: $(echo $extra)"
+    fail "$c: docs/cli.md lists flags $c does not take: $(echo $extra)"
   fi
 done
 
 # Every exit code the main help names is in the doc's table.
 for code in 0 1 2 3 4 5 6 7 10; do
-  grep -qE "^\| $code \|" "$doc" || bad "docs/cli.md lists exit code $code"
+  grep -qE "^\| $code \|" "$doc" || fail "docs/cli.md lists exit code $code"
 done
 ok "docs/cli.md lists the exit codes"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -7,31 +7,10 @@
 set -u
 bin=$1
 data=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+expect_show=all  # a wrong exit status shows stdout too
 
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"; passed=$((passed + 1))
-}
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
-}
 
 csv=$data/ncu/zoo/transpose.csv
 "$bin" triage --ncu-csv "$csv" --timings "$data/ncu/timings.csv" --clock-control none -o "$tmp/t.pb" 2>/dev/null
@@ -126,5 +105,4 @@ expect "pprof: no file has samples" 10 "no file has PC samples" -- \
   "$bin" pprof "$data/agent/zoo_transpose.pb" "$data/agent/zoo_vector_add.pb" -o "$tmp/none.pb.gz"
 check "pprof: no samples: nothing written" test ! -e "$tmp/none.pb.gz"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

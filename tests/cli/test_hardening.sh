@@ -11,31 +11,10 @@ bin=$1
 data=$2
 make_trace=$3
 make_pcs=$4
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+expect_timeout=60  # a command that hangs fails its check, not the whole script
 
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/  | /' "$tmp/err" | head -5
-    failed=$((failed + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"; passed=$((passed + 1))
-}
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
-}
 # A prefix that runs a command with writes past 1 KiB failing (EFBIG; SIGXFSZ ignored), as on a
 # full disk.
 small_disk=(bash -c 'ulimit -f 1; trap "" XFSZ; exec "$@"' small_disk)
@@ -132,5 +111,4 @@ expect "--thresholds with a session check's threshold (docs/engine.md)" 0 "1 ker
   "$bin" triage --ncu-csv "$csv" --thresholds "$tmp/session.thresholds" -o "$tmp/x.pb"
 expect "rules lists the session checks' thresholds" 0 "threshold session.d2a.idle_gaps.max_idle_pct = 10" -- "$bin" rules
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

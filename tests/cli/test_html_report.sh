@@ -6,10 +6,9 @@
 set -u
 bin=$1
 data=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+# Only failures print a line; the page's checks pass quietly.
 expect_rc() {  # expect_rc WANT DESCRIPTION CMD...
   local want=$1 what=$2
   shift 2
@@ -75,8 +74,8 @@ for f in "$data"/agent/*.pb "$data"/graphs/*.pb "$data"/always_on/*.pb; do
   grep -q '</html>' "$tmp/each.html" || fail "$f: page not complete"
 done
 
-if [[ $fails -ne 0 ]]; then
-  echo "$fails failure(s)"
+if [[ $failed -ne 0 ]]; then
+  echo "$failed failure(s)"
   exit 1
 fi
 echo "ok"

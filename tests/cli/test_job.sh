@@ -8,31 +8,10 @@
 set -u
 bin=$1
 data=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+expect_show=all  # a wrong exit status shows stdout too
 
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"; passed=$((passed + 1))
-}
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then echo "ok   $name"; passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
-}
 
 job=$data/job
 # Given rank 1 first: the job view lists rank 0 first, and the sections follow by rank.
@@ -81,11 +60,9 @@ doc=$data/../../docs/multi-gpu.md
 awk '/^```text$/ { on = 1; next } on && /^```$/ { exit } on' "$doc" >"$tmp/doc-sample"
 "$bin" report "$job/rank0.pb" "$job/rank1.pb" | sed '/^=== process /,$d' | sed '${/^$/d}' >"$tmp/now-sample"
 if [[ -s $tmp/doc-sample ]] && cmp -s "$tmp/doc-sample" "$tmp/now-sample"; then
-  echo "ok   docs/multi-gpu.md's sample is what the report prints"; passed=$((passed + 1))
+  ok "docs/multi-gpu.md's sample is what the report prints"
 else
-  echo "FAIL docs/multi-gpu.md's sample differs from the report:"; diff "$tmp/doc-sample" "$tmp/now-sample" | head -20
-  failed=$((failed + 1))
+  fail "docs/multi-gpu.md's sample differs from the report:"; diff "$tmp/doc-sample" "$tmp/now-sample" | head -20
 fi
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

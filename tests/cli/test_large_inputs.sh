@@ -14,10 +14,9 @@
 set -u
 bin=$1
 data=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
+expect_timeout=120  # a command that hangs fails its check, not the whole script
 limit_kb=$((512 * 1024))  # 512 MiB of address space
 
 limited=(bash -c 'ulimit -v "$0" && exec "$@"' "$limit_kb")
@@ -32,21 +31,6 @@ if ! "${limited[@]}" "$bin" --help >/dev/null 2>&1; then
   exit 77
 fi
 
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  timeout 120 "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/  | /' "$tmp/err" | head -5
-    failed=$((failed + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"; passed=$((passed + 1))
-}
 
 # --- item 12: files over 2 and 4 GiB ------------------------------------------------------------
 src=$data/trace/trace_timeline.pb
@@ -63,9 +47,9 @@ expect "report: the records before the tail are all there" 4 "" -- "${limited[@]
 cp "$tmp/out" "$tmp/big.report"
 "$bin" report "$src" >"$tmp/small.report" 2>/dev/null
 if cmp -s "$tmp/big.report" "$tmp/small.report"; then
-  echo "ok   report: the 5 GiB file reports as the file it starts with"; passed=$((passed + 1))
+  ok "report: the 5 GiB file reports as the file it starts with"
 else
-  echo "FAIL report: the 5 GiB file reports differently from the file it starts with"; failed=$((failed + 1))
+  fail "report: the 5 GiB file reports differently from the file it starts with"
 fi
 
 # --- item 13: large CSVs ------------------------------------------------------------------------
@@ -86,5 +70,4 @@ expect "triage: the rows read from a pipe are all there" 0 "10 profiled kernels"
   "$bin" report "$tmp/ten.pb"
 expect "triage: ... each 10% of the captured time" 0 "10% of captured time" -- "$bin" report "$tmp/ten.pb"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

@@ -8,39 +8,22 @@ set -u
 bin=$1
 make_pc=$2
 make_trace=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
 # Pinned, whatever this machine has installed: the SASS note is then always the same.
 export CUTRIAGE_NVDISASM=$tmp/no-nvdisasm
 
-expect() {  # expect NAME CODE PATTERN -- command...
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    echo "FAIL $name: exit $rc, expected $code"; sed 's/^/  | /' "$tmp/err" | head -5
-    failed=$((failed + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -qE -- "$pattern" "$tmp/out" "$tmp/err"; then
-    echo "FAIL $name: output lacks /$pattern/"; sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -8
-    failed=$((failed + 1)); return
-  fi
-  echo "ok   $name"; passed=$((passed + 1))
-}
 
 is_gzip() {  # is_gzip NAME FILE: the gzip magic, and a member gzip itself accepts
   local magic
   magic=$(od -An -tx1 -N2 "$2" | tr -d ' \n')
   if [[ $magic != 1f8b ]]; then
-    echo "FAIL $1: $2 does not start with the gzip magic (got '$magic')"; failed=$((failed + 1)); return
+    fail "$1: $2 does not start with the gzip magic (got '$magic')"; return
   fi
   if command -v gzip >/dev/null && ! gzip -t <"$2" 2>/dev/null; then
-    echo "FAIL $1: gzip -t rejects $2"; failed=$((failed + 1)); return
+    fail "$1: gzip -t rejects $2"; return
   fi
-  echo "ok   $1"; passed=$((passed + 1))
+  ok "$1"
 }
 
 "$make_pc" "$tmp/pc.pb" || { echo "FAIL: make_pc_sampling_file"; exit 1; }
@@ -56,7 +39,7 @@ printf 'not a cutriage file\n' >"$tmp/text.pb"
 expect "pprof not cutriage" 3 "not a cutriage file" -- "$bin" pprof "$tmp/text.pb" -o "$tmp/p.pb.gz"
 expect "pprof of a file without samples" 10 "the file has no PC samples" -- "$bin" pprof "$tmp/trace.pb" -o "$tmp/p.pb.gz"
 if [[ -e "$tmp/p.pb.gz" ]]; then
-  echo "FAIL pprof of a file without samples: left $tmp/p.pb.gz behind"; failed=$((failed + 1))
+  fail "pprof of a file without samples: left $tmp/p.pb.gz behind"
 fi
 expect "pprof --kernel matching nothing" 10 "no sampled kernel matches 'gemm'" -- "$bin" pprof "$tmp/pc.pb" --kernel gemm -o "$tmp/p.pb.gz"
 expect "pprof --kernel of a failed sampling" 10 "no PC samples were collected: reduce.*CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" -- \
@@ -66,7 +49,7 @@ expect "pprof" 0 "2 kernels, 1175 samples \(1025 stalls\), [0-9]+ SM cycles, in 
 expect "pprof says once that nvdisasm is missing" 0 "note: CUTRIAGE_NVDISASM=$tmp/no-nvdisasm is not an executable file" -- \
   "$bin" pprof "$tmp/pc.pb" -o "$tmp/p.pb.gz"
 if [[ $(grep -c "no-nvdisasm" "$tmp/err") -ne 1 ]]; then
-  echo "FAIL pprof nvdisasm note: said $(grep -c "no-nvdisasm" "$tmp/err") times"; failed=$((failed + 1))
+  fail "pprof nvdisasm note: said $(grep -c "no-nvdisasm" "$tmp/err") times"
 fi
 is_gzip "pprof output is gzip" "$tmp/p.pb.gz"
 expect "pprof default output" 0 "-> $tmp/pc.pb.pprof.pb.gz" -- "$bin" pprof "$tmp/pc.pb"
@@ -85,5 +68,4 @@ expect "report hottest line" 0 "^ +1  src/stencil.cu:5 +700 +72.5%  long_scorebo
 expect "report without line info" 0 "note: built without -lineinfo: showing SASS offsets" -- "$bin" report "$tmp/pc.pb"
 expect "report failed sampling" 0 "PC sampling of launch #41 failed: cuptiPCSamplingEnable:" -- "$bin" report "$tmp/pc.pb"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

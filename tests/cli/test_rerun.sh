@@ -9,12 +9,8 @@
 set -u
 bin=$1
 data=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.sh"
 
 missed=$data/agent-split/run_fma_chain.pb
 profiled=$data/agent-split/zoo_fma_chain.pb
@@ -86,5 +82,4 @@ run "second run writes nothing" FIRST="$missed" SECOND_STATUS=4 --
 [[ $runs -eq 2 && $rc -eq 4 ]] && cmp -s "$tmp/out.pb" "$missed" && grep -q "the second run wrote no profile" "$tmp/err" &&
   ok "a second run without a file keeps the first run's" || { fail "second run without a file: rc $rc"; cat "$tmp/err"; }
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

@@ -1,5 +1,6 @@
 // The agent core on the fake platform, for the agent tests: real H200 counter values (ncu captures
 // of the zoo), an in-memory sink read back with the libprotobuf reader, a log file per harness.
+// The set-up itself is agent_rig.h's, which the always-on simulation shares.
 #pragma once
 
 #include <unistd.h>
@@ -7,16 +8,16 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent.h"
+#include "agent_rig.h"
 #include "capture_support.h"
 #include "catch.h"
 #include "fake_platform.h"
 #include "file_reader.h"
-#include "import.h"
-#include "ncu_csv.h"
 
 namespace cutriage::testing {
 
@@ -33,25 +34,20 @@ struct Captured {
 };
 
 inline Captured capture_of(const char* program) {
-  auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu" / "zoo" / (std::string(program) + ".csv");
-  tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(path));
-  REQUIRE(r.import);
-  REQUIRE(!r.import->kernels.empty());
-  const wire::KernelRecord& k = r.import->kernels.front();
+  const std::optional<wire::KernelRecord> k = zoo_kernel(program);
+  REQUIRE(k);
   Captured c;
-  // ncu CSVs carry the demangled name; the agent sees the mangled one (both work as names here).
-  c.mangled = k.input.mangled_name.empty() ? k.input.demangled_name : k.input.mangled_name;
-  REQUIRE(k.input.launch);
-  c.launch = *k.input.launch;
-  c.metrics = k.input.metrics;
+  c.mangled = agent_kernel_name(*k);
+  c.launch = *k->input.launch;
+  c.metrics = k->input.metrics;
   // What the agent's input looks like: no ncu launch__/device__ values, device limits from the
   // driver, kernel replay with the clocks as found.
   triage::KernelInput in;
-  in.mangled_name = k.input.mangled_name;
-  in.launch = k.input.launch;
+  in.mangled_name = k->input.mangled_name;
+  in.launch = k->input.launch;
   in.device_limits = *triage::known_device_limits("GH100");
   in.launch->registers_per_thread = 32;
-  for (const auto& [name, v] : k.input.metrics.all()) {
+  for (const auto& [name, v] : k->input.metrics.all()) {
     if (!triage::counter_inputs(name).empty() && v.source == triage::MetricSource::kMeasured) {
       in.metrics.set(name, v.value, v.unit);
     }
@@ -62,20 +58,6 @@ inline Captured capture_of(const char* program) {
   return c;
 }
 
-class MemorySink final : public agent::RecordSink {
- public:
-  explicit MemorySink(std::string* out) : out_(out) {}
-  bool append(std::string_view bytes) override {
-    out_->append(bytes);
-    return true;
-  }
-  [[nodiscard]] std::string describe() const override { return "memory"; }
-  [[nodiscard]] bool failed() const override { return false; }
-
- private:
-  std::string* out_;
-};
-
 // The tests written before trace-first selection profile every kernel from its first launch
 // (CUTRIAGE_SELECT=all); the trace still runs. The trace tests below pick their own policy.
 inline AgentConfig select_all() {
@@ -84,32 +66,26 @@ inline AgentConfig select_all() {
   return c;
 }
 
-struct Harness {
+// The agent on the fake platform as a test process (pid 1234, testhost), logging at level info to
+// a file of its own.
+struct Harness : AgentRig {
   // `job`: the process's place in a distributed job, as injection.cpp reads it from the
   // launcher's environment (job_place.h); unset for a lone process.
   explicit Harness(AgentConfig cfg = select_all(), FakeCounters counters = {},
                    std::optional<wire::JobPlace> job = std::nullopt)
-      : platform(std::move(counters)) {
-    log_path = std::filesystem::temp_directory_path() /
-               ("cutriage-agent-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".log");
-    std::filesystem::remove(log_path);
-    (void)log.configure(agent::LogLevel::kInfo, log_path.string());
+      : AgentRig(std::move(counters), fresh_log_path()) {
     agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }, {}};
-    // The always-on budget's clock: the fake GPU's, which profiled launches advance.
-    p.monotonic_ns = [this] { return platform.mono_ns.load(); };
     p.job = std::move(job);
-    ag = std::make_unique<Agent>(std::move(cfg), platform, std::make_unique<MemorySink>(&bytes), log, p);
+    make_agent(std::move(cfg), std::move(p));
   }
   ~Harness() { std::filesystem::remove(log_path); }
   std::string log_text() const { return slurp(log_path); }
-  tools::ReadResult read() const { return tools::read_cutriage_bytes(bytes); }
 
+  static std::filesystem::path fresh_log_path() {
+    return std::filesystem::temp_directory_path() /
+           ("cutriage-agent-test-" + std::to_string(::getpid()) + "-" + std::to_string(++serial) + ".log");
+  }
   static inline int serial = 0;
-  FakePlatform platform;
-  agent::Logger log;
-  std::filesystem::path log_path;
-  std::string bytes;
-  std::unique_ptr<Agent> ag;
 };
 
 inline FakeCounters counters_for(std::initializer_list<const Captured*> kernels) {

@@ -16,17 +16,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent.h"
-#include "capture_support.h"
+#include "agent_rig.h"
 #include "fake_platform.h"
 #include "file_reader.h"
-#include "import.h"
-#include "ncu_csv.h"
 
 namespace cutriage::testing::sim {
 
@@ -81,33 +80,17 @@ struct Kernel {
 };
 
 inline Kernel load(const std::string& program) {
-  const auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "ncu" / "zoo" / (program + ".csv");
-  tools::NcuCsvResult r = tools::parse_ncu_csv(slurp(path));
-  if (!r.import || r.import->kernels.empty() || !r.import->kernels.front().input.launch) {
+  const std::optional<wire::KernelRecord> k = zoo_kernel(program);
+  if (!k) {
     std::fprintf(stderr, "always-on sim: no capture for %s\n", program.c_str());
     std::abort();
   }
-  const wire::KernelRecord& k = r.import->kernels.front();
   Kernel out;
-  out.mangled = k.input.mangled_name.empty() ? k.input.demangled_name : k.input.mangled_name;
-  out.launch = *k.input.launch;
-  out.metrics = k.input.metrics;
+  out.mangled = agent_kernel_name(*k);
+  out.launch = *k->input.launch;
+  out.metrics = k->input.metrics;
   return out;
 }
-
-class Sink final : public agent::RecordSink {
- public:
-  explicit Sink(std::string* out) : out_(out) {}
-  bool append(std::string_view bytes) override {
-    out_->append(bytes);
-    return true;
-  }
-  [[nodiscard]] std::string describe() const override { return "memory"; }
-  [[nodiscard]] bool failed() const override { return false; }
-
- private:
-  std::string* out_;
-};
 
 // "<name>: ... routed 12.3 s after the agent started ...": the seconds.
 inline double seconds_in(const std::string& message) {
@@ -130,7 +113,10 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
     kernels.push_back(detail::load(s.program));
     counters.by_kernel[kernels.back().mangled] = kernels.back().metrics;
   }
-  FakePlatform platform(counters);
+  // The agent as the tests' Harness sets it up (agent_rig.h); its log as the agent starts it
+  // (warnings and errors on stderr).
+  AgentRig rig(std::move(counters));
+  FakePlatform& platform = rig.platform;
   // Each kernel runs as long as its capture says (Decision 0 compares those durations); the shares
   // come from how many times a step launches it: the largest share's kernel once.
   std::vector<uint32_t> per_step;
@@ -158,12 +144,10 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   cfg.summary = false;
   cfg.trace_flush_ms = 0;  // no flush thread: the loop below ticks
   cfg.pc_sampling = false;  // counters only: what the verdicts need
-  std::string bytes;
-  agent::Logger log;
-  agent::ProcessInfo p{4242, "sim", {"./sim"}, [] { return uint64_t{1700000000000000000}; }, {}};
-  p.monotonic_ns = [&platform] { return platform.mono_ns.load(); };
-  auto ag = std::make_unique<agent::Agent>(std::move(cfg), platform, std::make_unique<detail::Sink>(&bytes), log, p);
-  if (!ag->start()) std::abort();
+  rig.make_agent(std::move(cfg),
+                 agent::ProcessInfo{4242, "sim", {"./sim"}, [] { return uint64_t{1700000000000000000}; }, {}});
+  agent::Agent& ag = *rig.ag;
+  if (!ag.start()) std::abort();
 
   const uint64_t start = platform.mono_ns.load();
   const uint64_t end = start + o.seconds * 1'000'000'000ULL;
@@ -183,15 +167,15 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
     const uint64_t now = platform.mono_ns.load();
     platform.mono_ns.store(std::max(now, step_start + o.step_ns));
     if (platform.mono_ns.load() >= next_flush) {
-      ag->flush();
+      ag.flush();
       next_flush = platform.mono_ns.load() + o.flush_ns;
     }
   }
-  ag->finish();
+  ag.finish();
 
   Result out;
-  out.overhead = *ag->overhead();
-  tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  out.overhead = *ag.overhead();
+  tools::ReadResult r = rig.read();
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < specs.size(); ++i) {
     FamilyResult f;

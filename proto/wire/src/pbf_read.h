@@ -1,12 +1,16 @@
 // Reading a cutriage file's records with protozero, for the parsers the agent itself runs on
 // files named by its environment (prior_run.cpp, prior_ranking.cpp). Those files may be foreign
 // or malformed: protozero asserts when a field is read with another wire type than it has, so
-// every read checks the type first and skips a field that does not match.
+// every read checks the type first and skips a field that does not match. The files themselves
+// are read by the agent (base::read_regular_file: a regular file only, opened without blocking,
+// up to a size cap); what is parsed here is the bytes that read returned, never more.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <protozero/pbf_reader.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "cutriage/triage/inputs.h"
@@ -87,6 +91,48 @@ inline void read_interned(protozero::pbf_reader m, std::unordered_map<uint64_t, 
     }
   }
   if (id != 0) strings[id] = std::move(value);
+}
+
+// Every record of one cutriage file (or segment), in order. `on_session` is handed the first
+// SessionHeader record's message; a later one (a late segment's) is skipped, the first names the
+// process. `on_field` is handed each record positioned on each of its other fields (its tag()),
+// and must read or skip that field. Nothing past `bytes` is read, whatever a length says
+// (protozero checks each against what is left).
+//
+// A process that was killed may have left its last record half written: what came before it
+// stands, and `truncated` is set. Returns false, with `error` set (when not null), when the bytes
+// are not a cutriage file: no session header before the first unreadable byte.
+template <typename OnSession, typename OnField>
+bool for_each_record(std::string_view bytes, const OnSession& on_session, const OnField& on_field, bool* truncated,
+                     std::string* error) {
+  bool has_session = false;
+  try {
+    protozero::pbf_reader file(bytes.data(), bytes.size());
+    while (file.next(schema::File::kRecords, WT::length_delimited)) {
+      protozero::pbf_reader record = message(file);
+      while (record.next()) {
+        if (record.tag() != schema::Record::kSession) {
+          on_field(record);
+        } else if (has_session) {
+          record.skip();
+        } else {
+          has_session = true;  // before the header is read: a header torn inside is a torn file
+          on_session(message(record));
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    if (!has_session) {
+      if (error) *error = std::string("not a readable cutriage file (") + e.what() + ")";
+      return false;
+    }
+    *truncated = true;
+  }
+  if (!has_session) {
+    if (error) *error = "not a cutriage file (no session header)";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace cutriage::wire::pbf

@@ -81,58 +81,32 @@ std::optional<PriorRanking> parse_prior_ranking(std::string_view bytes, std::str
   std::unordered_map<uint64_t, std::string> strings;
   std::map<uint64_t, RawFamily> families;  // KernelFamily.id -> its definition
   std::optional<std::vector<RawStats>> summary;  // the last one read
-  bool has_session = false;
-  try {
-    protozero::pbf_reader file(bytes.data(), bytes.size());
-    while (file.next(schema::File::kRecords, protozero::pbf_wire_type::length_delimited)) {
-      protozero::pbf_reader record = message(file);
-      while (record.next()) {
-        switch (record.tag()) {
-          case schema::Record::kSession: {
-            if (has_session) {
-              record.skip();
-              break;
-            }
-            has_session = true;
-            protozero::pbf_reader s = message(record);
-            using H = schema::SessionHeader;
-            while (s.next()) {
-              switch (s.tag()) {
-                case H::kPid: ranking.pid = u64(s); break;
-                case H::kStartTimeUnixNs: ranking.start_unix_ns = u64(s); break;
-                case H::kMode: ranking.mode = text(s); break;
-                default: s.skip();
-              }
-            }
-            break;
-          }
-          case schema::Record::kInterned: {
-            pbf::read_interned(message(record), strings);
-            break;
-          }
-          case schema::Record::kFamily: {
-            uint64_t id = 0;
-            RawFamily f = read_family(message(record), &id);
-            if (id != 0) families[id] = f;
-            break;
-          }
-          case schema::Record::kTraceSummary: summary = read_summary(message(record)); break;
-          default: record.skip();
-        }
+  const auto on_session = [&](protozero::pbf_reader s) {
+    using H = schema::SessionHeader;
+    while (s.next()) {
+      switch (s.tag()) {
+        case H::kPid: ranking.pid = u64(s); break;
+        case H::kStartTimeUnixNs: ranking.start_unix_ns = u64(s); break;
+        case H::kMode: ranking.mode = text(s); break;
+        default: s.skip();
       }
     }
-  } catch (const std::exception& e) {
-    // A half-written last record: what came before it stands (a summary is written whole).
-    if (!has_session) {
-      if (error) *error = std::string("not a readable cutriage file (") + e.what() + ")";
-      return std::nullopt;
+  };
+  const auto on_field = [&](protozero::pbf_reader& record) {
+    switch (record.tag()) {
+      case schema::Record::kInterned: pbf::read_interned(message(record), strings); break;
+      case schema::Record::kFamily: {
+        uint64_t id = 0;
+        RawFamily f = read_family(message(record), &id);
+        if (id != 0) families[id] = f;
+        break;
+      }
+      case schema::Record::kTraceSummary: summary = read_summary(message(record)); break;
+      default: record.skip();
     }
-    ranking.truncated = true;
-  }
-  if (!has_session) {
-    if (error) *error = "not a cutriage file (no session header)";
-    return std::nullopt;
-  }
+  };
+  // A half-written last record: what came before it stands (a summary is written whole).
+  if (!pbf::for_each_record(bytes, on_session, on_field, &ranking.truncated, error)) return std::nullopt;
   if (!summary) {
     if (error) *error = "the file has no trace summary (its run had no trace, or did not end)";
     return std::nullopt;

@@ -128,87 +128,59 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
   PriorRun run;
   std::unordered_map<uint64_t, std::string> strings;
   std::map<uint32_t, std::string> chips;  // device -> chip
-  bool has_session = false;
   // Per family (mangled id, device, block): the record to resume from.
   std::map<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t, uint32_t>, RawKernel> latest;
-  try {
-    protozero::pbf_reader file(bytes.data(), bytes.size());
-    while (file.next(schema::File::kRecords, protozero::pbf_wire_type::length_delimited)) {
-      protozero::pbf_reader record = message(file);
-      while (record.next()) {
-        switch (record.tag()) {
-          case schema::Record::kSession: {
-            if (has_session) {
-              record.skip();  // a later header (a late segment): the first one names the process
-              break;
+  const auto on_session = [&](protozero::pbf_reader s) {
+    using H = schema::SessionHeader;
+    while (s.next()) {
+      switch (s.tag()) {
+        case H::kAgentVersion: run.agent_version = text(s); break;
+        case H::kPid: run.pid = u64(s); break;
+        case H::kStartTimeUnixNs: run.start_unix_ns = u64(s); break;
+        case H::kMode: run.mode = text(s); break;
+        case H::kGpus: {
+          protozero::pbf_reader g = message(s);
+          uint32_t device = 0;
+          std::string chip;
+          while (g.next()) {
+            if (g.tag() == schema::Gpu::kDevice) {
+              device = u32(g);
+            } else if (g.tag() == schema::Gpu::kChip) {
+              chip = text(g);
+            } else {
+              g.skip();
             }
-            has_session = true;
-            protozero::pbf_reader s = message(record);
-            while (s.next()) {
-              using H = schema::SessionHeader;
-              switch (s.tag()) {
-                case H::kAgentVersion: run.agent_version = text(s); break;
-                case H::kPid: run.pid = u64(s); break;
-                case H::kStartTimeUnixNs: run.start_unix_ns = u64(s); break;
-                case H::kMode: run.mode = text(s); break;
-                case H::kGpus: {
-                  protozero::pbf_reader g = message(s);
-                  uint32_t device = 0;
-                  std::string chip;
-                  while (g.next()) {
-                    if (g.tag() == schema::Gpu::kDevice) {
-                      device = u32(g);
-                    } else if (g.tag() == schema::Gpu::kChip) {
-                      chip = text(g);
-                    } else {
-                      g.skip();
-                    }
-                  }
-                  chips[device] = chip;
-                  break;
-                }
-                default: s.skip();
-              }
-            }
-            break;
           }
-          case schema::Record::kInterned: {
-            pbf::read_interned(message(record), strings);
-            break;
-          }
-          case schema::Record::kKernel: {
-            RawKernel k = read_kernel(message(record));
-            // Always-on records only: assembled from single-pass launches, none replayed.
-            if (k.status != wire_number(schema::ProfileStatus::kProfiled) ||
-                k.replay != wire_number(schema::ReplayMode::kNone) || k.assembled.empty() || !k.has_launch ||
-                k.mangled == 0) {
-              break;
-            }
-            const auto key = std::make_tuple(k.mangled, k.device, k.launch.block.x, k.launch.block.y, k.launch.block.z);
-            auto it = latest.find(key);
-            if (it == latest.end() || std::make_pair(k.launch_index, k.revision) >=
-                                          std::make_pair(it->second.launch_index, it->second.revision)) {
-              latest[key] = std::move(k);
-            }
-            break;
-          }
-          default: record.skip();
+          chips[device] = chip;
+          break;
         }
+        default: s.skip();
       }
     }
-  } catch (const std::exception& e) {
-    // A process that was killed may have left its last record half written: what came before it
-    // stands. Without a session header it is not a cutriage file at all.
-    if (!has_session) {
-      if (error) *error = std::string("not a readable cutriage file (") + e.what() + ")";
-      return std::nullopt;
+  };
+  const auto on_field = [&](protozero::pbf_reader& record) {
+    switch (record.tag()) {
+      case schema::Record::kInterned: pbf::read_interned(message(record), strings); break;
+      case schema::Record::kKernel: {
+        RawKernel k = read_kernel(message(record));
+        // Always-on records only: assembled from single-pass launches, none replayed.
+        if (k.status != wire_number(schema::ProfileStatus::kProfiled) ||
+            k.replay != wire_number(schema::ReplayMode::kNone) || k.assembled.empty() || !k.has_launch ||
+            k.mangled == 0) {
+          break;
+        }
+        const auto key = std::make_tuple(k.mangled, k.device, k.launch.block.x, k.launch.block.y, k.launch.block.z);
+        auto it = latest.find(key);
+        if (it == latest.end() || std::make_pair(k.launch_index, k.revision) >=
+                                      std::make_pair(it->second.launch_index, it->second.revision)) {
+          latest[key] = std::move(k);
+        }
+        break;
+      }
+      default: record.skip();
     }
-    run.truncated = true;
-  }
-  if (!has_session) {
-    if (error) *error = "not a cutriage file (no session header)";
-    return std::nullopt;
-  }
+  };
+  if (!pbf::for_each_record(bytes, on_session, on_field, &run.truncated, error)) return std::nullopt;
   auto lookup = [&](uint64_t id) -> std::string {
     auto it = strings.find(id);
     return it == strings.end() ? std::string() : it->second;
