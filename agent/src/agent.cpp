@@ -58,8 +58,18 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
                                                   [this] { return flush_thread_.on_thread(); },
                                                   [this] { return trace_started_.load(); }})
                      : nullptr),
+      app_replay_(config_.mode == AgentMode::kDeep && config_.replay == Replay::kApplication
+                      ? std::make_unique<ApplicationReplayPolicy>(
+                            config_, families_, devices_, builds_, log_, triage_options_,
+                            SinglePassPolicy::Clocks{[this] { return monotonic_now(); },
+                                                     [this] { return flush_thread_.on_thread(); },
+                                                     [this] { return trace_started_.load(); }})
+                      : nullptr),
       deep_policy_(config_),
-      selector_(config_, families_, always_on_ ? static_cast<SelectionPolicy&>(*always_on_) : deep_policy_,
+      selector_(config_, families_,
+                always_on_    ? static_cast<SelectionPolicy&>(*always_on_)
+                : app_replay_ ? static_cast<SelectionPolicy&>(*app_replay_)
+                              : deep_policy_,
                 earlier_ranking_, state_, trace_started_, [this] { return monotonic_now(); }),
       trace_(config_, platform, log, families_, nvtx_, graphs_, output_, cupti_gate_,
              [this](const triage::TimelineAccumulator& timeline) {
@@ -78,7 +88,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
           [this](wire::Severity s, const std::string& code, const std::string& message, uint64_t family) {
             write_notice(s, code, message, family);
           },
-          [this] { deep_.check(); }}),
+          [this] { deep_.check(); }, app_replay_.get()}),
       graph_profiler_(GraphProfiler::Parts{
           config_, platform, log, families_, always_on_.get(), devices_, builds_, contexts_, trace_, graphs_, output_,
           cubins_, cupti_gate_, triage_options_, trace_started_, paused_, [this] { return monotonic_now(); },
@@ -100,7 +110,9 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
   start_time_ns_ = process_.now_unix_ns();
   families_.set_on_create([this](Family& f) {
     earlier_ranking_.mark_locked(f);
-    if (always_on_ && always_on_->resumable_locked(f)) f.resume_pending.store(true, std::memory_order_relaxed);
+    if (single_pass() != nullptr && single_pass()->resumable_locked(f)) {
+      f.resume_pending.store(true, std::memory_order_relaxed);
+    }
     selector_.update_candidate_locked(f);
   });
 }
@@ -113,14 +125,15 @@ bool Agent::start() {
   } catch (...) {
     log_.warn("CUTRIAGE_RANKING: cannot read " + config_.ranking_path + "; this run ranks by its own trace");
   }
-  if (always_on_ && !config_.resume_path.empty()) {
+  if (single_pass() != nullptr && !config_.resume_path.empty()) {
     try {
-      always_on_->load_resume();
+      single_pass()->load_resume();
     } catch (...) {
       log_.warn("CUTRIAGE_RESUME: cannot read " + config_.resume_path + "; every family starts afresh");
     }
   } else if (!config_.resume_path.empty()) {
-    log_.info("CUTRIAGE_RESUME is for always-on mode; deep mode starts every family afresh");
+    log_.info("CUTRIAGE_RESUME is for always-on mode and CUTRIAGE_REPLAY=application; deep mode with kernel "
+              "replay starts every family afresh");
   }
   collectors::Status s = platform_.subscribe(this);
   if (s.is_ok()) {
@@ -160,7 +173,10 @@ bool Agent::start() {
       log_.warn("CUTRIAGE_CONTROL_FILE and CUTRIAGE_CONTROL_SIGNAL are read by the trace's flush thread, which "
                 "is not running (CUTRIAGE_TRACE=0 or CUTRIAGE_TRACE_FLUSH_MS=0); use cutriage_request_deep_capture");
     }
-    log_.info(std::string(always_on_ ? "always-on profiling" : "profiling") + "; results go to " + output_path());
+    log_.info(std::string(always_on_    ? "always-on profiling"
+                          : app_replay_ ? "profiling with application replay (no launch replayed)"
+                                        : "profiling") +
+              "; results go to " + output_path());
     return true;
   }
   switch (s.code()) {
@@ -319,7 +335,7 @@ void Agent::flush_tick() {
     deep_.poll();
     deep_.check();
     selector_.refresh_candidates();
-    if (always_on_) always_on_->plan_pending_groups();
+    if (single_pass() != nullptr) single_pass()->plan_pending_groups();
     profiler_.release_idle_profilers();
   } catch (...) {
   }
@@ -362,9 +378,13 @@ wire::SessionInfo Agent::session_header(uint32_t segment_index) {
   collectors::VersionInfo v = platform_.versions();
   s.driver_version = v.driver;
   s.cupti_version = v.cupti;
-  s.replay_mode = always_on_ ? triage::ReplayMode::kNone : triage::ReplayMode::kKernel;
+  // Application replay: each launch one pass, no replay in the process; the session's counters
+  // come from runs of the program (its records say REPLAY_MODE_NONE, as always-on's do).
+  s.replay_mode = always_on_    ? triage::ReplayMode::kNone
+                  : app_replay_ ? triage::ReplayMode::kApplication
+                                : triage::ReplayMode::kKernel;
   s.clock_control = triage::ClockControl::kNone;
-  s.cache_control = always_on_ ? "none" : "all";
+  s.cache_control = single_pass() != nullptr ? "none" : "all";
   s.metric_set = metric_mode_name(config_.metric_mode);
   s.kernel_filter = config_.kernel_filter.spec();
   s.source = wire::SessionSource::kAgent;

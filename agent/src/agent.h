@@ -5,8 +5,9 @@
 //   FamilyTable     kernel families and their profiling state (family.h)
 //   TraceFolder     the kernel trace folded into the timeline and the file's chunks; the duty cycle
 //   NvtxTracker     NVTX ranges, paths, and which launches ran inside them
-//   Selector        which launches are profiled and how, with a SelectionPolicy: DeepPolicy, or
-//                   AlwaysOnPolicy (budget, single-pass groups, resume)
+//   Selector        which launches are profiled and how, with a SelectionPolicy: DeepPolicy,
+//                   AlwaysOnPolicy (budget, single-pass groups, resume) or ApplicationReplayPolicy
+//                   (deep mode's selection, single-pass groups, resume: CUTRIAGE_REPLAY=application)
 //   LaunchProfiler  one profiled or sampled launch from entry to exit, and its record
 //   ContextTable    contexts and the range profilers and PC samplers owned on them
 //   DeviceCatalog   device facts and profiler hosts; KernelBuilds, the modules' build notes
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "always_on.h"
+#include "app_replay.h"
 #include "config.h"
 #include "contexts.h"
 #include "cutriage/collectors/platform.h"
@@ -176,6 +178,12 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   FamilyTable families_;
   EarlierRanking earlier_ranking_;  // CUTRIAGE_RANKING; loaded by start(), read-only after
   std::unique_ptr<AlwaysOnPolicy> always_on_;  // null in deep mode; never reassigned
+  // CUTRIAGE_REPLAY=application (deep mode); null otherwise; never reassigned.
+  std::unique_ptr<ApplicationReplayPolicy> app_replay_;
+  // Whichever of the two is set: launches carry single-pass groups, families resume.
+  [[nodiscard]] SinglePassPolicy* single_pass() const {
+    return always_on_ ? static_cast<SinglePassPolicy*>(always_on_.get()) : app_replay_.get();
+  }
   DeepPolicy deep_policy_;
   Selector selector_;
   TraceFolder trace_;

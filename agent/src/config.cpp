@@ -278,6 +278,13 @@ ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::str
                                  " ranks kernels by traced GPU time, but CUTRIAGE_TRACE=0 turns the "
                                  "trace off; expected CUTRIAGE_SELECT=all or none with CUTRIAGE_TRACE=0"});
   }
+  if (result.config.replay == Replay::kApplication && result.config.mode == AgentMode::kAlwaysOn) {
+    result.issues.push_back({ConfigIssue::Severity::kError, "CUTRIAGE_REPLAY",
+                             "CUTRIAGE_REPLAY=application is deep mode's way to profile without replaying a "
+                             "kernel, and CUTRIAGE_MODE=always-on never replays one already (one single-pass "
+                             "group per launch the budget admits); expected CUTRIAGE_REPLAY=kernel (or unset) "
+                             "with CUTRIAGE_MODE=always-on, or CUTRIAGE_MODE=deep"});
+  }
   if (!result.config.trace_duty_set && result.config.mode == AgentMode::kAlwaysOn && result.config.trace &&
       result.config.trace_flush_ms > 0) {
     result.config.trace_duty = kAlwaysOnTraceDuty;

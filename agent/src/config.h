@@ -96,12 +96,21 @@ enum class AgentMode : uint8_t {
   kAlwaysOn,  // never replays: one single-pass metric group per sampled launch, within a budget
 };
 
+// How deep mode collects counters that take several passes (CUTRIAGE_REPLAY).
+enum class Replay : uint8_t {
+  kKernel,       // the profiled launch is replayed in the process, device memory saved and restored
+  // No launch is replayed: each profiled launch carries one single-pass metric group, and the
+  // program is run again for the rest (resuming from the last run's output, CUTRIAGE_RESUME).
+  kApplication,
+};
+
 // Which signal asks for a deep capture (off by default: the application may use it).
 enum class ControlSignal : uint8_t { kOff, kUsr1, kUsr2 };
 
 struct AgentConfig {
   bool enabled = true;
   AgentMode mode = AgentMode::kDeep;
+  Replay replay = Replay::kKernel;  // deep mode only (always-on never replays)
   std::string output_pattern = "cutriage-%h-%p.pb";
   unsigned output_mode = 0600;  // CUTRIAGE_OUTPUT_MODE: permissions of the files it creates
   KernelFilter kernel_filter;
@@ -159,7 +168,8 @@ struct AgentConfig {
   // profiler slows the launches it does not profile (bench/switch_cost.sh idle). 0: right after
   // each profiled launch. Meanwhile other families may take the configured group cheaply.
   uint32_t release_ms = 2000;
-  // Always-on: an earlier output of the program to resume the families' counters from (empty: off).
+  // Always-on and application replay: an earlier output of the program to resume the families'
+  // counters from (empty: off).
   std::string resume_path;
   // Deep captures on request (cutriage_request_deep_capture, the control file, the signal).
   std::string control_file;  // polled by the flush thread; empty: off

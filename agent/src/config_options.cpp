@@ -183,7 +183,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 41> kOptions = {{
+const std::array<Option, 42> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -405,6 +405,24 @@ const std::array<Option, 41> kOptions = {{
        }
        return ok();
      }},
+    {{"CUTRIAGE_REPLAY", "--replay", "kernel|application", "kernel",
+      "deep mode: kernel: a profiled launch is replayed in the process for every pass its counters "
+      "need (device memory saved and restored between passes); application: no launch is replayed, "
+      "each profiled launch carries one single-pass metric group and the program runs again for "
+      "the rest (cutriage run does, each run continuing the last one's counters through "
+      "CUTRIAGE_RESUME), like ncu --replay-mode application; not with CUTRIAGE_MODE=always-on"},
+     "kernel or application",
+     [](std::string_view v, AgentConfig& c) {
+       const std::string_view t = trim(v);
+       if (iequals(t, "kernel")) {
+         c.replay = Replay::kKernel;
+       } else if (iequals(t, "application")) {
+         c.replay = Replay::kApplication;
+       } else {
+         return bad();
+       }
+       return ok();
+     }},
     {{"CUTRIAGE_BUDGET", "--budget", "P%", "0.4%",
       "always-on: the most the agent's profiled and sampled launches may cost the application, as "
       "a share of wall time measured on its threads (the kernel trace is not included: see "
@@ -432,9 +450,10 @@ const std::array<Option, 41> kOptions = {{
      "an integer from 0 to 3600000",
      [](std::string_view v, AgentConfig& c) { return apply_unsigned(v, c.release_ms, 0, 3600000); }},
     {{"CUTRIAGE_RESUME", "--resume", "PATH", "(off)",
-      "always-on: an earlier output file of this program (its CUTRIAGE_OUTPUT; with segments, that "
-      "base name): a family whose counters it holds continues from them instead of starting over, "
-      "when the GPU chip and the launch shape are the same; a missing file starts afresh"},
+      "always-on and CUTRIAGE_REPLAY=application: an earlier output file of this program (its "
+      "CUTRIAGE_OUTPUT; with segments, that base name): a family whose counters it holds continues "
+      "from them instead of starting over, when the GPU chip and the launch shape are the same; a "
+      "missing file starts afresh"},
      "a file path",
      [](std::string_view v, AgentConfig& c) { return apply_path(v, c.resume_path); }},
     {{"CUTRIAGE_CONTROL_FILE", "--control-file", "PATH", "(off)",

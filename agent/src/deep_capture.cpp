@@ -15,6 +15,8 @@ uint64_t DeepCaptures::request(wire::ControlSource source, const std::string& ta
   std::optional<DeepTarget> parsed;
   if (!p_.accepting()) {
     why = "the agent is not profiling";
+  } else if (p_.config.mode == AgentMode::kDeep && p_.config.replay == Replay::kApplication) {
+    why = "CUTRIAGE_REPLAY=application: no launch is replayed in this process, and a deep capture replays one";
   } else if (seconds > 3600) {
     why = "the window must be 1 to 3600 seconds";
   } else {

@@ -55,7 +55,8 @@ struct LaunchProfiler::Active {
   uint64_t started_mono_ns = 0;
   bool budgeted = false;
   CostKind cost = CostKind::kSameGroup;
-  int group = -1;     // always-on single-pass group, -1 otherwise
+  int group = -1;     // single-pass group (always-on, application replay), -1 otherwise
+  std::shared_ptr<const MetricGroups> groups;  // the chip's single-pass groups, when group >= 0
   uint64_t deep = 0;  // deep-capture request id, 0 = none
   // ProfileCost's phases (monotonic ns): launch entry, the collector's start and its return, the
   // entry callback's return, the exit callback.
@@ -78,7 +79,10 @@ struct LaunchProfiler::Active {
   }
 };
 
-LaunchProfiler::LaunchProfiler(Parts parts) : p_(std::move(parts)), instance_id_(g_next_instance.fetch_add(1)) {}
+LaunchProfiler::LaunchProfiler(Parts parts)
+    : p_(std::move(parts)),
+      single_pass_(p_.always_on != nullptr ? static_cast<SinglePassPolicy*>(p_.always_on) : p_.app_replay),
+      instance_id_(g_next_instance.fetch_add(1)) {}
 
 std::unique_ptr<LaunchProfiler::Active>& LaunchProfiler::active_slot() {
   thread_local std::unique_ptr<Active> slot;
@@ -112,7 +116,7 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
     LaunchEvent event = fast_event;
     p_.platform.fill_launch_details(event);
     if (!p_.nvtx.allows(p_.config.nvtx_include, p_.config.nvtx_exclude)) return false;
-    if (p_.always_on && event.launch && family.resume_pending.load(std::memory_order_relaxed)) {
+    if (single_pass_ != nullptr && event.launch && family.resume_pending.load(std::memory_order_relaxed)) {
       // The record of a family resumed here routes on this process's launch (Decision 1's
       // occupancy needs the function's registers and shared memory); once per resumed family.
       (void)p_.platform.complete_launch_config(event, &*event.launch);
@@ -124,10 +128,12 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
     }
     std::shared_ptr<const MetricGroups> groups;
     ContextGroups context;
-    if (p_.always_on && !chip.empty()) {
-      // Planned on the flush thread when there is one (about 100 ms of Profiler Host calls, once per
-      // chip: on the H200 that was 0.65% of a 20 s service run when the application thread paid it).
-      groups = p_.always_on->groups_for(chip, !p_.flush_running.load());
+    if (single_pass_ != nullptr && !chip.empty()) {
+      // Always-on plans on the flush thread when there is one (about 100 ms of Profiler Host calls,
+      // once per chip: on the H200 that was 0.65% of a 20 s service run when the application
+      // thread paid it). Application replay has no budget, and a launch left without a group is
+      // one a short program may never make again: planned here, now.
+      groups = single_pass_->groups_for(chip, p_.always_on == nullptr || !p_.flush_running.load());
       const std::shared_ptr<ContextState> ctx = p_.contexts.for_launch(event);
       context.groups = groups.get();
       context.configured = ctx->configured_group.load();
@@ -219,6 +225,11 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
   }
   if (selection.group >= 0 && groups) {
     active->plan = groups->plans[static_cast<size_t>(selection.group)];  // planned once, one pass, no replay
+    active->groups = groups;
+  } else if (p_.app_replay != nullptr) {
+    // Application replay never replays a launch: a plan of its own could take several passes.
+    give_up(wire::ProfileStatus::kFailed, "application replay: no single-pass metric group for this launch");
+    return;
   } else {
     collectors::Result<collectors::MetricPlan> plan = plans_.plan(*active->host, dev->limits.chip, selection.metrics);
     if (!plan.is_ok()) {
@@ -518,10 +529,15 @@ void LaunchProfiler::complete_counters(Active& active) {
     if (active.deep != 0) {
       f.complete = true;  // a deep capture measured everything the route can read
       f.uncollected.clear();
-    } else if (p_.config.metric_mode != MetricMode::kAdaptive && !p_.always_on) {
+    } else if (p_.config.metric_mode != MetricMode::kAdaptive && single_pass_ == nullptr) {
       f.complete = true;
     } else {
       f.update_completeness();
+    }
+    // Application replay: whether another run adds counters, and over how many runs these were
+    // assembled (the tool's loop reads it).
+    if (p_.app_replay != nullptr && active.deep == 0) {
+      record.application_replay = p_.app_replay->settle_locked(f, active.groups.get());
     }
     f.last_record = record;
     p_.selector.update_candidate_locked(f);  // after last_record: PC sampling follows a profiled record

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "always_on.h"
+#include "app_replay.h"
 #include "config.h"
 #include "contexts.h"
 #include "cutriage/collectors/platform.h"
@@ -61,6 +62,8 @@ class LaunchProfiler {
     std::function<void(wire::AgentState, const std::string&)> set_inactive;
     std::function<void(wire::Severity, const std::string& code, const std::string& message, uint64_t family)> notify;
     std::function<void()> deep_profiled;  // a deep capture's launch completed
+    // Application replay (CUTRIAGE_REPLAY=application); null otherwise (and always with always_on).
+    ApplicationReplayPolicy* app_replay = nullptr;
   };
   explicit LaunchProfiler(Parts parts);
 
@@ -108,6 +111,9 @@ class LaunchProfiler {
   void release(ContextState& ctx);
 
   Parts p_;
+  // Always-on's or application replay's policy: launches carry single-pass groups; null in deep
+  // mode with kernel replay.
+  SinglePassPolicy* const single_pass_;
   const uint64_t instance_id_;  // tells the thread-local slots of different agents apart
   // Always-on without a flush thread: when the idle range profiler is due for release (monotonic
   // ns; 0 = none due). Set as a profiled launch ends; taken by the next launch after it.

@@ -38,7 +38,7 @@ Selection Selector::select(const collectors::LaunchEvent& event, uint64_t launch
   }
   if (!f->candidate.load()) return {};  // changed since the fast path looked
   const bool deep = deep_targets_locked(*f);
-  if (state_.load() == wire::AgentState::kActive && !policy_.prepare_locked(*f, event, launch_index, chip, deep)) {
+  if (state_.load() == wire::AgentState::kActive && !policy_.prepare_locked(*f, event, launch_index, chip, deep, context)) {
     return {};
   }
   if (f->resumed_record) update_candidate_locked(*f);

@@ -1,8 +1,9 @@
 // Which launches are profiled, and how: the controller of the agent. The Selector applies the
 // rules every mode shares (ranking, filters, launch skip and count, the deep-capture window, one
 // launch shape per family, counters before PC sampling, the adaptive route's next counters); a
-// SelectionPolicy holds what differs between deep mode (every counter a route wants, replayed) and
-// always-on (one single-pass group a launch, within a budget, resumable from an earlier process).
+// SelectionPolicy holds what differs between deep mode (every counter a route wants, replayed),
+// always-on (one single-pass group a launch, within a budget, resumable from an earlier process)
+// and application replay (deep mode's selection, one single-pass group a launch, resumable).
 //
 // Threading: everything here runs under the family table's lock, except the fast-path members
 // named so. The deep-capture window's state is guarded by that lock too.
@@ -83,7 +84,7 @@ class SelectionPolicy {
   // First, on every selected launch: false when this launch stops here (always-on: it waits for
   // the launch shape an earlier process measured). May resume the family (sets resumed_record).
   virtual bool prepare_locked(Family& family, const collectors::LaunchEvent& event, uint64_t launch_index,
-                              const std::string& chip, bool deep_targeted) = 0;
+                              const std::string& chip, bool deep_targeted, const ContextGroups& context) = 0;
   // Whether a PC-sampled launch may go now (always-on: the budget).
   virtual bool admit_sampling_locked(Family& family) = 0;
   // The counters of a family's first profiled launch under adaptive collection.
@@ -145,7 +146,8 @@ class DeepPolicy final : public SelectionPolicy {
   [[nodiscard]] bool resamples() const override { return false; }
   [[nodiscard]] uint32_t max_counter_launches() const override { return config_.max_profiles_per_kernel; }
   [[nodiscard]] bool samples_again_locked(const Family&) const override { return false; }
-  bool prepare_locked(Family&, const collectors::LaunchEvent&, uint64_t, const std::string&, bool) override {
+  bool prepare_locked(Family&, const collectors::LaunchEvent&, uint64_t, const std::string&, bool,
+                      const ContextGroups&) override {
     return true;
   }
   bool admit_sampling_locked(Family&) override { return true; }

@@ -117,7 +117,9 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   wire::FamilyOutcome o;
   using S = wire::FamilySelection;
   o.application_launches = application_launches(k, &f);
-  if (k.stats.profiled > 0) {
+  // A family resumed from an earlier process (CUTRIAGE_RESUME) has its verdict whether or not a
+  // launch of this one was profiled.
+  if (k.stats.profiled > 0 || (k.last_record && k.last_record->status == wire::ProfileStatus::kProfiled)) {
     o.selection = S::kProfiled;
     if (k.last_record) o.profiled_launch_index = k.last_record->input.launch_index;
     if (k.last_record && k.last_record->input.graph_scope) {

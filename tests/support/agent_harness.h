@@ -66,15 +66,16 @@ inline AgentConfig select_all() {
   return c;
 }
 
-// The agent on the fake platform as a test process (pid 1234, testhost), logging at level info to
-// a file of its own.
+// The agent on the fake platform as a test process (pid 1234 unless given, testhost), logging at
+// level info to a file of its own.
 struct Harness : AgentRig {
   // `job`: the process's place in a distributed job, as injection.cpp reads it from the
   // launcher's environment (job_place.h); unset for a lone process.
+  // `pid`: the process's (runs of one program are told apart by it, CUTRIAGE_RESUME).
   explicit Harness(AgentConfig cfg = select_all(), FakeCounters counters = {},
-                   std::optional<wire::JobPlace> job = std::nullopt)
+                   std::optional<wire::JobPlace> job = std::nullopt, uint64_t pid = 1234)
       : AgentRig(std::move(counters), fresh_log_path()) {
-    agent::ProcessInfo p{1234, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }, {}};
+    agent::ProcessInfo p{pid, "testhost", {"./app", "--flag"}, [] { return uint64_t{1700000000000000000}; }, {}};
     p.job = std::move(job);
     make_agent(std::move(cfg), std::move(p));
   }

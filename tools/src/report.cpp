@@ -18,6 +18,7 @@
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/writer.h"
 #include "pc_samples.h"
+#include "report_collection.h"
 #include "report_model.h"
 
 namespace cutriage::tools {
@@ -34,7 +35,6 @@ std::string stat_duration(double ns) { return ns > 0 ? short_duration(ns) : "-";
 // lines start with `rest` (usually spaces aligning them under the text). A word longer than a
 // line stays whole. Long agent details (why a graph kernel was not profiled) stay readable
 // without being cut.
-constexpr size_t kReportWidth = 100;
 void put_wrapped(std::ostringstream& out, const std::string& first, const std::string& rest,
                  std::string_view text) {
   out << wrap_text(first, rest, text, kReportWidth);
@@ -151,115 +151,6 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
   for (const std::string& note : sass.take_notes()) put_wrapped(out, indent, indent + "      ", "note: " + note);
 }
 
-// Always-on collection: the metrics came from several launches, one single-pass metric group each,
-// none replayed. One line: how many launches, which groups, how far their durations spread (the
-// launches must be comparable for the assembled numbers to mean anything).
-void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
-  std::set<uint32_t> groups;
-  double min_ns = 0, max_ns = 0;
-  for (const v1::AssembledLaunch& a : k.assembled_launches()) {
-    if (a.metric_group() != 0) groups.insert(a.metric_group());
-    if (!(a.duration_ns() > 0)) continue;
-    min_ns = min_ns == 0 ? a.duration_ns() : std::min(min_ns, a.duration_ns());
-    max_ns = std::max(max_ns, a.duration_ns());
-  }
-  const int n = k.assembled_launches_size();
-  std::set<uint64_t> earlier_pids;
-  int earlier = 0;
-  for (const v1::AssembledLaunch& a : k.assembled_launches()) {
-    if (a.earlier_pid() == 0 && a.earlier_start_unix_ns() == 0) continue;
-    ++earlier;
-    earlier_pids.insert(a.earlier_pid());
-  }
-  std::string text = "from " + std::to_string(n) + (n == 1 ? " launch" : " launches") + " without replay";
-  if (earlier > 0) {
-    text += ", " + std::to_string(earlier) + " of them by an earlier process (resumed; pid";
-    for (uint64_t pid : earlier_pids) text += " " + std::to_string(pid);
-    text += ")";
-  }
-  if (!groups.empty()) {
-    text += groups.size() == 1 ? " (group " : " (groups ";
-    bool first = true;
-    for (uint32_t g : groups) {
-      text += (first ? "" : ", ") + std::to_string(g);
-      first = false;
-    }
-    text += ")";
-  }
-  if (max_ns > 0) {
-    text += ", durations " + short_duration(min_ns);
-    if (max_ns > min_ns) text += "\u2013" + short_duration(max_ns);
-  } else {
-    text += ", durations not measured";
-  }
-  put_wrapped(out, "    assembled ", "              ", text);
-}
-
-// A kernel inside a CUDA graph: its counters are the whole graph launch's (CUPTI counts a graph
-// launch as one range), collected over the application's own launches of it. One line says so,
-// with the kernel's part of the graph, which is what the verdict's weight rests on.
-void render_graph_scope(std::ostringstream& out, const v1::KernelProfile& k) {
-  const v1::GraphScope& g = k.graph_scope();
-  double min_ns = 0, max_ns = 0;
-  for (const v1::AssembledLaunch& a : k.assembled_launches()) {
-    if (!(a.duration_ns() > 0)) continue;
-    min_ns = min_ns == 0 ? a.duration_ns() : std::min(min_ns, a.duration_ns());
-    max_ns = std::max(max_ns, a.duration_ns());
-  }
-  std::string text = "the whole graph " + std::to_string(g.graph_id()) + "'s (exec " + std::to_string(g.exec_id()) +
-                     "), as one workload, over " + std::to_string(g.replays_profiled()) +
-                     (g.replays_profiled() == 1 ? " of its launches (the application's own, not replayed"
-                                                : " of its launches (the application's own, none replayed");
-  if (max_ns > 0) {
-    text += "; " + short_duration(min_ns);
-    if (max_ns > min_ns) text += "\u2013" + short_duration(max_ns);
-    text += " each";
-  }
-  text += "); this kernel is " + fmt(100 * g.share_of_graph()) + "% of the graph's kernel time";
-  if (g.other_families() > 0) {
-    text += ", " + std::to_string(g.other_families()) + (g.other_families() == 1 ? " other kernel" : " other kernels") +
-            " the rest";
-  }
-  if (g.mean_replay_ns() > 0) text += "; the graph takes " + short_duration(g.mean_replay_ns()) + " per replay";
-  put_wrapped(out, "    counters  ", "              ", text);
-}
-
-// Always-on: the family's "always_on_complete" notice, if the file has one: by family id, or in
-// files whose notices carry none (agents before 2026-11-30) by the kernel name the message starts
-// with.
-const v1::Notice* complete_notice(const ReadResult& file, const v1::KernelProfile& k, const std::string& function) {
-  for (const v1::Record& r : file.file.records()) {
-    if (!r.has_notice() || r.notice().code() != "always_on_complete") continue;
-    const v1::Notice& n = r.notice();
-    const bool match = n.family_id() != 0 ? k.family_id() == n.family_id()
-                                          : n.message().rfind(function + ": diagnosis complete ", 0) == 0;
-    if (match) return &n;
-  }
-  return nullptr;
-}
-
-// Whether the verdict of an assembled diagnosis is final: the agent says so once, when the route
-// reads no counter a single-pass group could still give. Until then the verdict may change.
-void render_completeness(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
-                         const std::string& function) {
-  const v1::Notice* n = complete_notice(file, k, function);
-  if (n == nullptr) {
-    put_wrapped(out, "    complete  ", "              ",
-                "not yet: the route reads counters this file does not hold yet; the verdict may change with "
-                "them");
-    return;
-  }
-  // "<function>: diagnosis complete 752.0 s after the agent started, from ...": the time part.
-  const std::string& m = n->message();
-  const std::string key = "diagnosis complete ";
-  std::string when;
-  if (size_t at = m.find(key); at != std::string::npos) {
-    at += key.size();
-    when = m.substr(at, m.find(", from", at) - at);
-  }
-  out << "    complete  yes" << (when.empty() ? "" : ", " + when) << "\n";
-}
-
 // What profiling cost the application's thread, by phase (--verbose).
 std::string cost_text(const v1::ProfileCost& c) {
   std::string text = "setup " + short_duration(double(c.setup_ns())) + ", start " + short_duration(double(c.start_ns())) +
@@ -293,12 +184,7 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   if (options.verbose && k.pc_sampling().has_cost()) {
     out << "    pc cost   " << cost_text(k.pc_sampling().cost()) << "\n";
   }
-  if (k.has_graph_scope()) {
-    render_graph_scope(out, k);
-  } else if (k.assembled_launches_size() > 0) {
-    render_assembled(out, k);
-    render_completeness(out, file, k, std::string(lookup(file, k.function_name_iid())));
-  }
+  render_collection(out, file, k);
   if (k.rejected_metrics_size() > 0) {
     out << "    not collectable on this GPU: ";
     for (int i = 0; i < k.rejected_metrics_size(); ++i) out << (i ? ", " : "") << k.rejected_metrics(i);
@@ -897,6 +783,10 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
       out << "\n";
     }
     if (!session->mode().empty()) out << "mode: " << session->mode() << "\n";
+    if (session->settings().replay_mode() == v1::REPLAY_MODE_APPLICATION && session->source() != v1::SessionHeader::SOURCE_NCU_CSV) {
+      out << "replay: application (no launch replayed: each profiled launch collected one metric group, and the "
+             "counters were assembled over runs of the program)\n";
+    }
     if (session->settings().clock_control() == v1::CLOCK_CONTROL_LOCKED) {
       out << "note: clocks were locked while profiling; durations are not the application's\n";
     }

@@ -51,6 +51,8 @@ std::string right(const std::string& s, size_t width);
 // `text` after `first`, broken at spaces into lines of at most `width` columns, each ending in a
 // newline; continuation lines start with `rest`. A word longer than a line stays whole.
 std::string wrap_text(const std::string& first, const std::string& rest, std::string_view text, size_t width);
+// The text report's line width (report.cpp, report_collection.cpp).
+inline constexpr size_t kReportWidth = 100;
 
 // ---- kernels -------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "file_reader.h"
 #include "progress.h"
 #include "report.h"
+#include "report_model.h"
 
 namespace cutriage::tools {
 
@@ -42,6 +44,7 @@ constexpr const char* kLibraryFlag = "--library";
 constexpr const char* kNoReportFlag = "--no-report";
 constexpr const char* kQuietFlag = "-q,--quiet";
 constexpr const char* kRerunFlag = "--rerun";
+constexpr const char* kMaxRunsFlag = "--max-runs";
 
 bool is_identifier_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -98,6 +101,13 @@ void bind_run(CLI::App& app, RunOptions& o) {
       ->type_name("auto|never|always")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->check(CLI::IsMember({"auto", "never", "always"}));
+  app.add_option(kMaxRunsFlag, o.max_runs,
+                 "with --replay application: run APP at most N times in all (each run adds one single-pass metric "
+                 "group per profiled launch; the loop stops earlier when every selected family is complete, a run "
+                 "adds nothing, or APP fails)")
+      ->type_name("N")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::whole_number(1, 1000));
 }
 
 void finish_run(const CLI::App& app, const cli::Spelling& spelling, RunOptions& o) {
@@ -111,6 +121,7 @@ void finish_run(const CLI::App& app, const cli::Spelling& spelling, RunOptions& 
   }
   o.report = !o.no_report;
   o.rerun = o.rerun_text == "never" ? Rerun::kNever : o.rerun_text == "always" ? Rerun::kAlways : Rerun::kAuto;
+  o.rerun_given = app.get_option(kRerunFlag)->count() > 0;
   // What the parser left: "--" and APP ARGS..., or APP ARGS... (unknown flags are errors before this).
   std::vector<std::string> rest = app.remaining();
   if (!rest.empty() && rest.front() == "--") rest.erase(rest.begin());
@@ -243,6 +254,172 @@ RerunNeed rerun_need(const ReadResult& r) {
   return need;
 }
 
+ReplayState replay_state(const ReadResult& r, bool pc_sampling) {
+  ReplayState state;
+  // The latest application-replay record of each family (mangled name, device, block), in file
+  // order: a family's later records (its resumed one, then each profiled launch's, the samples',
+  // the end-of-run rewrite) supersede the earlier ones.
+  std::map<std::string, const v1::KernelProfile*> latest;
+  for (const v1::KernelProfile* k : current_kernels(r)) {
+    if (k->status() != v1::PROFILE_STATUS_PROFILED || !k->has_application_replay()) continue;
+    const v1::Dim3& b = k->launch().block();
+    latest[std::string(lookup(r, k->mangled_name_iid())) + "/" + std::to_string(k->device()) + "/" +
+           std::to_string(b.x()) + "x" + std::to_string(b.y()) + "x" + std::to_string(b.z())] = k;
+  }
+  for (const auto& [key, kp] : latest) {
+    const v1::KernelProfile& k = *kp;
+    ReplayState::Family& f = state.families[key];
+    f.values = static_cast<uint64_t>(
+        std::count_if(k.metrics().begin(), k.metrics().end(), [](const v1::Metric& m) { return !m.derived(); }));
+    f.rejected = static_cast<uint64_t>(k.rejected_metrics_size());
+    f.wanted = k.application_replay().counters_wanted();
+    f.sampled = k.has_pc_sampling();
+    if (!k.application_replay().counters_complete() || (pc_sampling && !f.sampled)) {
+      if (state.incomplete++ == 0) state.first = model::kernel_name(r, k);
+    }
+  }
+  // Chosen, but launched only before the trace had ranked them: the next run has the ranking.
+  const RerunNeed missed = rerun_need(r);
+  if (missed.families > 0 && state.incomplete == 0) state.first = missed.first;
+  state.ranked_late = missed.families;
+  state.incomplete += missed.families;
+  return state;
+}
+
+ReplayStep replay_step(const ReplayState& before, const ReplayState& after) {
+  bool gained = after.ranked_late < before.ranked_late;
+  bool lost = false;
+  for (const auto& [key, a] : after.families) {
+    auto b = before.families.find(key);
+    if (b == before.families.end()) {
+      gained = true;
+      continue;
+    }
+    gained = gained || a.values > b->second.values || a.rejected > b->second.rejected ||
+             (a.sampled && !b->second.sampled) || a.wanted < b->second.wanted;
+    lost = lost || a.values < b->second.values;
+  }
+  for (const auto& entry : before.families) lost = lost || after.families.count(entry.first) == 0;
+  return gained ? ReplayStep::kProgress : lost ? ReplayStep::kLost : ReplayStep::kNothing;
+}
+
+namespace {
+
+// "3 families incomplete (gemm and 2 more)", or that none is.
+std::string incomplete_text(const ReplayState& s) {
+  if (s.incomplete == 0) {
+    const size_t n = s.families.size();
+    return n == 0 ? "no family profiled"
+                  : "every profiled family complete (" + std::to_string(n) + (n == 1 ? " family" : " families") + ")";
+  }
+  std::string text = std::to_string(s.incomplete) + (s.incomplete == 1 ? " family" : " families") + " incomplete (" +
+                     terminal_safe(s.first, false);
+  if (s.incomplete > 1) text += " and " + std::to_string(s.incomplete - 1) + " more";
+  return text + ")";
+}
+
+// Application replay: APP runs once per metric group. Each run's file is moved aside (so a fixed
+// output name is never written over while the next run reads it) and the next run continues it
+// (CUTRIAGE_RESUME), with the first run's ranking (CUTRIAGE_RANKING) so that the top families are
+// profiled from their first launch. The loop ends when every selected family is complete, when a
+// run adds nothing, when APP fails, or after max_runs. The file that holds the most is renamed to
+// where its run's agent wrote it; the others are deleted.
+Launched application_replay(const RunOptions& o, const agent::AgentConfig& config,
+                            const std::map<std::string, std::string>& env_set,
+                            const std::vector<std::pair<std::string, std::string>>& env, const std::string& lib) {
+  const bool ranks = (config.select == agent::SelectMode::kTop || config.select == agent::SelectMode::kShare) &&
+                     config.ranking_path.empty();
+  struct Kept {
+    std::string aside;  // where it waits
+    std::string home;   // where its run's agent wrote it
+    ReplayState state;
+    uint32_t run = 0;
+  };
+  std::optional<Kept> best;
+  std::string ranking;  // the first run's file, aside; the ranking of every later run
+  Launched last;
+  std::string stop;     // why the loop ended early, for the last line
+  uint32_t runs = 0;
+  std::error_code ec;
+  for (uint32_t i = 1; i <= o.max_runs; ++i) {
+    std::map<std::string, std::string> run_env = env_set;
+    if (best) {
+      run_env["CUTRIAGE_RESUME"] = best->aside;
+      if (ranks && !ranking.empty()) run_env["CUTRIAGE_RANKING"] = ranking;
+    }
+    Launched run = launch_app(o.app, run_env, env, lib, config.output_pattern, o.quiet);
+    if (!run.started) {
+      if (i == 1) return run;
+      stop = "run " + std::to_string(i) + " could not start";
+      break;
+    }
+    runs = i;
+    last = run;
+    if (!run.out_path || !is_file(*run.out_path)) {
+      stop = "run " + std::to_string(i) + " wrote no profile";
+      break;
+    }
+    const ReplayState state = replay_state(read_cutriage_file(*run.out_path), config.pc_sampling);
+    const std::string aside = *run.out_path + ".replay-run" + std::to_string(i);
+    std::filesystem::rename(*run.out_path, aside, ec);
+    if (ec) {
+      stop = "cannot move " + *run.out_path + " aside (" + ec.message() + ")";
+      if (!best) return run;  // the first run's file stays where it is: it is all there is
+      break;
+    }
+    const ReplayStep step = best ? replay_step(best->state, state) : ReplayStep::kProgress;
+    const bool progress = step == ReplayStep::kProgress;
+    std::cerr << "cutriage run: application replay, run " << i << " of at most " << o.max_runs << ": "
+              << incomplete_text(state)
+              << (step == ReplayStep::kNothing ? "; it added nothing"
+                  : step == ReplayStep::kLost  ? "; it lost families or counters of the earlier runs"
+                                               : "")
+              << "\n";
+    if (progress) {
+      if (best && best->aside != ranking) std::filesystem::remove(best->aside, ec);
+      best = Kept{aside, *run.out_path, state, i};
+    } else {
+      std::filesystem::remove(aside, ec);
+    }
+    if (i == 1) ranking = aside;
+    if (run.code != 0) {
+      stop = o.app[0] + " exited with status " + std::to_string(run.code) + " in run " + std::to_string(i);
+      break;
+    }
+    if (step == ReplayStep::kNothing) {
+      stop = "run " + std::to_string(i) + " added nothing to the counters or samples of run " +
+             std::to_string(best->run);
+      break;
+    }
+    if (step == ReplayStep::kLost) {
+      stop = "run " + std::to_string(i) + " did not continue run " + std::to_string(best->run) +
+             "'s families (the program launched other kernels or launch shapes than in the earlier runs)";
+      break;
+    }
+    if (state.incomplete == 0) break;
+    if (i == o.max_runs) stop = "--max-runs " + std::to_string(o.max_runs) + " reached";
+  }
+  if (!best) return last;
+  std::filesystem::rename(best->aside, best->home, ec);
+  if (ec) {
+    std::cerr << "cutriage run: cannot move " << best->aside << " back to " << best->home << " (" << ec.message()
+              << "); the profile is " << best->aside << "\n";
+    best->home = best->aside;
+  }
+  if (!ranking.empty() && ranking != best->aside) std::filesystem::remove(ranking, ec);
+  if (!stop.empty()) {
+    std::cerr << "cutriage run: application replay stopped: " << stop << "; "
+              << (best->state.incomplete > 0 ? incomplete_text(best->state) + " after " : "") << runs
+              << (runs == 1 ? " run" : " runs");
+    if (best->run != runs) std::cerr << "; the report is run " << best->run << "'s file, which holds the most";
+    std::cerr << "\n";
+  }
+  last.out_path = best->home;
+  return last;
+}
+
+}  // namespace
+
 int cmd_run(const RunOptions& o) {
   std::map<std::string, std::string> env_set;  // CUTRIAGE_* from flags
   for (const RunOptions::Setting& s : o.settings) env_set[s.env] = s.value;
@@ -288,12 +465,23 @@ int cmd_run(const RunOptions& o) {
   }
 
   const std::string& pattern = cfg.config.output_pattern;
-  Launched run = launch_app(o.app, env_set, env, lib, pattern, o.quiet);
+  const bool app_replay = cfg.config.mode == agent::AgentMode::kDeep && cfg.config.replay == agent::Replay::kApplication;
+  if (app_replay && (cfg.config.segment_mb != 0 || cfg.config.segment_seconds != 0)) {
+    std::cerr << "cutriage run: --replay application keeps one file per run and continues each from the last; "
+                 "expected no --segment-mb or --segment-seconds with it\n";
+    return kUsage;
+  }
+  if (app_replay && o.rerun_given) {
+    std::cerr << "cutriage run: --rerun does not apply with --replay application: every run after the first has "
+                 "the first run's ranking already\n";
+  }
+  Launched run = app_replay ? application_replay(o, cfg.config, env_set, env, lib)
+                            : launch_app(o.app, env_set, env, lib, pattern, o.quiet);
   if (!run.started) return kCannotStart;
 
   // A second run with the first one's ranking, when the first ranked its top families too late.
   const bool ranks = cfg.config.select == agent::SelectMode::kTop || cfg.config.select == agent::SelectMode::kShare;
-  if (o.rerun != Rerun::kNever && run.out_path && is_file(*run.out_path)) {
+  if (!app_replay && o.rerun != Rerun::kNever && run.out_path && is_file(*run.out_path)) {
     std::string why_not;
     if (!ranks) {
       why_not = "CUTRIAGE_SELECT=" + agent::select_spec(cfg.config) + " ranks nothing";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct RunOptions {
   bool report = true;             // --no-report: false
   bool quiet = false;             // --quiet: no progress lines
   Rerun rerun = Rerun::kAuto;     // --rerun
+  bool rerun_given = false;       // --rerun was on the command line
+  uint32_t max_runs = 40;         // --max-runs: application replay's most runs of APP
   std::vector<std::string> app;   // APP ARGS...
   std::string self_exe = "/proc/self/exe";
 
@@ -44,6 +47,33 @@ struct RerunNeed {
   std::string first;      // the first one's name, for the message
 };
 RerunNeed rerun_need(const ReadResult& first_run);
+
+// Under application replay (`--replay application`, CUTRIAGE_REPLAY=application): where a run's
+// file leaves the families the selection chose. A family is incomplete when its latest record says
+// another run adds counters (ApplicationReplay.counters_complete false), when PC sampling is on and
+// its record has no PC sampling yet, or when it was ranked only after its last launch (the next
+// run, given the first run's ranking, profiles it from its first launch).
+struct ReplayState {
+  // One family's record: what another run can only add to.
+  struct Family {
+    uint64_t values = 0;    // measured metric values
+    uint64_t rejected = 0;  // counters asked for that gave no value (not asked again)
+    uint64_t wanted = 0;    // counters the route still reads that a metric group holds
+    bool sampled = false;   // its PC sampling is in the record
+  };
+  // By family: mangled name, device, block ("name/0/256x1x1").
+  std::map<std::string, Family> families;
+  uint32_t ranked_late = 0;  // chosen, but ranked only after their last launch (no record)
+  uint32_t incomplete = 0;   // families another run may add to, the ranked-late ones included
+  std::string first;         // the first incomplete family's name, for the progress line
+};
+ReplayState replay_state(const ReadResult& run, bool pc_sampling);
+// What `after` (a run resumed from `before`'s file) did with it, family by family: added
+// something (a family, a value, a counter tried, samples, a late-ranked family profiled), nothing,
+// or nothing while some families of `before` are gone or hold less (the program launched other
+// kernels or shapes: what is lost stays lost in every later run).
+enum class ReplayStep : uint8_t { kProgress, kNothing, kLost };
+ReplayStep replay_step(const ReplayState& before, const ReplayState& after);
 
 // Declares the flags: one per entry of the agent's option table (agent/src/config.cpp), named as
 // it names them ("-c, --launch-count"), and the tool's own.

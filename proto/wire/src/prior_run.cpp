@@ -138,6 +138,17 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
         case H::kPid: run.pid = u64(s); break;
         case H::kStartTimeUnixNs: run.start_unix_ns = u64(s); break;
         case H::kMode: run.mode = text(s); break;
+        case H::kSettings: {
+          protozero::pbf_reader cs = message(s);
+          while (cs.next()) {
+            if (cs.tag() == schema::CollectionSettings::kReplayMode) {
+              run.application_replay = enum32(cs) == wire_number(schema::ReplayMode::kApplication);
+            } else {
+              cs.skip();
+            }
+          }
+          break;
+        }
         case H::kGpus: {
           protozero::pbf_reader g = message(s);
           uint32_t device = 0;

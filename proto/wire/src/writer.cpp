@@ -481,6 +481,13 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
       put_double(gs, G::kMeanReplayNs, g.mean_replay_ns);
     }
     if (k.cost) put_cost(m, K::kCost, *k.cost);
+    if (k.application_replay) {
+      using AR = schema::ApplicationReplay;
+      protozero::pbf_writer ar(m, K::kApplicationReplay);
+      ar.add_uint32(AR::kRuns, k.application_replay->runs);  // even 0: keeps the message (see as_record)
+      put_bool(ar, AR::kCountersComplete, k.application_replay->counters_complete);
+      put_u32(ar, AR::kCountersWanted, k.application_replay->counters_wanted);
+    }
   }
   out += as_record(schema::Record::kKernel, payload);
   return out;

@@ -75,6 +75,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_SEGMENT_SECONDS") return "3600";
   if (env == "CUTRIAGE_SEGMENT_KEEP") return "24";
   if (env == "CUTRIAGE_MODE") return "always-on";
+  if (env == "CUTRIAGE_REPLAY") return "application";
   if (env == "CUTRIAGE_BUDGET") return "2%";
   if (env == "CUTRIAGE_BUDGET_RATE") return "0.5";
   if (env == "CUTRIAGE_PC_SAMPLING_INTERVAL") return "0";
@@ -435,7 +436,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 41);
+  REQUIRE(options.size() == 42);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -483,7 +484,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.cubin_cache_mb != d.cubin_cache_mb || c.prometheus_file != d.prometheus_file ||
                          c.prometheus_interval_ms != d.prometheus_interval_ms || c.segment_mb != d.segment_mb ||
                          c.segment_seconds != d.segment_seconds || c.segment_keep != d.segment_keep ||
-                         c.mode != d.mode || c.budget_fraction != d.budget_fraction ||
+                         c.mode != d.mode || c.replay != d.replay || c.budget_fraction != d.budget_fraction ||
                          c.budget_rate != d.budget_rate || c.pc_sampling_interval_s != d.pc_sampling_interval_s ||
                          c.control_file != d.control_file || c.control_signal != d.control_signal ||
                          c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target ||
@@ -504,7 +505,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
                                        "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
                                        "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP",
-                                       "CUTRIAGE_MODE", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
+                                       "CUTRIAGE_MODE", "CUTRIAGE_REPLAY", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
                                        "CUTRIAGE_PC_SAMPLING_INTERVAL", "CUTRIAGE_CONTROL_FILE",
                                        "CUTRIAGE_CONTROL_SIGNAL", "CUTRIAGE_DEEP_SECONDS", "CUTRIAGE_DEEP_TARGET",
                                        "CUTRIAGE_RELEASE_MS", "CUTRIAGE_RESUME", "CUTRIAGE_PROMETHEUS_DCGM_LABELS"});
@@ -872,6 +873,32 @@ TEST_CASE("config: the trace duty is a percentage, and below 100% needs the trac
   // 100% with either is fine.
   CHECK(parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_DUTY", "100%"},
                       {"CUTRIAGE_TRACE_FLUSH_MS", "0"}}).ok());
+}
+
+TEST_CASE("config: CUTRIAGE_REPLAY is kernel or application, and application is deep mode's", "[config]") {
+  using cutriage::agent::Replay;
+  CHECK(parse_config({}).config.replay == Replay::kKernel);
+  const ConfigResult app = parse_config({{"CUTRIAGE_REPLAY", " Application "}});
+  REQUIRE(app.ok());
+  CHECK(app.config.replay == Replay::kApplication);
+  CHECK(app.config.mode == cutriage::agent::AgentMode::kDeep);
+  CHECK(parse_config({{"CUTRIAGE_REPLAY", "kernel"}, {"CUTRIAGE_MODE", "always-on"}}).ok());
+  for (const char* bad : {"app", "range", "none", "kernel,application"}) {
+    INFO(bad);
+    const ConfigResult b = parse_config({{"CUTRIAGE_REPLAY", bad}});
+    CHECK_FALSE(b.config.enabled);
+    REQUIRE(errors(b).size() == 1);
+    CHECK(errors(b)[0].variable == "CUTRIAGE_REPLAY");
+    CHECK(errors(b)[0].message == "CUTRIAGE_REPLAY=\"" + std::string(bad) + "\": expected kernel or application");
+  }
+  // Always-on never replays already: one error naming both variables, and the agent stays off.
+  const ConfigResult both = parse_config({{"CUTRIAGE_REPLAY", "application"}, {"CUTRIAGE_MODE", "always-on"}});
+  CHECK_FALSE(both.ok());
+  CHECK_FALSE(both.config.enabled);
+  REQUIRE(errors(both).size() == 1);
+  CHECK(errors(both)[0].variable == "CUTRIAGE_REPLAY");
+  CHECK(errors(both)[0].message.find("CUTRIAGE_MODE=always-on never replays") != std::string::npos);
+  CHECK(errors(both)[0].message.find("expected CUTRIAGE_REPLAY=kernel") != std::string::npos);
 }
 
 TEST_CASE("config: cutriage_init's configuration string", "[config]") {

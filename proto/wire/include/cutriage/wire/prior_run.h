@@ -39,7 +39,10 @@ struct PriorRun {
   uint64_t pid = 0;
   uint64_t start_unix_ns = 0;
   std::string agent_version;
-  std::string mode;  // "always-on" for a file worth resuming from
+  std::string mode;  // "always-on" (or "deep" with application_replay) for a file worth resuming from
+  // Written under application replay (SessionHeader.settings.replay_mode APPLICATION): its records
+  // are single-pass assembled ones, as always-on's.
+  bool application_replay = false;
   bool truncated = false;  // the file ended inside a record (a killed process): read up to there
   std::vector<PriorFamily> families;
 };

@@ -154,6 +154,13 @@ struct ProfileCost {
   uint32_t passes = 0;
 };
 
+// ApplicationReplay in the schema: counters assembled over runs of the program.
+struct ApplicationReplay {
+  uint32_t runs = 0;
+  bool counters_complete = false;
+  uint32_t counters_wanted = 0;
+};
+
 struct KernelRecord {
   triage::KernelInput input;  // identity, launch config, metrics, collection settings
   uint64_t context_id = 0;
@@ -178,6 +185,7 @@ struct KernelRecord {
   std::vector<FunctionCode> pc_code;
   std::string pc_sm_arch;  // "sm_90"
   std::optional<ProfileCost> cost;  // the launch this record was written for (not rewrites' own)
+  std::optional<ApplicationReplay> application_replay;  // set under application replay only
   std::optional<ProfileCost> pc_cost;  // the PC-sampled launch's (written inside PcSampling)
 };
 
