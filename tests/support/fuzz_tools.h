@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/util/json_util.h>
+
 #include "cutriage/triage/rule.h"
 #include "cutriage/wire/prior_ranking.h"
 #include "cutriage/wire/prior_run.h"
@@ -29,6 +31,7 @@
 #include "multi_file.h"
 #include "ncu_csv.h"
 #include "pprof_export.h"
+#include "record_json.h"
 #include "report.h"
 #include "sass.h"
 #include "trace_export.h"
@@ -70,8 +73,21 @@ inline std::string exercise_file_reader(std::string_view bytes) {
   verbose.verbose = true;
   (void)tools::render_report(r, brief);
   (void)tools::render_report(r, verbose);
-  std::string json_error;
-  (void)tools::render_json(r, json_error);
+  // `cutriage json`, streamed record by record: the text libprotobuf prints for the whole file.
+  std::ostringstream streamed;
+  const tools::RecordJsonResult json = tools::write_records_json_bytes(bytes, streamed);
+  if (json.read.status != r.status || json.read.records_read != r.records_read) {
+    return "the streamed JSON read a different file";
+  }
+  if (json.print_error.empty()) {
+    std::string whole;
+    google::protobuf::util::JsonPrintOptions print;
+    print.add_whitespace = true;
+    if (!google::protobuf::util::MessageToJsonString(r.file, &whole, print).ok()) {
+      return "a file whose records print one by one does not print whole";
+    }
+    if (streamed.str() != whole + "\n") return "the streamed JSON differs from the whole file's";
+  }
 
   // `cutriage diff` of the file against itself: every family pairs with itself, none is slower,
   // the gate at 0% holds, and every JSON line is JSON.

@@ -16,11 +16,13 @@
 #include "diff.h"
 #include "file_reader.h"
 #include "html_report.h"
+#include "html_timeline.h"
 #include "import.h"
 #include "multi_file.h"
 #include "ncu_csv.h"
 #include "output_file.h"
 #include "pprof_export.h"
+#include "record_json.h"
 #include "report.h"
 #include "run.h"
 #include "table_export.h"
@@ -71,16 +73,28 @@ int exit_for(tools::ReadStatus status) {
   return kUnreadable;
 }
 
-// Reads a cutriage file; prints the one-line problem. Returns false when nothing is usable.
-// kCurrent, for the views of the current state, keeps memory to what they show
-// (read_cutriage_file_current).
-bool load(const std::string& path, tools::ReadResult& result,
-          tools::ReadScope scope = tools::ReadScope::kEverything) {
-  result = scope == tools::ReadScope::kCurrent ? tools::read_cutriage_file_current(path)
-                                               : tools::read_cutriage_file(path);
+// Prints the one-line problem of a read. Returns false when nothing is usable.
+bool usable(const std::string& path, const tools::ReadResult& result) {
   if (result.status == tools::ReadStatus::kOk) return true;
   std::cerr << "cutriage: " << path << ": " << result.message << "\n";
   return result.status == tools::ReadStatus::kTruncated;
+}
+
+// A cutriage file for the views of the current state (report, --html): memory holds what they
+// show, a killed run's trace folded from a second read (read_cutriage_file_current). `observe`
+// sees every record of the first read (the HTML page's timeline takes its executions there).
+bool load_current(const std::string& path, tools::ReadResult& result, const tools::RecordObserver& observe = {}) {
+  result = tools::read_cutriage_file_current(path, observe);
+  return usable(path, result);
+}
+
+// The scope for commands that read a file's trace again (trace): the current records, the chunks
+// read again from the files; a pipe cannot be read again, so its records are held whole.
+tools::ReadScope rereading_scope(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    if (!tools::rereadable_path(p)) return tools::ReadScope::kEverything;
+  }
+  return tools::ReadScope::kCurrent;
 }
 
 }  // namespace
@@ -310,15 +324,21 @@ void bind_report(CLI::App& app, ReportOptions& o) {
 
 namespace {
 
-// `report --html`: the page of one file, instead of the text report.
+// `report --html`: the page of one file, instead of the text report. The timeline's executions
+// are taken as the file is read (html_timeline.h); every other record the page shows is a current
+// one, so memory is the page's, not the file's.
 int write_html(const std::string& path, const std::string& html_path) {
   if (html_path != "-") {
     if (const int rc = refuse_input_as_output(html_path, {path}); rc != kOk) return rc;
   }
   tools::ReadResult r;
-  if (!load(path, r)) return exit_for(r.status);
+  tools::TimelineSpans timeline;
+  const auto take = [&timeline](const cutriage::v1::Record& record) {
+    if (record.has_trace()) timeline.add_chunk(record.trace());
+  };
+  if (!load_current(path, r, take)) return exit_for(r.status);
   std::string error;
-  if (!tools::write_html_report(r, {}, html_path, error)) {
+  if (!tools::write_html_report(r, {}, html_path, error, &timeline)) {
     std::cerr << "cutriage: cannot write '" << html_path << "': " << error << "\n";
     return kWriteFailed;
   }
@@ -351,7 +371,7 @@ int cmd_report(const ReportOptions& o) {
   }
   if (o.files.size() > 1) return tools::report_runs(o.files, options, format, rows, std::cout, std::cerr);
   tools::ReadResult r;
-  if (!load(path, r, tools::ReadScope::kCurrent)) return exit_for(r.status);
+  if (!load_current(path, r)) return exit_for(r.status);
   if (format) {
     std::string error;
     const std::string table = tools::render_table(r, *format, rows.value_or(tools::TableRows::kKernels), error);
@@ -439,16 +459,18 @@ void bind_json(CLI::App& app, JsonOptions& o) {
 }
 
 int cmd_json(const JsonOptions& o) {
-  tools::ReadResult r;
-  if (!load(o.file, r)) return exit_for(r.status);
-  std::string error;
-  std::string json = tools::render_json(r, error);
-  if (!error.empty()) {
-    std::cerr << "cutriage: " << o.file << ": " << error << "\n";
+  // Record by record (record_json.h): memory is one record, not the file (before: every record
+  // and the whole text were held, 2.2 GB for a 256 MiB file). A problem is said after the
+  // records before it, on stderr.
+  const tools::RecordJsonResult result = tools::write_records_json(o.file, std::cout);
+  if (result.read.status != tools::ReadStatus::kOk) {
+    std::cerr << "cutriage: " << o.file << ": " << result.read.message << "\n";
+  }
+  if (!result.print_error.empty()) {
+    std::cerr << "cutriage: " << o.file << ": " << result.print_error << "\n";
     return kNotCutriage;
   }
-  std::cout << json << "\n";
-  return exit_for(r.status);
+  return exit_for(result.read.status);  // a failed stdout: main's checked_stdout
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -471,7 +493,8 @@ namespace {
 // The files of `trace` or `pprof` grouped into processes (multi_file.h), the problems printed.
 // Returns the exit code when nothing can be exported (kOk otherwise).
 int read_several(const std::vector<std::string>& paths, tools::MultiRead& read, tools::ReadScope scope) {
-  read = tools::read_runs(paths, scope);
+  // Neither trace nor pprof shows an application view: a killed run's events are not folded.
+  read = tools::read_runs(paths, scope, /*fold=*/false);
   for (const std::string& m : read.messages) std::cerr << "cutriage: " << m << "\n";
   if (!read.conflict.empty()) {
     std::cerr << "cutriage: " << read.conflict << "\n";
@@ -487,7 +510,27 @@ int need_output(const char* command, const std::vector<std::string>& files, cons
   if (files.size() > 1 && output.empty()) {
     return usage_error(command, "several files need -o OUT (the output's name is not derived from one of them)");
   }
+  if (files.front() == "-" && output.empty()) {
+    return usage_error(command, "standard input (-) has no name to derive the output's from: give -o OUT");
+  }
   return kOk;
+}
+
+// The problem of an export that failed, and its exit code.
+int export_failed(const std::string& out_path, const tools::TraceExportError& error, const std::string& where) {
+  switch (error.kind) {
+    case tools::TraceExportError::Kind::kNoTrace:
+      std::cerr << "cutriage: " << where << error.message << "\n";
+      return kNoTrace;
+    case tools::TraceExportError::Kind::kReadFailed:
+      std::cerr << "cutriage: " << error.message << "\n";
+      return kUnreadable;
+    case tools::TraceExportError::Kind::kWriteFailed:
+      break;
+  }
+  std::cerr << "cutriage: cannot write '" << out_path << "'" << (error.message.empty() ? "" : ": ") << error.message
+            << "\n";
+  return kWriteFailed;
 }
 
 // `trace A.pb B.pb ...`.
@@ -496,10 +539,12 @@ int trace_several(const TraceOptions& o) {
   if (out_path != "-") {
     if (int rc = refuse_input_as_output(out_path, o.files); rc != kOk) return rc;
   }
+  // The current records: each process's trace chunks are read again from its files, twice, one
+  // record at a time (trace_export.h).
   tools::MultiRead read;
-  if (const int rc = read_several(o.files, read, tools::ReadScope::kEverything); rc != kOk) return rc;
+  if (const int rc = read_several(o.files, read, rereading_scope(o.files)); rc != kOk) return rc;
   bool any_trace = false;
-  for (const tools::ProcessRun& run : read.processes) any_trace = any_trace || !run.file.trace_records.empty();
+  for (const tools::ProcessRun& run : read.processes) any_trace = any_trace || run.file.trace_chunks != 0;
   if (!any_trace) {
     // Checked before the output is opened, so no empty file is left behind.
     std::cerr << "cutriage: no file has a trace: the runs were made without tracing, so there is no "
@@ -522,15 +567,7 @@ int trace_several(const TraceOptions& o) {
     if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
   }
   for (const std::string& note : notes) std::cerr << "cutriage: note: " << note << "\n";
-  if (error) {
-    if (error->kind == tools::TraceExportError::Kind::kNoTrace) {
-      std::cerr << "cutriage: " << error->message << "\n";
-      return kNoTrace;
-    }
-    std::cerr << "cutriage: cannot write '" << out_path << "'" << (error->message.empty() ? "" : ": ")
-              << error->message << "\n";
-    return kWriteFailed;
-  }
+  if (error) return export_failed(out_path, *error, "");
   if (out_path != "-") {
     std::cerr << "cutriage: " << read.processes.size() << (read.processes.size() == 1 ? " process, " : " processes, ")
               << stats.kernels << " kernels, " << stats.copies << " copies, " << stats.nvtx_ranges
@@ -550,9 +587,12 @@ int cmd_trace(const TraceOptions& o) {
   if (out_path != "-") {
     if (int rc = refuse_input_as_output(out_path, {path}); rc != kOk) return rc;
   }
-  tools::ReadResult r;
-  if (!load(path, r)) return exit_for(r.status);
-  if (r.trace_records.empty()) {
+  // The current records (the file is read twice more for its trace, one record at a time:
+  // trace_export.h); from a pipe, which cannot be read again, every record.
+  const std::vector<std::string> paths = {path};
+  tools::ReadResult r = tools::read_cutriage_file(path, rereading_scope(paths));
+  if (!usable(path, r)) return exit_for(r.status);
+  if (r.trace_chunks == 0) {
     // Checked before the output is opened, so no empty file is left behind.
     std::cerr << "cutriage: " << path
               << ": the file has no trace: the run was made without tracing, so there is no "
@@ -562,7 +602,7 @@ int cmd_trace(const TraceOptions& o) {
   std::optional<tools::TraceExportError> error;
   tools::TraceExportStats stats;
   if (out_path == "-") {
-    error = tools::export_chrome_trace(r, std::cout, &stats);
+    error = tools::export_chrome_trace(r, std::cout, &stats, &paths);
   } else {
     // Committed only when complete: a failed write leaves the name as it was (output_file.h).
     tools::OutputFile out;
@@ -571,18 +611,10 @@ int cmd_trace(const TraceOptions& o) {
       std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
       return kWriteFailed;
     }
-    error = tools::export_chrome_trace(r, out.stream(), &stats);
+    error = tools::export_chrome_trace(r, out.stream(), &stats, &paths);
     if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
   }
-  if (error) {
-    if (error->kind == tools::TraceExportError::Kind::kNoTrace) {
-      std::cerr << "cutriage: " << path << ": " << error->message << "\n";
-      return kNoTrace;
-    }
-    std::cerr << "cutriage: cannot write '" << out_path << "'" << (error->message.empty() ? "" : ": ")
-              << error->message << "\n";
-    return kWriteFailed;
-  }
+  if (error) return export_failed(out_path, *error, path + ": ");
   if (out_path != "-") {
     std::cerr << "cutriage: " << stats.kernels << " kernels, " << stats.copies << " copies, "
               << stats.nvtx_ranges << " NVTX ranges";
@@ -631,7 +663,9 @@ int cmd_pprof(const PprofOptions& o) {
   tools::MultiRead read;
   std::vector<tools::PprofSource> sources;
   if (o.files.size() == 1) {
-    if (!load(path, r, tools::ReadScope::kCurrent)) return exit_for(r.status);
+    // The current records; pprof shows no application view, so a killed run's trace is not folded.
+    r = tools::read_cutriage_file(path, tools::ReadScope::kCurrent);
+    if (!usable(path, r)) return exit_for(r.status);
     sources.push_back({&r, {}});
   } else {
     if (const int rc = read_several(o.files, read, tools::ReadScope::kCurrent); rc != kOk) return rc;
@@ -785,7 +819,8 @@ cli::Command json_command(std::function<int(const JsonOptions&)> run) {
   return cli::make_command<JsonOptions>(
       {"json", "the file's records in the proto3 JSON mapping", "FILE.pb",
        "Prints the file's records (session header, interned strings, kernels with diagnoses) in the proto3 "
-       "JSON mapping of cutriage.v1, for scripts.",
+       "JSON mapping of cutriage.v1, for scripts, each as it is read (memory is one record, whatever the "
+       "file's size). FILE.pb may be - (standard input).",
        "exit codes: 2 unreadable file, 3 not a cutriage file, 4 truncated file.", false, false, {}},
       bind_json, std::move(run));
 }

@@ -11,6 +11,8 @@
 #include <optional>
 #include <utility>
 
+#include "trace_fold.h"
+
 namespace cutriage::tools {
 
 namespace v1 = cutriage::v1;
@@ -68,16 +70,14 @@ void index_records(ReadResult& r) {
 // an id), applied early; index_records then finds the same current records among those kept.
 class Retainer {
  public:
-  Retainer(v1::File& file, bool keep_trace_events) : file_(file), keep_trace_events_(keep_trace_events) {}
+  explicit Retainer(v1::File& file) : file_(file) {}
 
   // Takes `record` into the file, or drops it; clears the records it supersedes.
   void take(v1::Record&& record) {
     switch (record.payload_case()) {
-      case v1::Record::kInterned:
-        return;  // its string is in ReadResult::interned
-      case v1::Record::kTrace:
-        if (!keep_trace_events_) return;  // counted and its pauses taken by the caller
-        break;
+      case v1::Record::kInterned:  // its string is in ReadResult::interned
+      case v1::Record::kTrace:     // counted, its pauses taken and (read once) its events folded by the caller
+        return;
       case v1::Record::kKernel:
         if (!take_kernel(record)) return;
         break;
@@ -143,7 +143,6 @@ class Retainer {
   }
 
   v1::File& file_;
-  const bool keep_trace_events_;
   std::map<LaunchKey, Launch> launches_;
   std::map<uint64_t, std::vector<v1::Record*>> controls_;  // by id: the one record kept
   std::map<uint64_t, std::vector<v1::Record*>> families_;  // by id: the one definition kept
@@ -251,7 +250,9 @@ class MemorySource final : public ByteSource {
 // A descriptor read with read(2): no size or offset of it is ever held in an int.
 class FdSource final : public ByteSource {
  public:
-  explicit FdSource(int fd) : fd_(fd) {}
+  // `by_name`: opened from a path that names the same bytes again (not "-", standard input,
+  // whose offset a second read would find at its end).
+  FdSource(int fd, bool by_name) : fd_(fd), by_name_(by_name) {}
   size_t read(char* dst, size_t n) override {
     while (!failed_) {
       const ssize_t got = ::read(fd_, dst, n);
@@ -264,7 +265,7 @@ class FdSource final : public ByteSource {
   // A regular file is read again by its name (a FIFO, a terminal or a socket is read once).
   [[nodiscard]] bool rereadable() const override {
     struct stat st {};
-    return ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+    return by_name_ && ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
   }
   uint64_t skip_rest() override {
     // A regular file's tail is measured, not read: a torn tail may be gigabytes (or a hole).
@@ -279,19 +280,15 @@ class FdSource final : public ByteSource {
 
  private:
   int fd_;
+  bool by_name_;
   bool failed_ = false;
 };
 
 }  // namespace
 
-ReadResult read_cutriage_stream(ByteSource& source, ReadScope scope) {
-  ReadResult r;
+StreamedRead stream_cutriage_records(ByteSource& source, const RecordSink& each) {
+  StreamedRead out;
   RecordScanner in(source);
-  const bool current = scope == ReadScope::kCurrent;
-  // A source read once (a pipe, memory) keeps its trace events: nothing could fetch them again.
-  r.trace_events_dropped = current && source.rereadable();
-  std::optional<Retainer> retainer;
-  if (current) retainer.emplace(r.file, !r.trace_events_dropped);
   uint64_t good_end = 0;
   std::string payload;  // one record's bytes at a time
   bool clean_end = false;
@@ -311,56 +308,89 @@ ReadResult read_cutriage_stream(ByteSource& source, ReadScope scope) {
                         record.ParseFromArray(payload.data(), static_cast<int>(length)) &&
                         record.payload_case() != v1::Record::PAYLOAD_NOT_SET;
     if (!parsed) break;
-    if (r.records_read == 0 && !record.has_session()) {
-      r.status = ReadStatus::kNotCutriage;
-      r.message = "not a cutriage file (the first record is not a session header)";
-      r.bytes_total = in.position() + in.drain();
-      return r;
+    if (out.records_read == 0 && !record.has_session()) {
+      // Checked before the sink sees anything: nothing is shown of a file that is not ours.
+      out.status = ReadStatus::kNotCutriage;
+      out.message = "not a cutriage file (the first record is not a session header)";
+      out.bytes_total = in.position() + in.drain();
+      return out;
     }
-    ++r.records_read;
+    ++out.records_read;
+    good_end = in.position();
+    each(record);
+  }
+  out.bytes_total = clean_end ? in.position() : in.position() + in.drain();
+  if (source.failed()) {
+    out.status = ReadStatus::kUnreadable;
+    out.message = "read error";
+    return out;
+  }
+  if (out.bytes_total == 0) {
+    out.status = ReadStatus::kNotCutriage;
+    out.message = "the file is empty";
+    return out;
+  }
+  if (out.records_read == 0) {
+    out.status = ReadStatus::kNotCutriage;
+    out.message = "not a cutriage file (no cutriage.v1 record at the start)";
+    return out;
+  }
+  out.bytes_skipped = out.bytes_total - good_end;
+  if (out.bytes_skipped > 0) {
+    out.status = ReadStatus::kTruncated;
+    out.message = "truncated: read " + std::to_string(out.records_read) + " complete records, skipped the last " +
+                  std::to_string(out.bytes_skipped) + " bytes (a torn or corrupt record)";
+  }
+  return out;
+}
+
+ReadResult read_cutriage_stream(ByteSource& source, ReadScope scope, const RecordObserver& observe) {
+  ReadResult r;
+  const bool current = scope == ReadScope::kCurrent;
+  // kCurrent drops the trace events: a source that can be read again gives them to a later read
+  // when they are needed (needs_trace_events); one read once (a pipe, memory) has them folded
+  // into the statistics as they pass, in case no trace summary comes (TraceFold).
+  r.trace_events_dropped = current;
+  std::optional<Retainer> retainer;
+  std::optional<TraceFold> fold;
+  if (current) {
+    retainer.emplace(r.file);
+    if (!source.rereadable()) fold.emplace();
+  }
+  const StreamedRead read = stream_cutriage_records(source, [&](v1::Record& record) {
+    if (observe) observe(record);
     if (record.has_interned()) r.interned[record.interned().id()] = record.interned().value();
     if (record.has_trace()) {
       ++r.trace_chunks;
       for (const v1::Interval& p : record.trace().untraced()) r.pauses.emplace_back(p.start_ns(), p.end_ns());
+      if (fold) fold->add_chunk(record.trace());
     }
+    if (fold && record.has_family()) fold->add_family(record.family());
     if (retainer) {
       retainer->take(std::move(record));
     } else {
       *r.file.add_records() = std::move(record);
     }
-    good_end = in.position();
+  });
+  r.status = read.status;
+  r.message = read.message;
+  r.records_read = read.records_read;
+  r.bytes_total = read.bytes_total;
+  r.bytes_skipped = read.bytes_skipped;
+  if (read.status == ReadStatus::kUnreadable || read.status == ReadStatus::kNotCutriage) {
+    // Nothing of it is usable: no record, no string, nothing to read again.
+    ReadResult none;
+    none.status = read.status;
+    none.message = read.message;
+    none.bytes_total = read.bytes_total;
+    return none;
   }
   if (retainer) retainer->compact();  // no cleared record is left for the views to skip
-  r.bytes_total = clean_end ? in.position() : in.position() + in.drain();
-  if (source.failed()) {
-    ReadResult failed;
-    failed.status = ReadStatus::kUnreadable;
-    failed.message = "read error";
-    failed.bytes_total = r.bytes_total;
-    return failed;
-  }
-  if (r.bytes_total == 0) {
-    r.status = ReadStatus::kNotCutriage;
-    r.message = "the file is empty";
-    r.trace_events_dropped = false;
-    return r;
-  }
-  if (r.records_read == 0) {
-    r.file.Clear();
-    r.interned.clear();
-    r.status = ReadStatus::kNotCutriage;
-    r.message = "not a cutriage file (no cutriage.v1 record at the start)";
-    r.trace_events_dropped = false;
-    return r;
-  }
   std::sort(r.pauses.begin(), r.pauses.end());
   index_records(r);
-  r.bytes_skipped = r.bytes_total - good_end;
-  if (r.bytes_skipped > 0) {
-    r.status = ReadStatus::kTruncated;
-    r.message = "truncated: read " + std::to_string(r.records_read) + " complete records, skipped the last " +
-                std::to_string(r.bytes_skipped) + " bytes (a torn or corrupt record)";
-  }
+  // A source read once with no summary in it: the view is the fold's (its memory is the
+  // statistics, never the events).
+  if (fold && r.trace_chunks != 0 && r.trace_summary_record < 0) r.recomputed_summary = fold->finish(r);
   return r;
 }
 
@@ -369,19 +399,58 @@ ReadResult read_cutriage_bytes(std::string_view bytes, ReadScope scope) {
   return read_cutriage_stream(source, scope);
 }
 
-ReadResult read_cutriage_file(const std::string& path, ReadScope scope) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+// The descriptor of `path` ("-": standard input, left open), or -1.
+int open_input(const std::string& path) {
+  if (path == "-") return STDIN_FILENO;
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+void close_input(const std::string& path, int fd) {
+  if (path != "-") ::close(fd);
+}
+
+}  // namespace
+
+ReadResult read_cutriage_file(const std::string& path, ReadScope scope, const RecordObserver& observe) {
+  const int fd = open_input(path);
   if (fd < 0) {
     ReadResult r;
     r.status = ReadStatus::kUnreadable;
     r.message = "cannot open '" + path + "'";
     return r;
   }
-  FdSource source(fd);
-  ReadResult r = read_cutriage_stream(source, scope);
-  ::close(fd);
+  FdSource source(fd, path != "-");
+  ReadResult r = read_cutriage_stream(source, scope, observe);
+  close_input(path, fd);
   if (r.status == ReadStatus::kUnreadable) r.message = "error reading '" + path + "'";
   return r;
+}
+
+StreamedRead stream_cutriage_file(const std::string& path, const RecordSink& each) {
+  const int fd = open_input(path);
+  if (fd < 0) {
+    StreamedRead r;
+    r.status = ReadStatus::kUnreadable;
+    r.message = "cannot open '" + path + "'";
+    return r;
+  }
+  FdSource source(fd, path != "-");
+  StreamedRead r = stream_cutriage_records(source, each);
+  close_input(path, fd);
+  if (r.status == ReadStatus::kUnreadable) r.message = "error reading '" + path + "'";
+  return r;
+}
+
+StreamedRead stream_cutriage_bytes(std::string_view bytes, const RecordSink& each) {
+  MemorySource source(bytes);
+  return stream_cutriage_records(source, each);
+}
+
+bool rereadable_path(const std::string& path) {
+  struct stat st {};
+  return path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 std::string_view lookup(const ReadResult& r, uint64_t iid) {
@@ -425,12 +494,12 @@ std::vector<const v1::KernelProfile*> current_kernels(const ReadResult& r) {
 std::vector<std::pair<uint64_t, uint64_t>> trace_pauses(const ReadResult& r) { return r.pauses; }
 
 bool needs_trace_events(const ReadResult& r) {
-  return r.trace_events_dropped && r.trace_chunks != 0 && r.trace_summary_record < 0;
+  return r.trace_events_dropped && r.trace_chunks != 0 && r.trace_summary_record < 0 && !r.recomputed_summary;
 }
 
-ReadResult read_cutriage_file_current(const std::string& path) {
-  ReadResult r = read_cutriage_file(path, ReadScope::kCurrent);
-  if (needs_trace_events(r)) r = read_cutriage_file(path);
+ReadResult read_cutriage_file_current(const std::string& path, const RecordObserver& observe) {
+  ReadResult r = read_cutriage_file(path, ReadScope::kCurrent, observe);
+  if (needs_trace_events(r)) fold_trace_events(r, {path});
   return r;
 }
 

@@ -4,10 +4,14 @@
 // summary, the current record of each profiled launch (the highest revision wins) and of each
 // deep-capture request (the last one of its id). ReadScope says whether every record is kept or
 // only those (then memory is bounded by what the views show, not by the file's length).
+// stream_cutriage_records hands the records over one at a time and keeps none, for the commands
+// that print each record as it is read (`cutriage json`, the trace export's passes).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,16 +30,19 @@ enum class ReadStatus : uint8_t {
 
 // What a read keeps of the records: every one, or what the views that show the current state need.
 enum class ReadScope : uint8_t {
-  // Every record as written, every revision: `cutriage json`, the trace export, the HTML page's
-  // timeline, `cutriage run`.
+  // Every record as written, every revision: the trace export of a pipe (which cannot read its
+  // trace again), `triage --report`, the tests. The commands that print every record stream them
+  // instead (stream_cutriage_records).
   kEverything,
-  // The current state, for the report, diff and pprof: memory holds the records they can show,
-  // not the file. Dropped as they stream past: a TraceChunk's events (its count and pauses are
-  // kept) when the source can be read again (ByteSource::rereadable); a KernelProfile of a lower
-  // revision than its launch's highest so far, an earlier record of a ControlRequest id, an earlier
-  // definition of a KernelFamily, an earlier TraceSummary; an InternedString record once its
-  // string is in `interned`. What is kept reads as with kEverything: the same indexes, accessors
-  // and views' output.
+  // The current state, for the report (and its HTML page), diff, pprof and the trace export (which
+  // reads the chunks again): memory holds the records they can show, not the file. Dropped as they
+  // stream past: a TraceChunk's events (its count and pauses are kept; from a source read once,
+  // ByteSource::rereadable, the events are also folded into the statistics a missing trace summary
+  // is recomputed from, ReadResult::recomputed_summary); a KernelProfile of a lower revision than
+  // its launch's highest so far, an earlier record of a ControlRequest id, an earlier definition
+  // of a KernelFamily, an earlier TraceSummary; an InternedString record once its string is in
+  // `interned`. What is kept reads as with kEverything: the same indexes, accessors and views'
+  // output.
   kCurrent,
 };
 
@@ -53,8 +60,13 @@ struct ReadResult {
   std::vector<int> trace_records;            // TraceChunk records kept, in file order
   uint64_t trace_chunks = 0;                 // TraceChunk records read, kept or not
   // The TraceChunks' events were dropped (ReadScope::kCurrent): only a file with a trace summary
-  // reads whole without them. needs_trace_events() says when the file must be read again.
+  // (or a recomputed one) reads whole without them. needs_trace_events() says when the file must
+  // be read again (fold_trace_events, trace_fold.h).
   bool trace_events_dropped = false;
+  // The trace summary of a file that has a trace but none written (a run killed before its end),
+  // recomputed from its events without holding them: folded as they were read from a source read
+  // once, or by fold_trace_events reading the file again. recompute_summary() returns it.
+  std::optional<cutriage::v1::TraceSummary> recomputed_summary;
   // The pauses of a duty-cycled trace (every TraceChunk.untraced), [start, end) on the trace
   // clock, sorted; kept whatever the scope.
   std::vector<std::pair<uint64_t, uint64_t>> pauses;
@@ -84,22 +96,51 @@ class ByteSource {
   // This one reads them; a regular file seeks instead.
   virtual uint64_t skip_rest();
   // Whether the same bytes can be read again (a regular file, by its name): only then may a read
-  // drop what a later one can fetch (ReadScope::kCurrent's trace events).
+  // leave to a later one what it drops (ReadScope::kCurrent's trace events, folded by a second
+  // read when needed); a source read once has them folded as they pass.
   [[nodiscard]] virtual bool rereadable() const { return false; }
 };
 
-ReadResult read_cutriage_stream(ByteSource& source, ReadScope scope = ReadScope::kEverything);
+// Sees every complete record as it is read, before the scope keeps or drops it (the HTML page's
+// timeline takes its executions this way).
+using RecordObserver = std::function<void(const cutriage::v1::Record&)>;
+
+ReadResult read_cutriage_stream(ByteSource& source, ReadScope scope = ReadScope::kEverything,
+                                const RecordObserver& observe = {});
 ReadResult read_cutriage_bytes(std::string_view bytes, ReadScope scope = ReadScope::kEverything);
-// Streams the file (a regular file, a pipe): memory holds the records kept, never a copy of it.
-ReadResult read_cutriage_file(const std::string& path, ReadScope scope = ReadScope::kEverything);
+// Streams the file (a regular file, a pipe; "-" is standard input): memory holds the records
+// kept, never a copy of it.
+ReadResult read_cutriage_file(const std::string& path, ReadScope scope = ReadScope::kEverything,
+                              const RecordObserver& observe = {});
+
+// What a record-by-record read found, without the records: ReadResult's status and counts.
+struct StreamedRead {
+  ReadStatus status = ReadStatus::kOk;
+  std::string message;  // one line for the user when status != kOk
+  uint64_t records_read = 0;
+  uint64_t bytes_total = 0;
+  uint64_t bytes_skipped = 0;
+};
+// Each complete record, in file order, the sink's to read or move from; nothing is kept. A
+// source whose first record is not a session header gives the sink nothing (kNotCutriage). A
+// torn tail, a read error or a corrupt record ends the stream after the records before it: the
+// sink has seen those (a streaming command's output is then the records before the fault).
+using RecordSink = std::function<void(cutriage::v1::Record&)>;
+StreamedRead stream_cutriage_records(ByteSource& source, const RecordSink& each);
+StreamedRead stream_cutriage_file(const std::string& path, const RecordSink& each);
+StreamedRead stream_cutriage_bytes(std::string_view bytes, const RecordSink& each);
+// Whether `path` can be read a second time and give the same bytes: a regular file by its name
+// (not a pipe, a FIFO, or "-").
+bool rereadable_path(const std::string& path);
 
 // Whether a view needs the trace events a kCurrent read dropped: the file has a trace but no
 // summary (a run killed before its end, a segment before a rotated run's last), which the views
-// recompute from the events. Its reader then reads it again with ReadScope::kEverything.
+// recompute from the events, and none was folded while it was read. Its reader then folds them
+// in a second read, record by record (fold_trace_events, trace_fold.h).
 bool needs_trace_events(const ReadResult& r);
-// One file for the views of the current state: read with kCurrent, and again whole when it needs
-// its trace events (a run of several files decides per process instead: multi_file.h).
-ReadResult read_cutriage_file_current(const std::string& path);
+// One file for the views of the current state: read with kCurrent, its events folded in a second
+// read when it needs them (a run of several files decides per process instead: multi_file.h).
+ReadResult read_cutriage_file_current(const std::string& path, const RecordObserver& observe = {});
 
 // Resolves an interned id; "" for 0 or an id never defined.
 std::string_view lookup(const ReadResult& r, uint64_t iid);

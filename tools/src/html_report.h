@@ -17,6 +17,7 @@
 #include <string>
 
 #include "file_reader.h"
+#include "html_timeline.h"
 #include "sass.h"
 
 namespace cutriage::tools {
@@ -30,12 +31,14 @@ struct HtmlReportOptions {
   NvdisasmSearch nvdisasm;
 };
 
-// The page.
-std::string render_html_report(const ReadResult& file, const HtmlReportOptions& options);
+// The page. `timeline`: the executions the timeline draws, taken while the file was read (a file
+// read with ReadScope::kCurrent keeps no trace chunk); null: taken from the chunks `file` holds.
+std::string render_html_report(const ReadResult& file, const HtmlReportOptions& options,
+                               const TimelineSpans* timeline = nullptr);
 
 // Renders the page and writes it to `path` ("-" = stdout), committed only when complete (a
 // failed write leaves the name as it was, output_file.h). False with `error` set on failure.
 bool write_html_report(const ReadResult& file, const HtmlReportOptions& options, const std::string& path,
-                       std::string& error);
+                       std::string& error, const TimelineSpans* timeline = nullptr);
 
 }  // namespace cutriage::tools

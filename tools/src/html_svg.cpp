@@ -8,6 +8,15 @@
 
 namespace cutriage::tools::html {
 
+std::string cut(std::string_view s, size_t width) {
+  size_t seen = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;  // a continuation byte
+    if (seen++ == width) return std::string(s.substr(0, i)) + "\u2026";
+  }
+  return std::string(s);
+}
+
 std::string escape(std::string_view text) {
   const std::string visible = terminal_safe(text, false);
   std::string out;

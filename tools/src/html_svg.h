@@ -17,6 +17,9 @@ namespace cutriage::tools::html {
 // "\xff", so the page is valid UTF-8 with no control characters whatever the file held.
 std::string escape(std::string_view text);
 
+// `s` cut to `width` code points, the cut marked with an ellipsis.
+std::string cut(std::string_view s, size_t width);
+
 // A coordinate or length for an SVG attribute: two decimals at most, no trailing zeros, never
 // in exponent form ("12.5", "0", "-3.25"); a value that is not finite is written as 0.
 std::string num(double v);

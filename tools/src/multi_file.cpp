@@ -75,7 +75,8 @@ std::string process_name(const ReadResult& r) {
 
 }  // namespace
 
-ReadResult merge_segments(const std::vector<const ReadResult*>& segments) {
+ReadResult merge_segments(const std::vector<const ReadResult*>& segments,
+                          std::vector<std::map<uint64_t, uint64_t>>* iid_maps) {
   if (segments.size() == 1) return *segments.front();
   v1::File merged;
   std::map<std::string, uint64_t> ids;  // value -> new id
@@ -121,6 +122,7 @@ ReadResult merge_segments(const std::vector<const ReadResult*>& segments) {
     }
   }
   std::sort(r.pauses.begin(), r.pauses.end());
+  if (iid_maps != nullptr) *iid_maps = std::move(maps);
   return r;
 }
 
@@ -173,7 +175,7 @@ MultiRead group_runs(const std::vector<std::string>& paths, std::vector<ReadResu
       segs.push_back(&files[m]);
     }
     // One file is the process: moved, not copied (merge_segments copies, to keep its inputs).
-    run.file = members.size() == 1 ? std::move(files[members.front()]) : merge_segments(segs);
+    run.file = members.size() == 1 ? std::move(files[members.front()]) : merge_segments(segs, &run.segment_iids);
     run.name = process_name(run.file);
     if (const int n = ++names_used[run.name]; n > 1) run.name += "#" + std::to_string(n);
     out.processes.push_back(std::move(run));
@@ -181,23 +183,17 @@ MultiRead group_runs(const std::vector<std::string>& paths, std::vector<ReadResu
   return out;
 }
 
-MultiRead read_runs(const std::vector<std::string>& paths, ReadScope scope) {
+MultiRead read_runs(const std::vector<std::string>& paths, ReadScope scope, bool fold) {
   std::vector<ReadResult> files;
   files.reserve(paths.size());
   for (const std::string& p : paths) files.push_back(read_cutriage_file(p, scope));
   MultiRead read = group_runs(paths, std::move(files));
   // A process without a trace summary has its summary recomputed from its trace events: its files
-  // are read again whole. Decided per process, not per file: a rotated run's earlier segments
-  // have no summary of their own, its last one has the run's.
+  // are read again record by record and the events folded into the statistics (trace_fold.h),
+  // never held. Decided per process, not per file: a rotated run's earlier segments have no
+  // summary of their own, its last one has the run's.
   for (ProcessRun& run : read.processes) {
-    if (!needs_trace_events(run.file)) continue;
-    std::vector<ReadResult> again;
-    for (const std::string& p : run.paths) again.push_back(read_cutriage_file(p));
-    MultiRead whole = group_runs(run.paths, std::move(again));
-    // The files changed in between (an agent still writing) into something that no longer reads
-    // as one process: the first read stands, without the recomputed view.
-    if (whole.processes.size() != 1 || !whole.conflict.empty()) continue;
-    run.file = std::move(whole.processes.front().file);
+    if (fold && needs_trace_events(run.file)) fold_trace_events(run.file, run.paths);
   }
   return read;
 }

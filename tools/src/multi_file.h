@@ -5,6 +5,8 @@
 // and each side of `cutriage diff` read their files through this.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -20,6 +22,9 @@ struct ProcessRun {
   std::string name;                // "host:pid" (made unique among the processes read)
   std::vector<std::string> paths;  // its files, in segment order
   ReadResult file;                 // one file: the segments merged
+  // Several segments: per path, its interned ids -> `file`'s (merge_segments numbers them again),
+  // for what reads a segment again by itself (the trace export). Empty for one file: the same ids.
+  std::vector<std::map<uint64_t, uint64_t>> segment_iids;
 };
 
 struct MultiRead {
@@ -33,17 +38,22 @@ struct MultiRead {
   std::vector<ProcessRun> processes;  // in the order their first file was given
 };
 
-// Reads `paths` and groups them into processes. With ReadScope::kCurrent, a process that needs its
-// trace events (needs_trace_events: no trace summary in any of its files) is read again whole.
-MultiRead read_runs(const std::vector<std::string>& paths, ReadScope scope = ReadScope::kEverything);
+// Reads `paths` and groups them into processes. With ReadScope::kCurrent and `fold`, a process that
+// needs its trace events (needs_trace_events: no trace summary in any of its files) has them
+// folded from a second read of its files, record by record (fold_trace_events); commands that show
+// no application view (trace, pprof) leave `fold` off.
+MultiRead read_runs(const std::vector<std::string>& paths, ReadScope scope = ReadScope::kEverything,
+                    bool fold = true);
 
 // The grouping alone, on files already read (`paths[i]` names `files[i]`).
 MultiRead group_runs(const std::vector<std::string>& paths, std::vector<ReadResult> files);
 
 // The segments of one process as one file: the first segment's session header, every string
 // interned again in one numbering, then every other record of each segment in order. The interned
-// ids of each segment are its own (a segment reads on its own), so every *_iid field is renumbered.
-ReadResult merge_segments(const std::vector<const ReadResult*>& segments);
+// ids of each segment are its own (a segment reads on its own), so every *_iid field is renumbered;
+// `iid_maps` (optional) gets each segment's renumbering.
+ReadResult merge_segments(const std::vector<const ReadResult*>& segments,
+                          std::vector<std::map<uint64_t, uint64_t>>* iid_maps = nullptr);
 
 // `report` over the processes: one process reads as `render_report` of it; several are each
 // opened by a heading naming the process and its files.

@@ -9,14 +9,9 @@
 #include <sstream>
 #include <utility>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "cutriage/base/demangle.h"
 #include "cutriage/base/numbers.h"
-#include "cutriage/triage/graphs.h"
 #include "cutriage/triage/rule.h"
-#include "cutriage/triage/timeline.h"
-#include "cutriage/wire/writer.h"
 #include "pc_samples.h"
 #include "report_collection.h"
 #include "report_model.h"
@@ -597,92 +592,6 @@ void render_application_view(std::ostringstream& out, const ReadResult& file, co
 
 }  // namespace
 
-// A run killed before its session end has trace chunks but no TraceSummary. The summary is
-// recomputed from the chunks with the accumulator and session checks the agent runs, then put
-// through the agent's encoder, so the view renders it like a written one. What only the agent knew
-// is missing: selection outcomes, NVTX paths per family, dropped records.
-std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file) {
-  std::vector<triage::KernelSpan> kernels;
-  std::vector<triage::CopySpan> copies;
-  std::vector<triage::GraphKernel> graph_kernels;
-  for (int r : file.trace_records) {
-    const v1::TraceChunk& chunk = file.file.records(r).trace();
-    for (const v1::KernelExecution& k : chunk.kernels()) {
-      const v1::KernelFamily* fam = find_family(file, k.family_id());
-      triage::KernelSpan span;
-      span.family = k.family_id();
-      span.device = fam != nullptr ? fam->device() : 0;
-      span.stream = k.stream_id();
-      span.start_ns = k.start_ns();
-      span.end_ns = std::max(k.end_ns(), k.start_ns());
-      span.grid = {k.grid().x(), k.grid().y(), k.grid().z()};
-      span.replayed = k.replayed();
-      span.from_graph = k.graph_id() != 0;
-      span.cut_by_pause = k.cut_by_pause();
-      kernels.push_back(span);
-    }
-    for (const v1::CopyExecution& c : chunk.copies()) {
-      triage::CopySpan span;
-      span.device = c.device();
-      span.stream = c.stream_id();
-      span.start_ns = c.start_ns();
-      span.end_ns = std::max(c.end_ns(), c.start_ns());
-      span.bytes = c.bytes();
-      span.kind = static_cast<triage::CopyKind>(c.kind());
-      span.pageable = c.pageable();
-      copies.push_back(span);
-    }
-  }
-  if (kernels.empty() && copies.empty()) return std::nullopt;
-  const std::vector<std::pair<uint64_t, uint64_t>> pauses = trace_pauses(file);  // of a duty-cycled trace
-  // The agent cuts kernels running at a pause as it writes them; files from before it did (and
-  // any record it could not match to a pause) are cut here the same way.
-  if (!pauses.empty()) {
-    const std::vector<uint64_t> starts = trace_pause_starts(file);
-    for (triage::KernelSpan& k : kernels) triage::cut_at_pause(k, starts);
-  }
-  // In time order: the accumulator folds what falls behind its window, and chunks arrive out of
-  // order; sorted, no record is late.
-  std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-  std::sort(copies.begin(), copies.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-  // The graphs as the agent folds them: graph kernels that were neither replayed nor cut by a
-  // pause, in time order.
-  triage::GraphAccumulator graphs;
-  for (int r : file.trace_records) {
-    for (const v1::KernelExecution& k : file.file.records(r).trace().kernels()) {
-      if (k.graph_id() == 0 || k.replayed() || k.cut_by_pause()) continue;
-      graph_kernels.push_back({k.graph_id(), k.correlation_id(), k.graph_node_id(), k.family_id(), k.start_ns(),
-                               std::max(k.end_ns(), k.start_ns())});
-    }
-  }
-  std::sort(graph_kernels.begin(), graph_kernels.end(),
-            [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
-  for (const triage::GraphKernel& g : graph_kernels) graphs.add(g);
-  triage::TimelineAccumulator acc;
-  size_t c = 0;
-  size_t p = 0;
-  for (const triage::KernelSpan& k : kernels) {
-    // Each pause before the records that follow it, as the agent did.
-    for (; p < pauses.size() && pauses[p].first <= k.start_ns; ++p) acc.add_untraced(pauses[p].first, pauses[p].second);
-    for (; c < copies.size() && copies[c].start_ns <= k.start_ns; ++c) acc.add_copy(copies[c]);
-    acc.add_kernel(k);
-  }
-  for (; c < copies.size(); ++c) acc.add_copy(copies[c]);
-  wire::TraceSummary summary;
-  summary.timeline = acc.summary();
-  summary.findings = triage::triage_timeline(summary.timeline, triage::Thresholds{},
-                                             [&file](uint64_t id) { return family_name(file, id); });
-  uint64_t events = 0;
-  for (int r : file.trace_records) events += static_cast<uint64_t>(file.file.records(r).trace().kernels_size());
-  summary.timeline_kernel_events = events;
-  summary.graphs = graphs.summary();
-  v1::File encoded;
-  if (!encoded.ParseFromString(wire::RecordEncoder().trace_summary(summary)) || encoded.records_size() != 1) {
-    return std::nullopt;
-  }
-  return encoded.records(0).trace_summary();
-}
-
 namespace {
 
 // `part` of `whole` as a percentage with three significant digits ("0.123%"): overheads are
@@ -828,7 +737,7 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
   if (const v1::TraceSummary* ts = trace_summary(file)) {
     out << "\n";
     render_application_view(out, file, *ts, session, current, sections, options);
-  } else if (!file.trace_records.empty()) {
+  } else if (file.trace_chunks != 0) {
     out << "\n";
     put_wrapped(out, "note: ", "      ",
                 file.segment_index > 0
@@ -911,18 +820,6 @@ std::string terminal_safe(std::string_view text, bool keep_newlines) {
       out.append(text.substr(i, len));
     }
     i += len;
-  }
-  return out;
-}
-
-std::string render_json(const ReadResult& file, std::string& error) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.add_whitespace = true;
-  auto status = google::protobuf::util::MessageToJsonString(file.file, &out, opts);
-  if (!status.ok()) {
-    error = std::string(status.message());
-    return {};
   }
   return out;
 }

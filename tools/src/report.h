@@ -7,6 +7,7 @@
 
 #include "file_reader.h"
 #include "sass.h"
+#include "trace_fold.h"  // recompute_summary: a killed run's view
 
 namespace cutriage::tools {
 
@@ -41,12 +42,5 @@ std::string verdict_headline(const v1::Diagnosis& diagnosis);
 // UTF-8-encoded C1 controls as "\u009b", bytes that are not well-formed UTF-8 as "\xff". A newline
 // is kept when `keep_newlines` (a whole report), escaped otherwise (one name on one line).
 std::string terminal_safe(std::string_view text, bool keep_newlines);
-
-// The trace summary of a run killed before it wrote one, recomputed from its trace chunks (what
-// render_report shows for such a file); nullopt when the file holds no executions.
-std::optional<v1::TraceSummary> recompute_summary(const ReadResult& file);
-
-// The proto3 JSON mapping of the file's records. Empty string and `error` set on failure.
-std::string render_json(const ReadResult& file, std::string& error);
 
 }  // namespace cutriage::tools

@@ -492,7 +492,8 @@ int cmd_run(const RunOptions& o) {
     } else if (run.code != 0) {
       why_not = "the application exited with status " + std::to_string(run.code);
     }
-    const RerunNeed need = rerun_need(read_cutriage_file(*run.out_path));
+    // The trace summary alone decides: the current records are enough (ReadScope::kCurrent).
+    const RerunNeed need = rerun_need(read_cutriage_file(*run.out_path, ReadScope::kCurrent));
     const bool wanted = o.rerun == Rerun::kAlways || need.families > 0;
     if (wanted && !why_not.empty()) {
       std::cerr << "cutriage run: not running " << o.app[0] << " again: " << why_not << "\n";
@@ -537,7 +538,8 @@ int cmd_run(const RunOptions& o) {
                 << (run.out_path ? " (" + *run.out_path + ")" : "")
                 << ": the application made no CUDA call, or the agent stayed off (see its messages above)\n";
     } else {
-      ReadResult r = read_cutriage_file(*run.out_path);
+      // As `cutriage report` reads it: memory holds what the report shows, not the file.
+      ReadResult r = read_cutriage_file_current(*run.out_path);
       if (r.status == ReadStatus::kOk || r.status == ReadStatus::kTruncated) {
         std::cout << "\n" << render_report(r, ReportOptions{});
         std::cout << "(saved: " << *run.out_path << ")\n";

@@ -1,37 +1,26 @@
 #include "trace_export.h"
 
 #include <algorithm>
-#include <functional>
 #include <cinttypes>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
-#include <queue>
 #include <set>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/utf8.h"
+#include "trace_lanes.h"
+#include "trace_placement.h"
 
 namespace cutriage::tools {
 
 namespace v1 = cutriage::v1;
-
-namespace {
-
-// A profiled duration from the file (a double) in whole nanoseconds: 0 for a negative or NaN value,
-// at most 2^53 (104 days) so that a corrupt value neither overflows the conversion nor a sum.
-uint64_t duration_u64(double ns) {
-  constexpr double kMax = 9007199254740992.0;  // 2^53
-  if (!(ns > 0)) return 0;
-  return static_cast<uint64_t>(ns < kMax ? ns : kMax);
-}
-
-}  // namespace
 
 namespace {
 
@@ -46,101 +35,8 @@ uint32_t gpu_pid(uint32_t device) { return device == kUnknownDevice ? kUnknownDe
 // contexts) get ids from here on: above Linux's pid_max (2^22) and CUPTI's small stream ids,
 // below INT32_MAX; ids already taken are skipped.
 constexpr uint32_t kFirstSyntheticTid = 1'000'000'000;
-
-// kPlaced: a profiled launch the trace holds no execution of (agents before 2026-12-01 dropped
-// the replayed launch's record, which CUPTI delivers without timestamps), drawn from its
-// KernelProfile record in the gap its replay left on its stream (place_profiled_launches).
-enum class EventKind : uint8_t { kKernel, kCopy, kNvtx, kPlaced };
-
-// One event of the output: where its record is, and its times for sorting and lane assignment.
-struct Event {
-  uint64_t start = 0;
-  uint64_t end = 0;
-  int record = 0;  // index in file.records() (kPlaced: the KernelProfile record)
-  int index = 0;   // index in the chunk's kernels / copies / nvtx_ranges (kPlaced: unused)
-  EventKind kind = EventKind::kKernel;
-  uint32_t lane = 0;
-  bool cut = false;  // a kernel running across a pause, drawn up to it (files the agent did not cut)
-};
-
-// Events of one track, before lanes: a stream of one context on one device, or an OS thread.
-struct GpuTrackKey {
-  uint32_t device = 0;
-  uint32_t context = 0;
-  uint32_t stream = 0;
-  friend bool operator<(const GpuTrackKey& a, const GpuTrackKey& b) {
-    return std::tie(a.device, a.context, a.stream) < std::tie(b.device, b.context, b.stream);
-  }
-};
-
-// Earlier start first; at the same start the longer event first, so a parent precedes its
-// children (Perfetto nests slices with equal timestamps in the order it reads them).
-bool by_start_then_longer(const Event& a, const Event& b) {
-  if (a.start != b.start) return a.start < b.start;
-  return a.end > b.end;
-}
-
-// Lanes whose events never overlap: each event takes the free lane that freed up first, or a new
-// one. O(n log lanes), however many events run at once.
-class DisjointLanes {
- public:
-  explicit DisjointLanes(uint32_t first_lane) : next_(first_lane) {}
-  uint32_t place(uint64_t start, uint64_t end) {
-    uint32_t lane = 0;
-    if (!free_at_.empty() && free_at_.top().first <= start) {
-      lane = free_at_.top().second;
-      free_at_.pop();
-    } else {
-      lane = next_++;
-    }
-    free_at_.emplace(end, lane);
-    return lane;
-  }
-  [[nodiscard]] uint32_t end_lane() const { return next_; }
-
- private:
-  using Slot = std::pair<uint64_t, uint32_t>;  // (end of its last event, lane)
-  std::priority_queue<Slot, std::vector<Slot>, std::greater<>> free_at_;
-  uint32_t next_;
-};
-
-// GPU tracks: events in one lane never overlap at all (a kernel drawn inside another kernel would
-// read as its child). Returns the number of lanes.
-uint32_t assign_disjoint_lanes(std::vector<Event>& events) {
-  std::sort(events.begin(), events.end(), by_start_then_longer);
-  DisjointLanes lanes(0);
-  for (Event& e : events) e.lane = lanes.place(e.start, std::max(e.end, e.start));
-  return std::max(lanes.end_lane(), 1u);
-}
-
-// NVTX tracks: events in one lane nest (each inside the range open around it, or after it).
-// Ranges that cross (start/end ranges, or push/pop ranges of different domains) go to further
-// lanes. Past kNestedLanes lanes (many ranges open at once, each crossing the others) events go to
-// lanes that hold no overlap at all, so the cost stays O(n log n). Returns the number of lanes.
-uint32_t assign_nested_lanes(std::vector<Event>& events) {
-  constexpr uint32_t kNestedLanes = 64;
-  std::sort(events.begin(), events.end(), by_start_then_longer);
-  std::vector<std::vector<uint64_t>> open;  // per lane, end times of the ranges open
-  DisjointLanes overflow(kNestedLanes);
-  for (Event& e : events) {
-    const uint64_t end = std::max(e.end, e.start);
-    uint32_t lane = 0;
-    for (; lane < open.size(); ++lane) {
-      std::vector<uint64_t>& stack = open[lane];
-      // Events come in start order: ranges that ended by now stay closed for every later event.
-      while (!stack.empty() && stack.back() <= e.start) stack.pop_back();
-      if (stack.empty() || stack.back() >= end) break;
-    }
-    if (lane == open.size() && open.size() == kNestedLanes) {
-      e.lane = overflow.place(e.start, end);
-      continue;
-    }
-    if (lane == open.size()) open.emplace_back();
-    open[lane].push_back(end);
-    e.lane = lane;
-  }
-  return overflow.end_lane() > kNestedLanes ? overflow.end_lane() : std::max(static_cast<uint32_t>(open.size()), 1u);
-}
+// Events waiting to be put in time order before they are written (about 120 bytes each).
+constexpr size_t kWindowEvents = size_t{1} << 16;
 
 // Microseconds with three decimals, from integer nanoseconds: exact, never NaN or infinite.
 void append_us(std::string& out, uint64_t ns) {
@@ -153,10 +49,6 @@ void append_u64(std::string& out, uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "%" PRIu64, v);
   out += buf;
-}
-
-std::string dim3(const v1::Dim3& d) {
-  return std::to_string(d.x()) + "x" + std::to_string(d.y()) + "x" + std::to_string(d.z());
 }
 
 const char* copy_name(v1::CopyExecution::Kind kind) {
@@ -228,115 +120,163 @@ class Writer {
   std::string buf_;
 };
 
-// Profiled launches without an execution in the trace, placed where they ran. A stream runs its
-// work in launch order and correlation ids grow in launch order, so a launch ran after the stream's
-// last event of a smaller correlation id ended and before its first event of a larger one started:
-// that gap is the profiler's replay (plus the launch's own host-side cost), and drawing the launch
-// across it keeps the gap from reading as idle. Several profiled launches in one gap share it
-// equally, in launch order. A launch with a neighbour on one side only is drawn for its profiled
-// duration from (or up to) that neighbour; one with no neighbour on its stream is left out (counted
-// in `unplaced`). Graph-scope records (a graph launch's counters, its kernels traced as nodes) and
-// records without a correlation id are never placed.
-struct PlacedLaunch {
-  GpuTrackKey track;
+// kPlaced: a profiled launch the trace holds no execution of, drawn from its KernelProfile
+// record (trace_placement.h).
+enum class EventKind : uint8_t { kKernel, kCopy, kNvtx, kPlaced };
+
+struct KernelFields {
+  uint64_t family_id = 0;
   uint64_t correlation = 0;
-  int record = 0;
+  uint64_t nvtx_iid = 0;  // the file's id (a segment's, renumbered)
+  uint64_t graph_node_id = 0;
+  uint32_t grid[3] = {0, 0, 0};
+  uint32_t stream = 0;
+  uint32_t context = 0;
+  uint32_t graph_id = 0;
+  bool replayed = false;
+  bool cut_by_pause = false;
+};
+struct CopyFields {
+  uint64_t bytes = 0;
+  uint64_t correlation = 0;
+  uint32_t stream = 0;
+  uint32_t graph_id = 0;
+  v1::CopyExecution::Kind kind = v1::CopyExecution::KIND_UNSPECIFIED;
+  bool pageable = false;
+};
+struct NvtxFields {
+  uint64_t name_iid = 0;
+  uint64_t domain_iid = 0;
+  uint32_t depth = 0;
+};
+struct PlacedFields {
+  int record = 0;  // its KernelProfile record
 };
 
-void place_profiled_launches(const ReadResult& file, std::map<GpuTrackKey, std::vector<Event>>& gpu_tracks,
-                             uint64_t& placed, uint64_t& unplaced) {
-  // Correlation ids of the executions traced: those launches need no placing. CUPTI's correlation
-  // ids are unique in the process, whatever the context.
-  std::set<uint64_t> traced;
-  for (int r : file.trace_records) {
-    for (const v1::KernelExecution& k : file.file.records(r).trace().kernels()) traced.insert(k.correlation_id());
+// A track of the output before its lanes: a stream (GPU) or an OS thread (CPU, its NVTX ranges).
+struct GpuTrack {
+  GpuTrackKey key;
+  DisjointLanes lanes{0};
+  std::vector<uint32_t> tids;  // per lane; lane 0 keeps the stream id when it is free
+};
+struct CpuTrack {
+  uint32_t thread = 0;
+  NestedLanes lanes;
+  std::vector<uint32_t> tids;
+};
+
+// One event waiting in the window: what the output needs of it, not its record (dropped).
+struct Pending {
+  uint64_t start = 0;
+  uint64_t end = 0;   // cut at a pause when the agent did not cut it
+  uint64_t seq = 0;   // arrival order: the last tie-break, so the output does not depend on the sort
+  GpuTrack* gpu = nullptr;
+  CpuTrack* cpu = nullptr;
+  EventKind kind = EventKind::kKernel;
+  bool cut = false;
+  std::variant<KernelFields, CopyFields, NvtxFields, PlacedFields> fields;
+};
+
+// Earlier start first; at the same start the longer event first, so a parent precedes its
+// children (Perfetto nests slices with equal timestamps in the order it reads them).
+bool before(const Pending& a, const Pending& b) {
+  if (a.start != b.start) return a.start < b.start;
+  if (a.end != b.end) return a.end > b.end;
+  return a.seq < b.seq;
+}
+
+using IidMap = std::map<uint64_t, uint64_t>;
+
+// One process's trace: its current records and where its chunks are. A file read whole
+// (ReadScope::kEverything, or from a pipe) holds them; one read with kCurrent has them read again
+// from its files, one record at a time.
+struct ProcessTrace {
+  const ReadResult& file;
+  const std::vector<std::string>* paths = nullptr;       // its files, in segment order
+  const std::vector<IidMap>* segment_iids = nullptr;     // per file: its ids -> file's; empty: the same
+};
+
+// Calls `each(chunk, remap)` for every TraceChunk of the process in file order; the problem when a
+// file cannot be read again.
+std::optional<std::string> for_each_chunk(const ProcessTrace& p,
+                                          const std::function<void(const v1::TraceChunk&, const IidMap*)>& each) {
+  if (!p.file.trace_events_dropped || p.paths == nullptr) {
+    for (const int r : p.file.trace_records) each(p.file.file.records(r).trace(), nullptr);
+    return std::nullopt;
   }
-  // One per launch: the records of a launch (its revisions) share its correlation id.
-  std::map<uint64_t, PlacedLaunch> launches;
-  for (int r = 0; r < file.file.records_size(); ++r) {
-    if (!file.file.records(r).has_kernel()) continue;
-    const v1::KernelProfile& k = file.file.records(r).kernel();
-    if (k.correlation_id() == 0 || k.has_graph_scope() || k.replay_mode() == v1::REPLAY_MODE_NONE) continue;
-    if (k.status() != v1::PROFILE_STATUS_PROFILED) continue;
-    const auto context = static_cast<uint32_t>(k.context_id());
-    if (traced.count(k.correlation_id()) != 0) continue;
-    const GpuTrackKey track{k.device(), context, static_cast<uint32_t>(k.stream_id())};
-    launches.insert_or_assign(k.correlation_id(), PlacedLaunch{track, k.correlation_id(), r});
-  }
-  if (launches.empty()) return;
-  // Per track, its events' correlation ids (the kernels' and copies'), to find the neighbours.
-  struct Neighbour {
-    uint64_t correlation = 0;
-    uint64_t start = 0;
-    uint64_t end = 0;
-  };
-  std::map<GpuTrackKey, std::vector<Neighbour>> by_track;
-  for (const auto& [key, events] : gpu_tracks) {
-    std::vector<Neighbour>& n = by_track[key];
-    for (const Event& e : events) {
-      const v1::TraceChunk& chunk = file.file.records(e.record).trace();
-      const uint64_t correlation = e.kind == EventKind::kKernel ? chunk.kernels(e.index).correlation_id()
-                                                                : chunk.copies(e.index).correlation_id();
-      // Graph nodes carry their graph launch's correlation id: stream order holds for the launch.
-      n.push_back({correlation, e.start, e.end});
-    }
-    std::sort(n.begin(), n.end(), [](const Neighbour& a, const Neighbour& b) { return a.correlation < b.correlation; });
-  }
-  // Launches grouped by the gap they fall in: (track, index of the next neighbour).
-  std::map<std::pair<GpuTrackKey, size_t>, std::vector<const PlacedLaunch*>> gaps;
-  for (const auto& [id, launch] : launches) {
-    auto t = by_track.find(launch.track);
-    if (t == by_track.end() || t->second.empty()) {
-      ++unplaced;
-      continue;
-    }
-    const std::vector<Neighbour>& n = t->second;
-    const size_t next = static_cast<size_t>(
-        std::upper_bound(n.begin(), n.end(), launch.correlation,
-                         [](uint64_t c, const Neighbour& x) { return c < x.correlation; }) -
-        n.begin());
-    gaps[{launch.track, next}].push_back(&launch);  // launches come in correlation order
-  }
-  for (const auto& [where, group] : gaps) {
-    const std::vector<Neighbour>& n = by_track[where.first];
-    const size_t next = where.second;
-    // Ends and starts over every neighbour before / after (records may come out of time order).
-    uint64_t from = 0;
-    for (size_t i = 0; i < next; ++i) from = std::max(from, n[i].end);
-    uint64_t to = std::numeric_limits<uint64_t>::max();
-    for (size_t i = next; i < n.size(); ++i) to = std::min(to, n[i].start);
-    const bool has_before = next > 0;
-    const bool has_after = next < n.size();
-    std::vector<Event>& events = gpu_tracks[where.first];
-    if (has_before && has_after && to > from) {
-      const uint64_t span = to - from;
-      const uint64_t count = group.size();
-      for (uint64_t i = 0; i < count; ++i) {
-        const uint64_t start = from + span * i / count;
-        const uint64_t end = from + span * (i + 1) / count;
-        events.push_back({start, end, group[i]->record, 0, EventKind::kPlaced, 0});
-        ++placed;
-      }
-      continue;
-    }
-    if (!has_before && !has_after) {
-      unplaced += group.size();
-      continue;
-    }
-    // One side known (or neighbours out of order): each launch drawn for its profiled duration,
-    // one after another from the earlier neighbour, or one before another up to the later one.
-    uint64_t total = 0;
-    for (const PlacedLaunch* p : group) {
-      total += duration_u64(file.file.records(p->record).kernel().duration_ns());
-    }
-    uint64_t at = has_before ? from : (to >= total ? to - total : 0);
-    for (const PlacedLaunch* p : group) {
-      const uint64_t d = duration_u64(file.file.records(p->record).kernel().duration_ns());
-      events.push_back({at, at + d, p->record, 0, EventKind::kPlaced, 0});
-      at += d;
-      ++placed;
+  for (size_t s = 0; s < p.paths->size(); ++s) {
+    const IidMap* remap = p.segment_iids != nullptr && s < p.segment_iids->size() ? &(*p.segment_iids)[s] : nullptr;
+    const std::string& path = (*p.paths)[s];
+    const StreamedRead read = stream_cutriage_file(path, [&](v1::Record& record) {
+      if (record.has_trace()) each(record.trace(), remap);
+    });
+    if (read.status == ReadStatus::kUnreadable || read.status == ReadStatus::kNotCutriage) {
+      return "cannot read '" + path + "' again: " + read.message;
     }
   }
+  return std::nullopt;
+}
+
+uint64_t remapped(uint64_t iid, const IidMap* remap) {
+  if (remap == nullptr || iid == 0) return iid;
+  auto it = remap->find(iid);
+  return it == remap->end() ? 0 : it->second;  // an id never defined stays undefined
+}
+
+uint32_t device_of(const ReadResult& file, uint64_t family_id) {
+  const v1::KernelFamily* fam = find_family(file, family_id);
+  return fam != nullptr ? fam->device() : kUnknownDevice;
+}
+
+// What the first pass over the trace finds: the output's zero, the tracks, the launches to place.
+struct Scan {
+  uint64_t origin = std::numeric_limits<uint64_t>::max();
+  uint64_t dropped = 0;
+  std::map<GpuTrackKey, GpuTrack> gpu;  // node-based: events point at their track
+  std::map<uint32_t, CpuTrack> cpu;
+  std::vector<PlacedLaunch> placed;
+  uint64_t unplaced = 0;
+};
+
+// Pass 1: the earliest event (the output's zero), every track, and where the profiled launches
+// without an execution go. Holds the tracks and those launches, not the events.
+std::optional<std::string> scan(const ProcessTrace& p, Scan& s) {
+  const std::vector<uint64_t> pause_starts = trace_pause_starts(p.file);
+  LaunchPlacer placer(p.file);
+  std::optional<std::string> problem = for_each_chunk(p, [&](const v1::TraceChunk& chunk, const IidMap*) {
+    s.dropped += chunk.dropped_records();
+    for (const v1::KernelExecution& k : chunk.kernels()) {
+      const GpuTrackKey key{device_of(p.file, k.family_id()), k.context_id(), k.stream_id()};
+      s.gpu.try_emplace(key).first->second.key = key;
+      s.origin = std::min(s.origin, k.start_ns());
+      triage::KernelSpan span;  // as drawn: cut at a pause the agent did not cut it at
+      span.start_ns = k.start_ns();
+      span.end_ns = k.end_ns();
+      if (!pause_starts.empty()) triage::cut_at_pause(span, pause_starts);
+      placer.kernel(key, k.correlation_id(), span.start_ns, span.end_ns);
+    }
+    for (const v1::CopyExecution& c : chunk.copies()) {
+      const GpuTrackKey key{c.device(), c.context_id(), c.stream_id()};
+      s.gpu.try_emplace(key).first->second.key = key;
+      s.origin = std::min(s.origin, c.start_ns());
+      placer.copy(key, c.correlation_id(), c.start_ns(), c.end_ns());
+    }
+    for (const v1::NvtxRange& n : chunk.nvtx_ranges()) {
+      s.cpu.try_emplace(n.thread_id()).first->second.thread = n.thread_id();
+      s.origin = std::min(s.origin, n.start_ns());
+    }
+  });
+  if (problem) return problem;
+  if (s.origin == std::numeric_limits<uint64_t>::max()) s.origin = 0;  // chunks without events
+  s.placed = placer.place(p.file, s.unplaced);
+  // The output's zero stays the earliest recorded event: a launch placed before it (the first on
+  // its stream, drawn for its profiled duration up to its neighbour) starts there.
+  for (PlacedLaunch& l : s.placed) {
+    if (l.start >= s.origin) continue;
+    l.end = std::max(l.end, s.origin);
+    l.start = s.origin;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -391,112 +331,24 @@ const v1::SessionHeader* session_of(const ReadResult& file) {
                                                                            : nullptr;
 }
 
-// The process's metadata and events, appended to `w` after the events before them (`first`).
-// `origin` is set to the trace-clock time of its zero, `dropped` to its dropped records.
-void write_process(const ReadResult& file, const Placement& place, Writer& w, bool& first,
-                   TraceExportStats& counts, uint64_t& origin, uint64_t& dropped) {
+std::string dim3(const uint32_t (&d)[3]) {
+  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+}
+
+// Pass 2: the process's metadata and events, appended to `w` after the events before them
+// (`first`). Events are read again chunk by chunk and wait in a window of kWindowEvents, sorted
+// by start, the earlier half written when it is full: every track's events reach the lanes in
+// start order (exactly, when the trace has fewer events than the window; an event more than a
+// window out of place goes to another lane rather than overlap or cross one). The output holds
+// the events in time order, all tracks together; the threads are named after them, once every
+// lane is known.
+std::optional<std::string> write_process(const ProcessTrace& p, Scan& s, const Placement& place, Writer& w,
+                                         bool& first, TraceExportStats& counts) {
+  const ReadResult& file = p.file;
   const v1::SessionHeader* session = session_of(file);
-
-  // Pass 1: every event into its track, and the earliest time (the output's zero).
-  std::map<GpuTrackKey, std::vector<Event>> gpu_tracks;
-  std::map<uint32_t, std::vector<Event>> cpu_tracks;  // by OS thread id
-  origin = std::numeric_limits<uint64_t>::max();
-  dropped = 0;
-  // Pauses of a duty-cycled trace, drawn on a track of their own.
   const std::vector<std::pair<uint64_t, uint64_t>> pauses = trace_pauses(file);
-  for (int r : file.trace_records) {
-    const v1::TraceChunk& chunk = file.file.records(r).trace();
-    dropped += chunk.dropped_records();
-    for (int i = 0; i < chunk.kernels_size(); ++i) {
-      const v1::KernelExecution& k = chunk.kernels(i);
-      const v1::KernelFamily* fam = find_family(file, k.family_id());
-      GpuTrackKey key{fam != nullptr ? fam->device() : kUnknownDevice, k.context_id(), k.stream_id()};
-      gpu_tracks[key].push_back({k.start_ns(), k.end_ns(), r, i, EventKind::kKernel, 0});
-      origin = std::min(origin, k.start_ns());
-      ++counts.kernels;
-    }
-    for (int i = 0; i < chunk.copies_size(); ++i) {
-      const v1::CopyExecution& c = chunk.copies(i);
-      GpuTrackKey key{c.device(), c.context_id(), c.stream_id()};
-      gpu_tracks[key].push_back({c.start_ns(), c.end_ns(), r, i, EventKind::kCopy, 0});
-      origin = std::min(origin, c.start_ns());
-      ++counts.copies;
-    }
-    for (int i = 0; i < chunk.nvtx_ranges_size(); ++i) {
-      const v1::NvtxRange& n = chunk.nvtx_ranges(i);
-      cpu_tracks[n.thread_id()].push_back({n.start_ns(), n.end_ns(), r, i, EventKind::kNvtx, 0});
-      origin = std::min(origin, n.start_ns());
-      ++counts.nvtx_ranges;
-    }
-  }
-  if (origin == std::numeric_limits<uint64_t>::max()) origin = 0;  // chunks without events
-  // Kernels running across a pause have no trustworthy end (see triage::cut_at_pause): agents since
-  // 2026-11-30 cut them when they write them; older files are cut here the same way.
-  if (!pauses.empty()) {
-    const std::vector<uint64_t> starts = trace_pause_starts(file);
-    for (auto& [key, events] : gpu_tracks) {
-      for (Event& e : events) {
-        if (e.kind != EventKind::kKernel) continue;
-        triage::KernelSpan span;
-        span.start_ns = e.start;
-        span.end_ns = e.end;
-        if (triage::cut_at_pause(span, starts)) {
-          e.end = span.end_ns;
-          e.cut = true;
-        }
-      }
-    }
-  }
-
-  place_profiled_launches(file, gpu_tracks, counts.placed_profiled, counts.unplaced_profiled);
-  // The output's zero stays the earliest recorded event: a launch placed before it (the first on
-  // its stream, drawn for its profiled duration up to its neighbour) starts there.
-  for (auto& [key, events] : gpu_tracks) {
-    for (Event& e : events) {
-      if (e.kind != EventKind::kPlaced || e.start >= origin) continue;
-      e.end = std::max(e.end, origin);
-      e.start = origin;
-    }
-  }
-
-  // Pass 2: lanes and thread ids. Lane 0 of a stream keeps the stream id as its tid (of an OS
-  // thread, the thread id), so scripts can map them back.
-  TidAllocator tids;
-  std::vector<Thread> threads;
-  std::map<std::pair<const std::vector<Event>*, uint32_t>, uint32_t> lane_tid;
-  std::map<uint32_t, std::set<uint32_t>> contexts_per_device;
-  for (const auto& [key, events] : gpu_tracks) contexts_per_device[key.device].insert(key.context);
-  for (auto& [key, events] : gpu_tracks) {
-    uint32_t lanes = assign_disjoint_lanes(events);
-    uint32_t pid = gpu_pid(key.device);
-    for (uint32_t lane = 0; lane < lanes; ++lane) {
-      std::string name = "stream " + std::to_string(key.stream);
-      if (contexts_per_device[key.device].size() > 1) name += " (context " + std::to_string(key.context) + ")";
-      if (lane > 0) name += " (concurrent " + std::to_string(lane + 1) + ")";
-      uint32_t tid = tids.take(pid, lane == 0 ? std::optional<uint32_t>(key.stream) : std::nullopt);
-      // Tracks come in (device, context, stream) order and lanes in order: the position is the
-      // display order.
-      threads.push_back({pid, tid, std::move(name), threads.size()});
-      lane_tid[{&events, lane}] = tid;
-    }
-    counts.extra_tracks += lanes - 1;
-  }
-  for (auto& [thread_id, events] : cpu_tracks) {
-    uint32_t lanes = assign_nested_lanes(events);
-    for (uint32_t lane = 0; lane < lanes; ++lane) {
-      std::string name = "thread " + std::to_string(thread_id);
-      if (lane > 0) name += " (overlapping " + std::to_string(lane + 1) + ")";
-      uint32_t tid = tids.take(kCpuPid, lane == 0 ? std::optional<uint32_t>(thread_id) : std::nullopt);
-      threads.push_back({kCpuPid, tid, std::move(name), threads.size()});
-      lane_tid[{&events, lane}] = tid;
-    }
-    counts.extra_tracks += lanes - 1;
-  }
-
-  // Pass 3: the JSON. "traceEvents" comes first and every event starts with "ph" and "ts":
-  // Perfetto's tokenizer reads those keys from the raw text, stops at an array value before
-  // them, and ignores top-level keys it does not know only after the events. There is no
-  // "displayTimeUnit": Perfetto would take "ns" as the unit of ts.
+  const std::vector<uint64_t> pause_starts = trace_pause_starts(file);
+  const uint64_t origin = s.origin;
   std::string& b = w.buf();
   auto begin_event = [&]() -> std::string& {
     if (!first) b += ",\n";
@@ -504,9 +356,23 @@ void write_process(const ReadResult& file, const Placement& place, Writer& w, bo
     return b;
   };
 
-  // Metadata: process and thread names, and an order (CPU first, then GPUs by device).
+  // Lane 0 of a track keeps its stream id as its tid (of an OS thread, the thread id), so scripts
+  // can map them back; taken in track order before any other lane's.
+  TidAllocator tids;
+  for (auto& [key, t] : s.gpu) t.tids.push_back(tids.take(gpu_pid(key.device), key.stream));
+  for (auto& [thread, t] : s.cpu) t.tids.push_back(tids.take(kCpuPid, thread));
+  auto lane_tid = [&tids](std::vector<uint32_t>& lane_tids, uint32_t pid, uint32_t lane) {
+    while (lane_tids.size() <= lane) lane_tids.push_back(tids.take(pid, std::nullopt));
+    return lane_tids[lane];
+  };
+
+  // "traceEvents" comes first and every event starts with "ph" and "ts": Perfetto's tokenizer
+  // reads those keys from the raw text, stops at an array value before them, and ignores
+  // top-level keys it does not know only after the events. There is no "displayTimeUnit":
+  // Perfetto would take "ns" as the unit of ts.
+  // Process metadata: names, and an order (CPU first, then GPUs by device).
   std::set<uint32_t> devices;
-  for (const auto& [key, events] : gpu_tracks) devices.insert(key.device);
+  for (const auto& [key, t] : s.gpu) devices.insert(key.device);
   auto process = [&](uint32_t pid, const std::string& name, uint64_t sort) {
     begin_event() += "{\"ph\":\"M\",\"pid\":";
     append_u64(b, place.pid_base + pid);
@@ -517,7 +383,7 @@ void write_process(const ReadResult& file, const Placement& place, Writer& w, bo
     append_u64(b, place.pid_base + sort);
     b += "}}";
   };
-  if (!cpu_tracks.empty()) process(kCpuPid, "CPU", 0);
+  if (!s.cpu.empty()) process(kCpuPid, "CPU", 0);
   for (uint32_t device : devices) {
     std::string name = device == kUnknownDevice ? "GPU ? (kernels of an undefined family)"
                                                 : "GPU " + std::to_string(device);
@@ -530,11 +396,279 @@ void write_process(const ReadResult& file, const Placement& place, Writer& w, bo
     }
     process(gpu_pid(device), name, uint64_t{device} + 1);
   }
-  if (!pauses.empty()) {
-    // Blank GPU tracks there are not idle GPUs: the trace was off (CUTRIAGE_TRACE_DUTY).
-    process(kAgentPid, "cutriage", uint64_t{kAgentPid});
-    threads.push_back({kAgentPid, 1, "kernel trace paused (CUTRIAGE_TRACE_DUTY)", threads.size()});
+  // Blank GPU tracks there are not idle GPUs: the trace was off (CUTRIAGE_TRACE_DUTY).
+  if (!pauses.empty()) process(kAgentPid, "cutriage", uint64_t{kAgentPid});
+
+  // Names are the same for many events: escaped once.
+  std::unordered_map<uint64_t, std::string> family_json;  // family id -> escaped display name
+  std::unordered_map<uint64_t, std::string> interned_json;
+  auto interned = [&](uint64_t iid) -> const std::string& {
+    auto it = interned_json.find(iid);
+    if (it == interned_json.end()) it = interned_json.emplace(iid, json_string(lookup(file, iid))).first;
+    return it->second;
+  };
+  auto begin_x = [&](uint64_t start, uint64_t end, uint32_t pid, uint32_t tid) {
+    begin_event() += "{\"ph\":\"X\",\"ts\":";
+    // A file that grew since the first pass may hold an event before its zero: drawn at zero.
+    append_us(b, (start > origin ? start - origin : 0) + place.offset);
+    b += ",\"dur\":";
+    append_us(b, end > start ? end - start : 0);
+    b += ",\"pid\":";
+    append_u64(b, place.pid_base + pid);
+    b += ",\"tid\":";
+    append_u64(b, tid);
+  };
+
+  auto write_placed = [&](const Pending& e, const PlacedFields& f) {
+    const v1::KernelProfile& k = file.file.records(f.record).kernel();
+    std::string name = k.family_id() != 0 ? family_name(file, k.family_id()) : std::string();
+    if (name.empty() || (k.family_id() != 0 && find_family(file, k.family_id()) == nullptr)) {
+      name = std::string(lookup(file, k.demangled_name_iid()));
+      if (name.empty()) name = std::string(lookup(file, k.mangled_name_iid()));
+    }
+    b += ",\"name\":" + json_string(name) + ",\"cat\":\"profiled\",\"args\":{\"family_id\":";
+    append_u64(b, k.family_id());
+    if (k.has_launch()) {
+      const v1::Dim3& g = k.launch().grid();
+      const v1::Dim3& bl = k.launch().block();
+      const uint32_t grid[3] = {g.x(), g.y(), g.z()};
+      const uint32_t block[3] = {bl.x(), bl.y(), bl.z()};
+      b += ",\"grid\":\"" + dim3(grid) + "\",\"block\":\"" + dim3(block) + "\"";
+    }
+    b += ",\"correlation_id\":";
+    append_u64(b, k.correlation_id());
+    b += ",\"launch_index\":";
+    append_u64(b, k.launch_index());
+    b += ",\"duration_ns\":";
+    append_u64(b, e.end > e.start ? e.end - e.start : 0);
+    if (k.duration_ns() > 0) {
+      b += ",\"profiled_duration_ns\":";
+      append_u64(b, duration_u64(k.duration_ns()));
+    }
+    b += ",\"stream\":";
+    append_u64(b, k.stream_id());
+    b += ",\"context\":";
+    append_u64(b, k.context_id());
+    b += ",\"replayed\":true,\"placed\":true,\"note\":\"profiled launch: the trace holds no record of it "
+         "(the agent dropped replayed launches' records before 2026-12-01); drawn across the gap its replay "
+         "left on the stream, between the launches before and after it, so that gap does not read as idle; "
+         "left out of the statistics\"}}";
+  };
+  auto write_kernel = [&](const Pending& e, const KernelFields& k) {
+    auto name = family_json.find(k.family_id);
+    if (name == family_json.end()) {
+      name = family_json.emplace(k.family_id, json_string(family_name(file, k.family_id))).first;
+    }
+    b += ",\"name\":" + name->second;
+    b += k.replayed ? ",\"cat\":\"profiled\"" : ",\"cat\":\"kernel\"";
+    b += ",\"args\":{\"family_id\":";
+    append_u64(b, k.family_id);
+    b += ",\"grid\":\"" + dim3(k.grid) + "\"";
+    if (const v1::KernelFamily* fam = find_family(file, k.family_id); fam != nullptr && fam->has_block()) {
+      const uint32_t block[3] = {fam->block().x(), fam->block().y(), fam->block().z()};
+      b += ",\"block\":\"" + dim3(block) + "\"";
+    }
+    b += ",\"correlation_id\":";
+    append_u64(b, k.correlation);
+    b += ",\"duration_ns\":";
+    append_u64(b, e.end > e.start ? e.end - e.start : 0);
+    b += ",\"stream\":";
+    append_u64(b, k.stream);
+    b += ",\"context\":";
+    append_u64(b, k.context);
+    if (k.nvtx_iid != 0) b += ",\"nvtx\":" + interned(k.nvtx_iid);
+    if (k.graph_id != 0) {
+      b += ",\"graph_id\":";
+      append_u64(b, k.graph_id);
+      b += ",\"graph_node_id\":";
+      append_u64(b, k.graph_node_id);
+    }
+    if (k.replayed) {
+      b += ",\"replayed\":true,\"note\":\"profiled launch: its duration includes the profiler's replay and "
+           "is left out of the statistics\"}}";
+    } else if (k.cut_by_pause || e.cut) {
+      b += ",\"replayed\":false,\"cut_by_pause\":true,\"note\":\"running when the trace paused "
+           "(CUTRIAGE_TRACE_DUTY): drawn up to the pause, its end is unknown, left out of the "
+           "statistics\"}}";
+    } else {
+      b += ",\"replayed\":false}}";
+    }
+  };
+  auto write_copy = [&](const Pending& e, const CopyFields& c) {
+    b += ",\"name\":\"";
+    b += copy_name(c.kind);
+    b += c.kind == v1::CopyExecution::KIND_MEMSET ? "\",\"cat\":\"memset\"" : "\",\"cat\":\"copy\"";
+    b += ",\"args\":{\"kind\":\"";
+    b += copy_kind_words(c.kind);
+    b += "\",\"bytes\":";
+    append_u64(b, c.bytes);
+    b += c.pageable ? ",\"pageable\":true" : ",\"pageable\":false";
+    b += ",\"correlation_id\":";
+    append_u64(b, c.correlation);
+    b += ",\"stream\":";
+    append_u64(b, c.stream);
+    if (c.graph_id != 0) {
+      b += ",\"graph_id\":";
+      append_u64(b, c.graph_id);
+    }
+    if (e.end > e.start) {
+      // bytes per nanosecond = GB/s; finite since the duration is at least 1 ns.
+      char buf[48];
+      std::snprintf(buf, sizeof buf, ",\"GB_per_s\":%.3f",
+                    static_cast<double>(c.bytes) / static_cast<double>(e.end - e.start));
+      b += buf;
+    }
+    b += "}}";
+  };
+  auto write_nvtx = [&](const NvtxFields& n, uint32_t thread) {
+    b += ",\"name\":" + interned(n.name_iid) + ",\"cat\":\"nvtx\",\"args\":{\"depth\":";
+    append_u64(b, n.depth);
+    b += ",\"thread\":";
+    append_u64(b, thread);
+    if (n.domain_iid != 0) b += ",\"domain\":" + interned(n.domain_iid);
+    b += "}}";
+  };
+  // An event leaving the window: its lane, then its text.
+  auto write_event = [&](const Pending& e) {
+    if (!w.good()) return;
+    if (e.cpu != nullptr) {
+      const uint32_t lane = e.cpu->lanes.place(e.start, std::max(e.end, e.start));
+      begin_x(e.start, e.end, kCpuPid, lane_tid(e.cpu->tids, kCpuPid, lane));
+      write_nvtx(std::get<NvtxFields>(e.fields), e.cpu->thread);
+    } else {
+      const uint32_t pid = gpu_pid(e.gpu->key.device);
+      const uint32_t lane = e.gpu->lanes.place(e.start, std::max(e.end, e.start));
+      begin_x(e.start, e.end, pid, lane_tid(e.gpu->tids, pid, lane));
+      if (e.kind == EventKind::kPlaced) {
+        write_placed(e, std::get<PlacedFields>(e.fields));
+      } else if (e.kind == EventKind::kKernel) {
+        write_kernel(e, std::get<KernelFields>(e.fields));
+      } else {
+        write_copy(e, std::get<CopyFields>(e.fields));
+      }
+    }
+    w.maybe_flush();
+  };
+
+  std::vector<Pending> window;
+  window.reserve(kWindowEvents);
+  uint64_t seq = 0;
+  auto release = [&](bool all) {
+    std::sort(window.begin(), window.end(), before);
+    const size_t n = all ? window.size() : window.size() / 2;
+    for (size_t i = 0; i < n; ++i) write_event(window[i]);
+    window.erase(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(n));
+  };
+  // Pending is trivially copyable (its variant's alternatives are plain fields): taken by value.
+  auto add = [&](Pending e) {
+    e.seq = seq++;
+    window.push_back(e);
+    if (window.size() >= kWindowEvents) release(false);
+  };
+  // Tracks a file grown since the first pass adds are drawn too (their processes unnamed).
+  auto gpu_track = [&s](const GpuTrackKey& key) -> GpuTrack* {
+    auto [it, added] = s.gpu.try_emplace(key);
+    if (added) it->second.key = key;
+    return &it->second;
+  };
+
+  for (const PlacedLaunch& l : s.placed) {
+    Pending e;
+    e.start = l.start;
+    e.end = l.end;
+    e.gpu = gpu_track(l.track);
+    e.kind = EventKind::kPlaced;
+    e.fields = PlacedFields{l.record};
+    add(e);
   }
+  counts.placed_profiled = s.placed.size();
+  counts.unplaced_profiled = s.unplaced;
+  std::optional<std::string> problem = for_each_chunk(p, [&](const v1::TraceChunk& chunk, const IidMap* remap) {
+    for (const v1::KernelExecution& k : chunk.kernels()) {
+      Pending e;
+      e.start = k.start_ns();
+      e.end = k.end_ns();
+      e.gpu = gpu_track({device_of(file, k.family_id()), k.context_id(), k.stream_id()});
+      e.kind = EventKind::kKernel;
+      // Kernels running across a pause have no trustworthy end (see triage::cut_at_pause): agents
+      // since 2026-11-30 cut them when they write them; older files are cut here the same way.
+      if (!pause_starts.empty()) {
+        triage::KernelSpan span;
+        span.start_ns = e.start;
+        span.end_ns = e.end;
+        if (triage::cut_at_pause(span, pause_starts)) {
+          e.end = span.end_ns;
+          e.cut = true;
+        }
+      }
+      KernelFields f;
+      f.family_id = k.family_id();
+      f.correlation = k.correlation_id();
+      f.nvtx_iid = remapped(k.nvtx_path_iid(), remap);
+      f.graph_node_id = k.graph_node_id();
+      f.grid[0] = k.grid().x();
+      f.grid[1] = k.grid().y();
+      f.grid[2] = k.grid().z();
+      f.stream = k.stream_id();
+      f.context = k.context_id();
+      f.graph_id = k.graph_id();
+      f.replayed = k.replayed();
+      f.cut_by_pause = k.cut_by_pause();
+      e.fields = f;
+      ++counts.kernels;
+      add(e);
+    }
+    for (const v1::CopyExecution& c : chunk.copies()) {
+      Pending e;
+      e.start = c.start_ns();
+      e.end = c.end_ns();
+      e.gpu = gpu_track({c.device(), c.context_id(), c.stream_id()});
+      e.kind = EventKind::kCopy;
+      e.fields = CopyFields{c.bytes(), c.correlation_id(), c.stream_id(), c.graph_id(), c.kind(), c.pageable()};
+      ++counts.copies;
+      add(e);
+    }
+    for (const v1::NvtxRange& n : chunk.nvtx_ranges()) {
+      Pending e;
+      e.start = n.start_ns();
+      e.end = n.end_ns();
+      auto [it, added] = s.cpu.try_emplace(n.thread_id());
+      it->second.thread = n.thread_id();
+      e.cpu = &it->second;
+      e.kind = EventKind::kNvtx;
+      e.fields = NvtxFields{remapped(n.name_iid(), remap), remapped(n.domain_iid(), remap), n.depth()};
+      ++counts.nvtx_ranges;
+      add(e);
+    }
+  });
+  release(true);
+
+  // Threads: every lane of every track, named and ordered as the tracks are: GPU tracks by
+  // (device, context, stream), each followed by its extra lanes, then OS threads, then the pauses.
+  std::vector<Thread> threads;
+  std::map<uint32_t, std::set<uint32_t>> contexts_per_device;
+  for (const auto& [key, t] : s.gpu) contexts_per_device[key.device].insert(key.context);
+  for (auto& [key, t] : s.gpu) {
+    const uint32_t pid = gpu_pid(key.device);
+    const uint32_t lanes = std::max(t.lanes.end_lane(), 1u);
+    for (uint32_t lane = 0; lane < lanes; ++lane) {
+      std::string name = "stream " + std::to_string(key.stream);
+      if (contexts_per_device[key.device].size() > 1) name += " (context " + std::to_string(key.context) + ")";
+      if (lane > 0) name += " (concurrent " + std::to_string(lane + 1) + ")";
+      threads.push_back({pid, lane_tid(t.tids, pid, lane), std::move(name), threads.size()});
+    }
+    counts.extra_tracks += lanes - 1;
+  }
+  for (auto& [thread_id, t] : s.cpu) {
+    const uint32_t lanes = std::max(t.lanes.end_lane(), 1u);
+    for (uint32_t lane = 0; lane < lanes; ++lane) {
+      std::string name = "thread " + std::to_string(thread_id);
+      if (lane > 0) name += " (overlapping " + std::to_string(lane + 1) + ")";
+      threads.push_back({kCpuPid, lane_tid(t.tids, kCpuPid, lane), std::move(name), threads.size()});
+    }
+    counts.extra_tracks += lanes - 1;
+  }
+  if (!pauses.empty()) threads.push_back({kAgentPid, 1, "kernel trace paused (CUTRIAGE_TRACE_DUTY)", threads.size()});
   for (const Thread& t : threads) {
     begin_event() += "{\"ph\":\"M\",\"pid\":";
     append_u64(b, place.pid_base + t.pid);
@@ -548,220 +682,71 @@ void write_process(const ReadResult& file, const Placement& place, Writer& w, bo
     b += ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":";
     append_u64(b, t.sort);
     b += "}}";
-  }
-
-  // Names are the same for many events: escaped once.
-  std::unordered_map<uint64_t, std::string> family_json;  // family id -> escaped display name
-  std::unordered_map<uint64_t, std::string> interned_json;
-  auto interned = [&](uint64_t iid) -> const std::string& {
-    auto it = interned_json.find(iid);
-    if (it == interned_json.end()) it = interned_json.emplace(iid, json_string(lookup(file, iid))).first;
-    return it->second;
-  };
-  auto begin_x = [&](const Event& e, uint32_t pid, uint32_t tid) {
-    begin_event() += "{\"ph\":\"X\",\"ts\":";
-    append_us(b, e.start - origin + place.offset);
-    b += ",\"dur\":";
-    append_us(b, e.end > e.start ? e.end - e.start : 0);
-    b += ",\"pid\":";
-    append_u64(b, place.pid_base + pid);
-    b += ",\"tid\":";
-    append_u64(b, tid);
-  };
-
-  for (const auto& [key, events] : gpu_tracks) {
-    const uint32_t pid = gpu_pid(key.device);
-    for (const Event& e : events) {
-      const uint32_t tid = lane_tid[{&events, e.lane}];
-      begin_x(e, pid, tid);
-      if (e.kind == EventKind::kPlaced) {
-        const v1::KernelProfile& k = file.file.records(e.record).kernel();
-        std::string name = k.family_id() != 0 ? family_name(file, k.family_id()) : std::string();
-        if (name.empty() || (k.family_id() != 0 && find_family(file, k.family_id()) == nullptr)) {
-          name = std::string(lookup(file, k.demangled_name_iid()));
-          if (name.empty()) name = std::string(lookup(file, k.mangled_name_iid()));
-        }
-        b += ",\"name\":" + json_string(name) + ",\"cat\":\"profiled\",\"args\":{\"family_id\":";
-        append_u64(b, k.family_id());
-        if (k.has_launch()) {
-          b += ",\"grid\":\"" + dim3(k.launch().grid()) + "\",\"block\":\"" + dim3(k.launch().block()) + "\"";
-        }
-        b += ",\"correlation_id\":";
-        append_u64(b, k.correlation_id());
-        b += ",\"launch_index\":";
-        append_u64(b, k.launch_index());
-        b += ",\"duration_ns\":";
-        append_u64(b, e.end > e.start ? e.end - e.start : 0);
-        if (k.duration_ns() > 0) {
-          b += ",\"profiled_duration_ns\":";
-          append_u64(b, duration_u64(k.duration_ns()));
-        }
-        b += ",\"stream\":";
-        append_u64(b, k.stream_id());
-        b += ",\"context\":";
-        append_u64(b, k.context_id());
-        b += ",\"replayed\":true,\"placed\":true,\"note\":\"profiled launch: the trace holds no record of it "
-             "(the agent dropped replayed launches' records before 2026-12-01); drawn across the gap its replay "
-             "left on the stream, between the launches before and after it, so that gap does not read as idle; "
-             "left out of the statistics\"}}";
-        w.maybe_flush();
-        if (!w.good()) break;
-        continue;
-      }
-      const v1::TraceChunk& chunk = file.file.records(e.record).trace();
-      if (e.kind == EventKind::kKernel) {
-        const v1::KernelExecution& k = chunk.kernels(e.index);
-        auto name = family_json.find(k.family_id());
-        if (name == family_json.end()) {
-          name = family_json.emplace(k.family_id(), json_string(family_name(file, k.family_id()))).first;
-        }
-        b += ",\"name\":" + name->second;
-        b += k.replayed() ? ",\"cat\":\"profiled\"" : ",\"cat\":\"kernel\"";
-        b += ",\"args\":{\"family_id\":";
-        append_u64(b, k.family_id());
-        b += ",\"grid\":\"" + dim3(k.grid()) + "\"";
-        if (const v1::KernelFamily* fam = find_family(file, k.family_id()); fam != nullptr && fam->has_block()) {
-          b += ",\"block\":\"" + dim3(fam->block()) + "\"";
-        }
-        b += ",\"correlation_id\":";
-        append_u64(b, k.correlation_id());
-        b += ",\"duration_ns\":";
-        append_u64(b, e.end > e.start ? e.end - e.start : 0);
-        b += ",\"stream\":";
-        append_u64(b, k.stream_id());
-        b += ",\"context\":";
-        append_u64(b, k.context_id());
-        if (k.nvtx_path_iid() != 0) b += ",\"nvtx\":" + interned(k.nvtx_path_iid());
-        if (k.graph_id() != 0) {
-          b += ",\"graph_id\":";
-          append_u64(b, k.graph_id());
-          b += ",\"graph_node_id\":";
-          append_u64(b, k.graph_node_id());
-        }
-        if (k.replayed()) {
-          b += ",\"replayed\":true,\"note\":\"profiled launch: its duration includes the profiler's replay and "
-               "is left out of the statistics\"}}";
-        } else if (k.cut_by_pause() || e.cut) {
-          b += ",\"replayed\":false,\"cut_by_pause\":true,\"note\":\"running when the trace paused "
-               "(CUTRIAGE_TRACE_DUTY): drawn up to the pause, its end is unknown, left out of the "
-               "statistics\"}}";
-        } else {
-          b += ",\"replayed\":false}}";
-        }
-      } else {
-        const v1::CopyExecution& c = chunk.copies(e.index);
-        b += ",\"name\":\"";
-        b += copy_name(c.kind());
-        b += c.kind() == v1::CopyExecution::KIND_MEMSET ? "\",\"cat\":\"memset\"" : "\",\"cat\":\"copy\"";
-        b += ",\"args\":{\"kind\":\"";
-        b += copy_kind_words(c.kind());
-        b += "\",\"bytes\":";
-        append_u64(b, c.bytes());
-        b += c.pageable() ? ",\"pageable\":true" : ",\"pageable\":false";
-        b += ",\"correlation_id\":";
-        append_u64(b, c.correlation_id());
-        b += ",\"stream\":";
-        append_u64(b, c.stream_id());
-        if (c.graph_id() != 0) {
-          b += ",\"graph_id\":";
-          append_u64(b, c.graph_id());
-        }
-        if (e.end > e.start) {
-          // bytes per nanosecond = GB/s; finite since the duration is at least 1 ns.
-          char buf[48];
-          std::snprintf(buf, sizeof buf, ",\"GB_per_s\":%.3f",
-                        static_cast<double>(c.bytes()) / static_cast<double>(e.end - e.start));
-          b += buf;
-        }
-        b += "}}";
-      }
-      w.maybe_flush();
-      if (!w.good()) break;
-    }
-  }
-  for (const auto& [thread_id, events] : cpu_tracks) {
-    for (const Event& e : events) {
-      const v1::NvtxRange& n = file.file.records(e.record).trace().nvtx_ranges(e.index);
-      begin_x(e, kCpuPid, lane_tid[{&events, e.lane}]);
-      b += ",\"name\":" + interned(n.name_iid()) + ",\"cat\":\"nvtx\",\"args\":{\"depth\":";
-      append_u64(b, n.depth());
-      b += ",\"thread\":";
-      append_u64(b, thread_id);
-      if (n.domain_iid() != 0) b += ",\"domain\":" + interned(n.domain_iid());
-      b += "}}";
-      w.maybe_flush();
-      if (!w.good()) break;
-    }
+    w.maybe_flush();
   }
 
   for (const auto& [start, end] : pauses) {
     const uint64_t from = std::max(start, origin);
     if (end <= from) continue;
-    begin_x(Event{from, end, 0, 0, EventKind::kKernel, 0}, kAgentPid, 1);
+    begin_x(from, end, kAgentPid, 1);
     b += ",\"name\":\"trace paused\",\"cat\":\"untraced\",\"args\":{\"note\":\"the kernel trace was off "
          "(CUTRIAGE_TRACE_DUTY): what ran meanwhile is unknown, not idle\"}}";
+    w.maybe_flush();
   }
   counts.trace_pauses = pauses.size();
+  return problem;
 }
 
-}  // namespace
+TraceExportError read_failed(const std::string& why) {
+  return TraceExportError{TraceExportError::Kind::kReadFailed, why};
+}
 
-std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std::ostream& out,
-                                                    TraceExportStats* stats) {
-  if (file.trace_records.empty()) {
-    return TraceExportError{TraceExportError::Kind::kNoTrace,
-                            "the file has no trace: the run was made without tracing (no GPU "
-                            "timeline was recorded), so there is nothing to export"};
-  }
-  const v1::SessionHeader* session = session_of(file);
+TraceExportError write_failed() {
+  return TraceExportError{TraceExportError::Kind::kWriteFailed, "writing the trace failed (disk full?)"};
+}
+
+TraceExportError no_trace() {
+  return TraceExportError{TraceExportError::Kind::kNoTrace,
+                          "the file has no trace: the run was made without tracing (no GPU "
+                          "timeline was recorded), so there is nothing to export"};
+}
+
+// One process: the one-file output.
+std::optional<TraceExportError> export_one(const ProcessTrace& p, std::ostream& out, TraceExportStats* stats) {
+  if (p.file.trace_chunks == 0) return no_trace();
+  Scan s;
+  if (std::optional<std::string> problem = scan(p, s)) return read_failed(*problem);
+  const v1::SessionHeader* session = session_of(p.file);
   Writer w(out);
   std::string& b = w.buf();
   b += "{\"traceEvents\":[\n";
   bool first = true;
   TraceExportStats counts;
-  uint64_t origin = 0;
-  uint64_t dropped = 0;
-  write_process(file, Placement{}, w, first, counts, origin, dropped);
-
+  if (std::optional<std::string> problem = write_process(p, s, Placement{}, w, first, counts)) {
+    return read_failed(*problem);
+  }
   // What the times mean, for people and scripts (Perfetto ignores it).
   b += "\n],\"otherData\":{\"producer\":\"cutriage trace\",\"time_origin_trace_clock_ns\":";
-  append_u64(b, origin);
+  append_u64(b, s.origin);
   if (session != nullptr && session->trace_clock_at_start_ns() != 0 && session->start_time_unix_ns() != 0 &&
-      origin >= session->trace_clock_at_start_ns()) {
+      s.origin >= session->trace_clock_at_start_ns()) {
     b += ",\"time_origin_unix_ns\":";
-    append_u64(b, session->start_time_unix_ns() + (origin - session->trace_clock_at_start_ns()));
+    append_u64(b, session->start_time_unix_ns() + (s.origin - session->trace_clock_at_start_ns()));
   }
   if (session != nullptr) {
     std::string command;
     for (const std::string& arg : session->command_line()) command += (command.empty() ? "" : " ") + arg;
-    b += ",\"command_line\":" + json_string(command) + ",\"host\":" + json_string(session->host()) +
-         ",\"pid\":";
+    b += ",\"command_line\":" + json_string(command) + ",\"host\":" + json_string(session->host()) + ",\"pid\":";
     append_u64(b, session->pid());
   }
   b += ",\"dropped_records\":";
-  append_u64(b, dropped);
+  append_u64(b, s.dropped);
   b += "}}\n";
   w.flush();
   out.flush();
-  if (!w.good() || !out) {
-    return TraceExportError{TraceExportError::Kind::kWriteFailed, "writing the trace failed (disk full?)"};
-  }
+  if (!w.good() || !out) return write_failed();
   if (stats != nullptr) *stats = counts;
   return std::nullopt;
-}
-
-namespace {
-
-// The trace-clock time of the file's first event (its output's zero), as write_process finds it.
-uint64_t earliest_event(const ReadResult& file) {
-  uint64_t origin = std::numeric_limits<uint64_t>::max();
-  for (int r : file.trace_records) {
-    const v1::TraceChunk& chunk = file.file.records(r).trace();
-    for (const v1::KernelExecution& k : chunk.kernels()) origin = std::min(origin, k.start_ns());
-    for (const v1::CopyExecution& c : chunk.copies()) origin = std::min(origin, c.start_ns());
-    for (const v1::NvtxRange& n : chunk.nvtx_ranges()) origin = std::min(origin, n.start_ns());
-  }
-  return origin == std::numeric_limits<uint64_t>::max() ? 0 : origin;
 }
 
 // `t` of the file's trace clock on the Unix clock, when its header ties the two (the agent reads
@@ -777,11 +762,16 @@ std::optional<uint64_t> unix_time(const ReadResult& file, uint64_t t) {
 
 }  // namespace
 
+std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std::ostream& out,
+                                                    TraceExportStats* stats, const std::vector<std::string>* paths) {
+  return export_one(ProcessTrace{file, paths, nullptr}, out, stats);
+}
+
 std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<ProcessRun>& runs, std::ostream& out,
                                                          TraceExportStats* stats, std::vector<std::string>* notes) {
   std::vector<const ProcessRun*> traced;
   for (const ProcessRun& run : runs) {
-    if (!run.file.trace_records.empty()) {
+    if (run.file.trace_chunks != 0) {
       traced.push_back(&run);
     } else if (notes != nullptr) {
       notes->push_back("process " + run.name + " has no trace (the run was made without tracing): left out");
@@ -792,18 +782,21 @@ std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<Proce
                             "no file has a trace: the runs were made without tracing (no GPU timeline "
                             "was recorded), so there is nothing to export"};
   }
+  auto trace_of = [](const ProcessRun& run) { return ProcessTrace{run.file, &run.paths, &run.segment_iids}; };
   // One process (its segments merged): the one-file output. Several keep their names even when
   // only one of them has a trace, so the output says whose it is.
-  if (runs.size() == 1) return export_chrome_trace(traced.front()->file, out, stats);
+  if (runs.size() == 1) return export_one(trace_of(*traced.front()), out, stats);
 
-  // The common clock: each process's first event on the Unix clock, the earliest of them the
-  // output's zero, so the ranks of one job line up. Without both clocks in every header the
-  // processes cannot be placed against each other: each then starts at zero (and a note says so).
-  std::vector<uint64_t> origins, unix_origins;
+  // The first pass of each: its first event, on the common clock. Each process's first event on
+  // the Unix clock, the earliest of them the output's zero, so the ranks of one job line up.
+  // Without both clocks in every header the processes cannot be placed against each other: each
+  // then starts at zero (and a note says so).
+  std::vector<Scan> scans(traced.size());
+  std::vector<uint64_t> unix_origins;
   bool aligned = true;
-  for (const ProcessRun* run : traced) {
-    origins.push_back(earliest_event(run->file));
-    const std::optional<uint64_t> u = unix_time(run->file, origins.back());
+  for (size_t i = 0; i < traced.size(); ++i) {
+    if (std::optional<std::string> problem = scan(trace_of(*traced[i]), scans[i])) return read_failed(*problem);
+    const std::optional<uint64_t> u = unix_time(traced[i]->file, scans[i].origin);
     aligned = aligned && u.has_value();
     unix_origins.push_back(u.value_or(0));
   }
@@ -828,9 +821,9 @@ std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<Proce
     place.prefix = run.name + " ";
     place.offset = aligned ? unix_origins[i] - zero : 0;
     TraceExportStats counts;
-    uint64_t origin = 0;
-    uint64_t dropped = 0;
-    write_process(run.file, place, w, first, counts, origin, dropped);
+    if (std::optional<std::string> problem = write_process(trace_of(run), scans[i], place, w, first, counts)) {
+      return read_failed(*problem);
+    }
     total.kernels += counts.kernels;
     total.copies += counts.copies;
     total.nvtx_ranges += counts.nvtx_ranges;
@@ -845,7 +838,7 @@ std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<Proce
     processes += ",\"files\":[";
     for (size_t f = 0; f < run.paths.size(); ++f) processes += (f != 0 ? "," : "") + json_string(run.paths[f]);
     processes += "],\"time_origin_trace_clock_ns\":";
-    append_u64(processes, origin);
+    append_u64(processes, scans[i].origin);
     processes += ",\"offset_ns\":";
     append_u64(processes, place.offset);
     if (const v1::SessionHeader* session = session_of(run.file); session != nullptr) {
@@ -856,7 +849,7 @@ std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<Proce
       append_u64(processes, session->pid());
     }
     processes += ",\"dropped_records\":";
-    append_u64(processes, dropped);
+    append_u64(processes, scans[i].dropped);
     processes += "}";
   }
   b += "\n],\"otherData\":{\"producer\":\"cutriage trace\"";
@@ -867,9 +860,7 @@ std::optional<TraceExportError> export_chrome_trace_runs(const std::vector<Proce
   b += ",\"processes\":[" + processes + "]}}\n";
   w.flush();
   out.flush();
-  if (!w.good() || !out) {
-    return TraceExportError{TraceExportError::Kind::kWriteFailed, "writing the trace failed (disk full?)"};
-  }
+  if (!w.good() || !out) return write_failed();
   if (stats != nullptr) *stats = total;
   return std::nullopt;
 }

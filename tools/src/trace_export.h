@@ -7,8 +7,9 @@
 //  - one process "CPU" (pid 1) with one thread per OS thread that opened NVTX ranges
 //    (tid = OS thread id, named "thread 1234"), the ranges nested by time;
 //  - complete events ("ph":"X"), ts and dur in microseconds with three decimals (nanosecond
-//    resolution), ts relative to the earliest event of the file; "M" events name processes and
-//    threads.
+//    resolution), ts relative to the earliest event of the file, in time order (all tracks
+//    together); "M" events name processes (before the events) and threads (after them, once every
+//    lane is known).
 // A track never holds events that overlap without nesting (Perfetto would drop them): kernels of
 // one stream that ran at the same time (nodes of one CUDA graph) go to extra threads
 // "stream 7 (concurrent 2)"; NVTX ranges that cross instead of nesting (start/end ranges) to
@@ -49,19 +50,27 @@ struct TraceExportError {
   enum class Kind : uint8_t {
     kNoTrace,      // the file has no TraceChunk: the run was made without tracing
     kWriteFailed,  // the stream went bad while writing
+    kReadFailed,   // a file could not be read again (it was removed or replaced meanwhile)
   };
   Kind kind = Kind::kNoTrace;
   std::string message;  // one line for the user
 };
 
-// Writes the trace of `file` to `out`, event by event (the JSON is never held in memory; only the
-// events' times and positions are, to sort each track). Returns the error, or nothing on success
-// with `stats` (optional) filled.
+// Writes the trace of `file` to `out`, event by event. Memory holds neither the JSON nor the
+// events (issue 25): a first pass over the trace chunks finds the earliest event (the output's
+// zero), the tracks and where profiled launches without an execution go; a second writes the
+// events, each waiting in a window of 65,536 to be put in time order for its track's lanes. The
+// chunks are `file`'s when it holds them (read with ReadScope::kEverything); read with kCurrent it
+// holds none, and `paths` (its file, or a process's segments in order) are read again, one record
+// at a time, for each pass. Returns the error, or nothing on success with `stats` (optional)
+// filled.
 std::optional<TraceExportError> export_chrome_trace(const ReadResult& file, std::ostream& out,
-                                                    TraceExportStats* stats = nullptr);
+                                                    TraceExportStats* stats = nullptr,
+                                                    const std::vector<std::string>* paths = nullptr);
 
 // Several processes in one trace (`cutriage trace A.pb B.pb ...`, the files grouped by
-// multi_file.h: segments of one process already merged). One process with a trace writes what
+// multi_file.h: segments of one process already merged; read with kCurrent, each process's chunks
+// are read again from its paths, ProcessRun::segment_iids renumbering a segment's strings). One process with a trace writes what
 // export_chrome_trace writes for it. Several: each process's GPUs, CPU and pause track are its own
 // trace processes, named after it ("host:1234 GPU 0 — NVIDIA H200"), their pids moved up by
 // 1,000,000 per process (the first keeps the one-file pids); times are on one clock, the Unix time

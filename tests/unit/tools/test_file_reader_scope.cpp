@@ -4,10 +4,12 @@
 // memory on a large file; these check the reader's rules one by one.
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "capture_support.h"
 #include "catch.h"
 #include "cutriage/v1/cutriage.pb.h"
 #include "file_reader.h"
@@ -150,16 +152,32 @@ TEST_CASE("read scope: kCurrent keeps what a whole read's accessors return", "[r
   CHECK_FALSE(tools::needs_trace_events(current));
 }
 
-TEST_CASE("read scope: a trace without a summary is marked for a whole read", "[reader]") {
+TEST_CASE("read scope: a trace without a summary is folded, from a second read or as a pipe passes", "[reader]") {
   const std::string bytes = session() + chunk(100) + chunk(200);
+  const std::optional<v1::TraceSummary> whole = tools::recompute_summary(tools::read_cutriage_bytes(bytes));
+  REQUIRE(whole.has_value());
+  CHECK(whole->kernel_executions() == 200);
+  // A source that can be read again: the events are dropped, and the file marked for a second
+  // read that folds them (fold_trace_events).
   const tools::ReadResult current = read_current(bytes);
   CHECK(current.trace_records.empty());
+  CHECK_FALSE(current.recomputed_summary.has_value());
   CHECK(tools::needs_trace_events(current));
-  // A source read once keeps the events: nothing could read them again.
+  // A source read once (a pipe): nothing could read the events again, so they are folded into the
+  // statistics as they pass (before: held, every one of them).
   const tools::ReadResult once = tools::read_cutriage_bytes(bytes, tools::ReadScope::kCurrent);
-  CHECK_FALSE(once.trace_events_dropped);
-  CHECK(once.trace_records.size() == 2);
+  CHECK(once.trace_events_dropped);
+  CHECK(once.trace_records.empty());
+  CHECK(once.file.records_size() == 1);
   CHECK_FALSE(tools::needs_trace_events(once));
+  REQUIRE(once.recomputed_summary.has_value());
+  CHECK(once.recomputed_summary->SerializeAsString() == whole->SerializeAsString());
+  CHECK(tools::recompute_summary(once)->SerializeAsString() == whole->SerializeAsString());
+  // With a summary, nothing is recomputed.
+  const tools::ReadResult summed = tools::read_cutriage_bytes(bytes + summary(7), tools::ReadScope::kCurrent);
+  CHECK_FALSE(summed.recomputed_summary.has_value());
+  REQUIRE(tools::trace_summary(summed) != nullptr);
+  CHECK(tools::trace_summary(summed)->kernel_executions() == 7);
 }
 
 TEST_CASE("read scope: memory holds the current records, not the revisions read", "[reader]") {
@@ -201,6 +219,10 @@ TEST_CASE("read scope: every committed capture reads the same to the report, who
     CHECK(current.status == whole.status);
     CHECK(current.message == whole.message);
     CHECK(tools::render_report(current, {}) == tools::render_report(whole, {}));
+    // Read once, as from a pipe: what a killed run recomputes is folded as the records pass.
+    const std::string bytes = testing::slurp(path);
+    const tools::ReadResult piped = tools::read_cutriage_bytes(bytes, tools::ReadScope::kCurrent);
+    CHECK(tools::render_report(piped, {}) == tools::render_report(whole, {}));
     tools::ReportOptions verbose;
     verbose.verbose = true;
     CHECK(tools::render_report(current, verbose) == tools::render_report(whole, verbose));

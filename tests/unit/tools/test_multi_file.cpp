@@ -4,6 +4,8 @@
 // given its own header (segment_index 2) and its own interned-string numbering, as the agent's
 // rotation writes them (agent/src/record_output.cpp).
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -244,6 +246,32 @@ TEST_CASE("multi-file: trace of the segments of one run is the trace of the run"
     CHECK(merged.str() == export_trace(whole));
     CHECK(stats.kernels > 0);
   }
+}
+
+TEST_CASE("multi-file: trace of segment files read again one record at a time is the trace of the run",
+          "[multi-file][trace_export]") {
+  // What `cutriage trace seg1.pb seg2.pb` does: the current records only, each segment's chunks
+  // read again from its file, its own string ids renumbered into the merged file's.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "cutriage_multi_file_trace";
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"trace/trace_timeline.pb", "trace/zoo_vector_add.pb"}) {
+    CAPTURE(name);
+    const tools::ReadResult whole = tools::read_cutriage_file(kData + "/" + name);
+    REQUIRE(whole.status == tools::ReadStatus::kOk);
+    auto [seg1, seg2] = split(whole, whole.file.records_size() / 2);  // SYNTHETIC segments
+    const std::vector<std::string> paths = {(dir / "seg1.pb").string(), (dir / "seg2.pb").string()};
+    for (size_t i = 0; i < 2; ++i) {
+      std::ofstream(paths[i], std::ios::binary) << (i == 0 ? seg1 : seg2).file.SerializeAsString();
+    }
+    tools::MultiRead read = tools::read_runs(paths, tools::ReadScope::kCurrent, false);
+    REQUIRE(read.processes.size() == 1);
+    REQUIRE(read.processes[0].file.trace_records.empty());
+    REQUIRE(read.processes[0].segment_iids.size() == 2);
+    std::ostringstream merged;
+    REQUIRE_FALSE(tools::export_chrome_trace_runs(read.processes, merged).has_value());
+    CHECK(merged.str() == export_trace(whole));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("multi-file: trace of two processes draws each apart on one clock", "[multi-file][trace_export]") {
