@@ -189,6 +189,18 @@ else
 fi
 within "trace" "${big_rc:-}" "${big_kb:-}"
 
+# The same trace from a pipe: spooled to an unlinked temporary file and read again from there, so
+# the same events come out within the same bound (before: every record of the pipe was held).
+read -r pipe_rc pipe_kb < <(run_in "$work/big" "$work/pipe.count" --filter "$count_events" --stderr "$work/pipe.err" \
+                             --stdin "$work/big/tiny.pb" -- "$bin" trace - -o /dev/stdout)
+if [[ ${pipe_rc:-} == 0 ]] && cmp -s "$work/big.count" "$work/pipe.count" &&
+   [[ "$(trace_line "$work/pipe.err")" == "$(trace_line "$work/big.err")" ]]; then
+  pass "trace - (from a pipe): the file's $x_events events"
+else
+  fail "trace - (from a pipe): exit ${pipe_rc:-?}; events '$(cat "$work/pipe.count" 2>/dev/null)' vs the file's '$x_events $x_first $x_last'"
+fi
+within "trace - (from a pipe)" "${pipe_rc:-}" "${pipe_kb:-}"
+
 read -r big_rc big_kb < <(run_in "$work/big" "$work/big.html" -- "$bin" report tiny.pb --html -)
 seen=$(sed -n 's/.*class="muted timeline-cut" data-drawn="\([0-9]*\)" data-seen="\([0-9]*\)".*/\1 \2/p' "$work/big.html")
 want_seen=$(((kernels + copies_n) * n))

@@ -1,6 +1,12 @@
 #include "commands.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <fstream>
 #include <iostream>
@@ -96,6 +102,58 @@ tools::ReadScope rereading_scope(const std::vector<std::string>& paths) {
   }
   return tools::ReadScope::kCurrent;
 }
+
+// A pipe (or `-`) given to a command that reads its input more than once (trace) is copied first
+// into a temporary file that is unlinked at once, so only this process can reach it and nothing is
+// left behind; the command then reads /proc/self/fd/N, a regular file it can read again record by
+// record, instead of holding every record of the pipe. Owns the descriptor.
+class PipeSpool {
+ public:
+  PipeSpool() = default;
+  PipeSpool(const PipeSpool&) = delete;
+  PipeSpool& operator=(const PipeSpool&) = delete;
+  ~PipeSpool() {
+    for (int fd : fds_) ::close(fd);
+  }
+  // The path to read `path` from: itself when it can be read again, else its spooled copy. Empty,
+  // with `why`, when the copy failed (the temporary directory full or not writable).
+  std::string readable(const std::string& path, std::string* why) {
+    if (tools::rereadable_path(path)) return path;
+    const char* tmp = std::getenv("TMPDIR");
+    std::string name = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cutriage-spool-XXXXXX";
+    const int out = ::mkstemp(name.data());
+    if (out < 0) {
+      *why = "cannot create a temporary file in " + name.substr(0, name.rfind('/')) + " to read the pipe from (" +
+             std::strerror(errno) + ")";
+      return {};
+    }
+    ::unlink(name.c_str());
+    fds_.push_back(out);
+    const int in = path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0) return "/proc/self/fd/" + std::to_string(out);  // the reader says why it cannot open it
+    std::vector<char> buf(size_t{1} << 16);
+    while (true) {
+      const ssize_t n = ::read(in, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          *why = "cannot copy the pipe to a temporary file (" + std::string(std::strerror(errno)) + ")";
+          if (in != STDIN_FILENO) ::close(in);
+          return {};
+        }
+        done += w;
+      }
+    }
+    if (in != STDIN_FILENO) ::close(in);
+    return "/proc/self/fd/" + std::to_string(out);
+  }
+
+ private:
+  std::vector<int> fds_;
+};
 
 }  // namespace
 
@@ -540,9 +598,19 @@ int trace_several(const TraceOptions& o) {
     if (int rc = refuse_input_as_output(out_path, o.files); rc != kOk) return rc;
   }
   // The current records: each process's trace chunks are read again from its files, twice, one
-  // record at a time (trace_export.h).
+  // record at a time (trace_export.h); a pipe is spooled to a temporary file to be read again.
+  PipeSpool spool;
+  std::vector<std::string> files;
+  for (const std::string& f : o.files) {
+    std::string why;
+    files.push_back(spool.readable(f, &why));
+    if (files.back().empty()) {
+      std::cerr << "cutriage: " << f << ": " << why << "\n";
+      return kWriteFailed;
+    }
+  }
   tools::MultiRead read;
-  if (const int rc = read_several(o.files, read, rereading_scope(o.files)); rc != kOk) return rc;
+  if (const int rc = read_several(files, read, rereading_scope(files)); rc != kOk) return rc;
   bool any_trace = false;
   for (const tools::ProcessRun& run : read.processes) any_trace = any_trace || run.file.trace_chunks != 0;
   if (!any_trace) {
@@ -588,9 +656,16 @@ int cmd_trace(const TraceOptions& o) {
     if (int rc = refuse_input_as_output(out_path, {path}); rc != kOk) return rc;
   }
   // The current records (the file is read twice more for its trace, one record at a time:
-  // trace_export.h); from a pipe, which cannot be read again, every record.
-  const std::vector<std::string> paths = {path};
-  tools::ReadResult r = tools::read_cutriage_file(path, rereading_scope(paths));
+  // trace_export.h); a pipe is spooled to a temporary file first, so that it can be read again.
+  PipeSpool spool;
+  std::string spool_error;
+  const std::string read_path = spool.readable(path, &spool_error);
+  if (read_path.empty()) {
+    std::cerr << "cutriage: " << path << ": " << spool_error << "\n";
+    return kWriteFailed;
+  }
+  const std::vector<std::string> paths = {read_path};
+  tools::ReadResult r = tools::read_cutriage_file(read_path, rereading_scope(paths));
   if (!usable(path, r)) return exit_for(r.status);
   if (r.trace_chunks == 0) {
     // Checked before the output is opened, so no empty file is left behind.
