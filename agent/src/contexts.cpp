@@ -27,7 +27,8 @@ collectors::Status ContextState::ensure_range_profiler_locked(collectors::Platfo
 collectors::Status ContextState::begin_sampling_locked(collectors::Platform& platform,
                                                       const collectors::PcSamplingOptions& options, bool* failed_now) {
   *failed_now = false;
-  if (options.continuous) release_locked();
+  if (profiler) (void)profiler->disable();
+  configured_group.store(-1);
   if (!sampler && !sampler_failed) {
     collectors::Result<std::unique_ptr<collectors::PcSampler>> made = platform.make_pc_sampler(event);
     if (made.is_ok()) {
@@ -38,24 +39,7 @@ collectors::Status ContextState::begin_sampling_locked(collectors::Platform& pla
       *failed_now = true;
     }
   }
-  if (!sampler) return {collectors::StatusCode::kNotSupported, sampler_error};
-  collectors::Status begun = sampler->begin(options);
-  if (!begun.is_ok() && profiler && !options.continuous) {
-    release_locked();
-    begun = sampler->begin(options);
-  }
-  if (begun.is_ok() && profiler && !options.continuous) sampled_beside_profiler = true;
-  return begun;
-}
-
-collectors::Status ContextState::begin_counters_locked(const collectors::MetricPlan& plan) {
-  collectors::Status s = profiler->begin(plan);
-  if (!s.is_ok() && sampled_beside_profiler && s.code() != collectors::StatusCode::kPermissionDenied) {
-    release_locked();
-    s = profiler->begin(plan);
-  }
-  sampled_beside_profiler = false;
-  return s;
+  return sampler ? sampler->begin(options) : collectors::Status(collectors::StatusCode::kNotSupported, sampler_error);
 }
 
 void ContextTable::created(const collectors::ContextEvent& event) {

@@ -57,22 +57,12 @@ struct ContextState {
   // *failed_now set when making it failed just now (the status is CUPTI's: permission denied, ...;
   // the caller says so once), otherwise an earlier failure (kUnavailable).
   collectors::Status ensure_range_profiler_locked(collectors::Platform& platform, bool* failed_now);
-  // Starts PC sampling on the context (profiler_mutex held), the sampler made on first use.
-  // CUPTI refuses the range profiler's Start while PC sampling is enabled, so the two never run at
-  // once; an enabled but idle range profiler is left enabled for kernel-serialized sampling, so
-  // that the next counters of the same plan skip the new object's first Start (the costly part of
-  // re-enabling). When CUPTI refuses sampling beside it, it is disabled and sampling tried again;
-  // continuous sampling (graph launches) always disables it first. *failed_now is set when making
-  // the sampler failed just now (the caller says so once); a failure is kept in
+  // Starts PC sampling on the context (profiler_mutex held): the range profiler disabled first
+  // (CUPTI refuses the two on one context), the sampler made on first use. *failed_now is set
+  // when making it failed just now (the caller says so once); a failure is kept in
   // sampler_failed/sampler_error and every later call answers kNotSupported with it.
   collectors::Status begin_sampling_locked(collectors::Platform& platform, const collectors::PcSamplingOptions& options,
                                            bool* failed_now);
-  // The range profiler's begin() (profiler_mutex held). If it fails on a profiler left enabled
-  // across a PC-sampled launch, it is disabled and begun once more, which enables a new object:
-  // the sequence known to work.
-  collectors::Status begin_counters_locked(const collectors::MetricPlan& plan);
-  // A PC-sampled launch ran while the range profiler stayed enabled (profiler_mutex).
-  bool sampled_beside_profiler = false;
 };
 
 class ContextTable {

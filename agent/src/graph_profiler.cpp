@@ -261,7 +261,7 @@ bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t sta
     bool failed_now = false;
     s = ctx->ensure_range_profiler_locked(p_.platform, &failed_now);
     if (s.is_ok()) {
-      s = ctx->begin_counters_locked(*plan);
+      s = ctx->profiler->begin(*plan);
       // The configuration is the graph's now: always-on's group bookkeeping must not reuse it.
       ctx->configured_group.store(-1);
     }

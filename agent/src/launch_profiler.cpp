@@ -269,7 +269,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
       return;
     }
     active->start_ns = p_.monotonic_ns();
-    collectors::Status s = ctx->begin_counters_locked(active->plan);
+    collectors::Status s = ctx->profiler->begin(active->plan);
     active->started_ns = p_.monotonic_ns();
     if (!s.is_ok() || ctx->configured_group.load() != selection.group) ctx->configured_mono_ns.store(started_mono);
     ctx->configured_group.store(s.is_ok() ? selection.group : -1);

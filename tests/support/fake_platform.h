@@ -44,7 +44,6 @@ struct FakeStats {
   // PC sampling.
   std::atomic<int> pc_begins{0};
   std::atomic<int> pc_ends{0};
-  std::atomic<int> refused_after_pc{0};  // begin() refusals of refuse_begin_after_pc_beside
   std::atomic<int> sass_queries{0};
   // Context with PC sampling enabled, by device, 0 = none. Like CUPTI, the range profiler cannot
   // start on a context while it is set, and PC sampling cannot start beside an enabled profiler.
@@ -85,12 +84,6 @@ struct FakeConfig {
   // the line table sass_to_source answers from, by (function, pc offset).
   Status pc_sampler_status;          // returned by make_pc_sampler
   Status pc_begin_status;            // returned by every PcSampler::begin()
-  // Whether PC sampling may begin while the context's range profiler is enabled but idle (never
-  // while it has begun). false: refused, the model the agent first assumed of CUPTI.
-  bool pc_beside_enabled_profiler = false;
-  // With it: a range profiler kept enabled across a PC-sampled launch refuses its next begin()
-  // until it is disabled (the agent must then disable it and begin again).
-  bool refuse_begin_after_pc_beside = false;
   Status pc_end_status;              // returned by every PcSampler::end() (after disabling)
   std::map<std::string, collectors::PcSampleBatch> pc_batches;
   std::map<std::pair<std::string, uint64_t>, collectors::SourceLine> source_lines;
@@ -211,14 +204,6 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
       return Status(StatusCode::kInvalidArgument, "cuptiRangeProfilerStart: CUPTI_ERROR_INVALID_PARAMETER "
                                                   "(fake: PC sampling enabled on the context)");
     }
-    const int sampled = stats_.pc_ends.load();
-    if (cfg_.refuse_begin_after_pc_beside && sampled != pc_ends_at_begin_ &&
-        stats_.enabled_context[device_].load() == context_id_) {
-      ++stats_.refused_after_pc;
-      return Status(StatusCode::kInternal, "cuptiRangeProfilerStart: CUPTI_ERROR_UNKNOWN "
-                                           "(fake: kept enabled across PC sampling)");
-    }
-    pc_ends_at_begin_ = sampled;
     uint64_t none = 0;
     if (!stats_.enabled_context[device_].compare_exchange_strong(none, context_id_) &&
         none != context_id_) {
@@ -263,7 +248,6 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   collectors::PlanReplay replay_ = collectors::PlanReplay::kKernel;
   uint32_t passes_ = 0;
   uint32_t app_pass_ = 0;  // kApplication passes done of the collection in progress
-  int pc_ends_at_begin_ = 0;  // PC-sampled launches ended before this profiler's last begin()
 };
 
 // Hands out the configured batch of the kernel in flight at begin(), stamped with the period asked
@@ -276,7 +260,7 @@ class FakePcSampler final : public collectors::PcSampler {
         device_(device % 8) {}
   Status begin(const collectors::PcSamplingOptions& options) override {
     if (!cfg_.pc_begin_status.is_ok()) return cfg_.pc_begin_status;
-    if (!cfg_.pc_beside_enabled_profiler && stats_.enabled_context[device_].load() == context_id_) {
+    if (stats_.enabled_context[device_].load() == context_id_) {
       return Status(StatusCode::kInternal, "cuptiPCSamplingEnable: CUPTI_ERROR_INVALID_OPERATION "
                                            "(fake: range profiler enabled on the context)");
     }

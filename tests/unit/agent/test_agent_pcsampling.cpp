@@ -148,69 +148,6 @@ TEST_CASE("pc sampling: one launch after the counters, never beside the range pr
   CHECK(hot_line->reason().find("kernels.cu:14") != std::string::npos);
 }
 
-// Two kernels with the same counters (one metric plan), every counter in one launch each, then
-// one sampled launch each: kernel A's counters, A sampled, B's counters, B sampled. Whether the
-// range profiler stays enabled across A's sampled launch decides whether B's counters pay for a
-// new profiler object (a disable, then the costly first Start).
-struct TwoKernels {
-  std::unique_ptr<Harness> h;
-  Captured a;
-};
-TwoKernels two_kernel_run(bool beside, bool refuse_after) {
-  TwoKernels t;
-  t.a = capture_of("vector_add");
-  testing::FakeCounters counters;
-  counters.by_kernel[kKernel] = t.a.metrics;
-  counters.by_kernel["other_kernel"] = t.a.metrics;
-  AgentConfig cfg = testing::select_all();
-  cfg.metric_mode = agent::MetricMode::kFull;
-  t.h = std::make_unique<Harness>(std::move(cfg), counters);
-  Harness& h = *t.h;
-  h.platform.config.pc_beside_enabled_profiler = beside;
-  h.platform.config.refuse_begin_after_pc_beside = refuse_after;
-  REQUIRE(h.ag->start());
-  uint64_t corr = 0;
-  for (const char* k : {kKernel, "other_kernel"}) {
-    for (int i = 0; i < 3; ++i) h.platform.launch(make_launch(k, ++corr, t.a.launch.grid, t.a.launch.block));
-  }
-  return t;
-}
-
-TEST_CASE("pc sampling: the range profiler stays enabled across a sampled launch where CUPTI allows it",
-          "[agent][pcsampling]") {
-  SECTION("allowed: no disable, the second kernel's counters begin on the same object") {
-    TwoKernels t = two_kernel_run(true, false);
-    Harness& h = *t.h;
-    CHECK(h.platform.stats.pc_begins.load() == 2);
-    CHECK(h.platform.stats.begins.load() == 2);
-    CHECK(h.platform.stats.disables.load() == 0);
-    h.ag->finish();
-  }
-  SECTION("refused: the profiler is disabled and sampling begins again (CUPTI's older rule)") {
-    TwoKernels t = two_kernel_run(false, false);
-    Harness& h = *t.h;
-    CHECK(h.platform.stats.pc_begins.load() == 2);
-    CHECK(h.platform.stats.begins.load() == 2);
-    CHECK(h.platform.stats.disables.load() == 2);  // before each sampled launch
-    h.ag->finish();
-  }
-  SECTION("sampling allowed but the kept profiler refuses its next Start: disabled, begun again") {
-    TwoKernels t = two_kernel_run(true, true);
-    Harness& h = *t.h;
-    CHECK(h.platform.stats.refused_after_pc.load() == 1);
-    CHECK(h.platform.stats.begins.load() == 2);
-    CHECK(h.platform.stats.disables.load() == 1);
-    h.ag->finish();
-    tools::ReadResult r = h.read();
-    int profiled = 0;
-    for (const v1::KernelProfile* k : kernel_records(r)) {
-      if (k->status() == v1::PROFILE_STATUS_PROFILED) ++profiled;
-      CHECK(k->status() != v1::PROFILE_STATUS_FAILED);
-    }
-    CHECK(profiled >= 2);
-  }
-}
-
 TEST_CASE("pc sampling: the period follows the kernel's duration unless set", "[agent][pcsampling]") {
   SECTION("auto") {
     Run run = make_run(testing::select_all());
