@@ -58,7 +58,8 @@ struct ContextState {
   // the caller says so once), otherwise an earlier failure (kUnavailable).
   collectors::Status ensure_range_profiler_locked(collectors::Platform& platform, bool* failed_now);
   // Starts PC sampling on the context (profiler_mutex held): the range profiler disabled first
-  // (CUPTI refuses the two on one context), the sampler made on first use. *failed_now is set
+  // (CUPTI refuses its Start while PC sampling is enabled, and PC sampling begun beside an enabled,
+  // idle range profiler hands over no sample at all: smoke step H on the H200), the sampler made on first use. *failed_now is set
   // when making it failed just now (the caller says so once); a failure is kept in
   // sampler_failed/sampler_error and every later call answers kNotSupported with it.
   collectors::Status begin_sampling_locked(collectors::Platform& platform, const collectors::PcSamplingOptions& options,
