@@ -118,7 +118,10 @@ class PipeSpool {
   // The path to read `path` from: itself when it can be read again, else its spooled copy. Empty,
   // with `why`, when the copy failed (the temporary directory full or not writable).
   std::string readable(const std::string& path, std::string* why) {
-    if (tools::rereadable_path(path)) return path;
+    struct stat st {};
+    // A regular file is read as it is; a name that cannot be opened is left to the reader, which
+    // says why (not found: exit 2).
+    if (tools::rereadable_path(path) || (path != "-" && ::stat(path.c_str(), &st) != 0)) return path;
     const char* tmp = std::getenv("TMPDIR");
     std::string name = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/cutriage-spool-XXXXXX";
     const int out = ::mkstemp(name.data());
