@@ -6,7 +6,7 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
+#include <system_error>
 
 #include <fstream>
 #include <iostream>
@@ -127,7 +127,7 @@ class PipeSpool {
     const int out = ::mkstemp(name.data());
     if (out < 0) {
       *why = "cannot create a temporary file in " + name.substr(0, name.rfind('/')) + " to read the pipe from (" +
-             std::strerror(errno) + ")";
+             std::generic_category().message(errno) + ")";
       return {};
     }
     ::unlink(name.c_str());
@@ -143,7 +143,7 @@ class PipeSpool {
         const ssize_t w = ::write(out, buf.data() + done, static_cast<size_t>(n - done));
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-          *why = "cannot copy the pipe to a temporary file (" + std::string(std::strerror(errno)) + ")";
+          *why = "cannot copy the pipe to a temporary file (" + std::generic_category().message(errno) + ")";
           if (in != STDIN_FILENO) ::close(in);
           return {};
         }
