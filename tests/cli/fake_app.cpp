@@ -112,9 +112,10 @@ int main(int argc, char** argv) {
   // The agent, as injection.cpp starts it.
   agent::ConfigResult parsed = agent::parse_config(agent::process_environment());
   for (const agent::ConfigIssue& issue : parsed.issues) std::cerr << "cutriage: " << issue.message << "\n";
-  std::unique_ptr<agent::Agent> ag;
   agent::Logger log;
   testing::FakePlatform platform(std::move(counters));
+  // Declared after what it uses, so that it is destroyed first (its profilers live in the platform).
+  std::unique_ptr<agent::Agent> ag;
   if (run >= to_count(env_or("FAKE_APP_FAIL_FROM"), UINT32_MAX)) {
     platform.config.begin_status = collectors::Status(collectors::StatusCode::kUnavailable,
                                                       "cuptiRangeProfilerStart: CUPTI_ERROR_HARDWARE_BUSY (fake)");
