@@ -133,11 +133,8 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
     choice.kind = Choice::Kind::kWait;
     return choice;
   }
-  // Throughputs that take several passes come from their single-pass parts.
-  wanted = triage::expand_breakdowns(wanted);
-  const std::set<std::string> all_wanted(wanted.begin(), wanted.end());
   // Groups only for the stage the family is at: routing, then its verdict's limiter, then depth.
-  f.ao_wanted = staged_wants(f, all_wanted);
+  const std::set<std::string> all_wanted = stage_wants(f, wanted);
   std::set<std::string> want(f.ao_wanted.begin(), f.ao_wanted.end());
   const size_t n_groups = groups->plans.size();
   std::vector<size_t> own(n_groups, 0);

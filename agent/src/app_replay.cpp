@@ -40,12 +40,8 @@ SelectionPolicy::Choice ApplicationReplayPolicy::choose_locked(Family& f, std::v
     choice.kind = Choice::Kind::kWait;
     return choice;
   }
-  // Throughputs that take several passes come from their single-pass parts.
-  wanted = triage::expand_breakdowns(wanted);
-  const std::set<std::string> all_wanted(wanted.begin(), wanted.end());
   // Groups only for the stage the family is at: routing, then its verdict's limiter, then depth.
-  // A family launched once a run gets its verdict in the fewest runs that way.
-  f.ao_wanted = staged_wants(f, all_wanted);
+  const std::set<std::string> all_wanted = stage_wants(f, wanted);
   const size_t n_groups = groups->plans.size();
   std::vector<size_t> own(n_groups, 0);
   auto count_own = [&](const std::vector<std::string>& names) {

@@ -40,6 +40,14 @@ const std::vector<std::string>& verdict_counters(triage::Classification c) {
 
 }  // namespace
 
+std::set<std::string> stage_wants(Family& family, const std::vector<std::string>& wanted) {
+  // Throughputs that take several passes come from their single-pass parts.
+  const std::vector<std::string> expanded = triage::expand_breakdowns(wanted);
+  std::set<std::string> all_wanted(expanded.begin(), expanded.end());
+  family.ao_wanted = staged_wants(family, all_wanted);
+  return all_wanted;
+}
+
 std::vector<std::string> staged_wants(const Family& f, const std::set<std::string>& want) {
   const std::vector<std::string>* stage = nullptr;
   if (unrouted(f.diagnosis)) {

@@ -44,6 +44,10 @@ inline constexpr uint32_t kMaxAssembledLaunches = 64;
 // stage falls through to the next when it wants nothing the groups hold.
 std::vector<std::string> staged_wants(const Family& family, const std::set<std::string>& want);
 
+// The start of every single-pass choice: `wanted` with its breakdowns expanded (what the route
+// still wants in all), and the current stage's part of it stored in family.ao_wanted.
+std::set<std::string> stage_wants(Family& family, const std::vector<std::string>& wanted);
+
 // How many counters of `wanted` (breakdowns expanded) not in `attempted` a group of `groups` holds.
 size_t collectable_in_groups(const MetricGroups& groups, const std::vector<std::string>& wanted,
                              const std::set<std::string>& attempted);
