@@ -681,6 +681,7 @@ std::string render_html_report(const ReadResult& file, const HtmlReportOptions& 
   out << "<section id=\"kernels\"><h2>Profiled kernels, longest first</h2>\n";
   if (c.kernels.profiled.empty()) out << "<p class=\"muted\">No kernel was profiled.</p>\n";
   SassResolver sass(options.nvdisasm);  // one per page: each nvdisasm note is said once
+  sass.prefetch(c.file, c.kernels.profiled);
   size_t rank = 0;
   for (const v1::KernelProfile* k : c.kernels.profiled) render_kernel(out, c, *k, ++rank, sass);
   out << "</section>\n";

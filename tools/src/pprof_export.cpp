@@ -163,6 +163,13 @@ std::optional<PprofError> build_pprof(const std::vector<PprofSource>& sources, c
       records.emplace_back(src, k);
     }
   }
+  for (size_t src = 0; src < sources.size(); ++src) {
+    std::vector<const v1::KernelProfile*> of_source;
+    for (const auto& [from, k] : records) {
+      if (from == src) of_source.push_back(k);
+    }
+    sass.prefetch(*sources[src].file, of_source);
+  }
   if (sampled == 0) {
     return PprofError{PprofError::Kind::kNoSamples,
                       std::string(sources.size() == 1 ? "the file has no PC samples" : "no file has PC samples") +

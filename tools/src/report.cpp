@@ -754,6 +754,11 @@ std::string render_report(const ReadResult& file, const ReportOptions& options) 
       << ", longest first\n\n";
   size_t rank = 0;
   SassResolver sass(options.nvdisasm);  // one per report: each nvdisasm note is said once
+  {
+    std::vector<const v1::KernelProfile*> listed(kernels.begin(), kernels.end());
+    if (options.max_kernels != 0 && listed.size() > options.max_kernels) listed.resize(options.max_kernels);
+    sass.prefetch(file, listed);
+  }
   for (const auto* k : kernels) {
     if (options.max_kernels != 0 && rank == options.max_kernels) break;
     render_kernel(out, file, *k, ++rank, options, sass);

@@ -6,10 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <system_error>
+#include <thread>
 
 extern char** environ;  // POSIX: the process environment, passed on to nvdisasm
 
@@ -123,6 +126,18 @@ std::string failure_line(std::string_view output) {
 }
 
 constexpr size_t kMaxOutputBytes = size_t{256} << 20;  // a listing of ~3 million instructions
+
+
+// A body's cache key: the rewritten revisions of a record, and the records of one kernel's
+// launches, carry the same body, which is disassembled once.
+std::string body_key(std::string_view sm_arch, std::string_view function, const std::string& text) {
+  std::string key(sm_arch);
+  key += '\0';
+  key += function;
+  key += '\0';
+  key += std::to_string(text.size()) + ":" + std::to_string(std::hash<std::string>{}(text));
+  return key;
+}
 
 }  // namespace
 
@@ -279,6 +294,73 @@ std::vector<std::string> SassResolver::take_notes() {
   return out;
 }
 
+void SassResolver::look_up() {
+  if (looked_up_) return;
+  looked_up_ = true;
+  NvdisasmLookup found = find_nvdisasm(search_);
+  nvdisasm_ = found.path;
+  missing_note_ = found.note;
+}
+
+bool SassResolver::have_nvdisasm() {
+  look_up();
+  if (nvdisasm_.empty()) note(missing_note_);
+  return !nvdisasm_.empty();
+}
+
+void SassResolver::prefetch(const ReadResult& file, const std::vector<const v1::KernelProfile*>& kernels,
+                            unsigned parallel) {
+  struct Job {
+    std::string key;
+    std::string function;
+    std::string_view arch;
+    std::string_view text;
+    SassListing listing;
+    std::optional<SassError> error;
+  };
+  std::vector<Job> jobs;
+  std::set<std::string, std::less<>> queued;
+  for (const v1::KernelProfile* k : kernels) {
+    if (k == nullptr || !k->has_pc_sampling()) continue;
+    const v1::PcSampling& pcs = k->pc_sampling();
+    if (!nvdisasm_arch(pcs.sm_arch())) continue;  // instruction() says why, once
+    std::set<uint64_t> wanted;  // functions with a PC shown without SASS
+    for (const v1::SampledPc& pc : pcs.pcs()) {
+      if (pc.sass().empty()) wanted.insert(pc.function_iid());
+    }
+    for (const v1::FunctionCode& code : pcs.code()) {
+      if (code.text().empty() || wanted.count(code.function_iid()) == 0) continue;
+      std::string function(lookup(file, code.function_iid()));
+      std::string key = body_key(pcs.sm_arch(), function, code.text());
+      if (listings_.count(key) != 0 || !queued.insert(key).second) continue;
+      jobs.push_back(Job{std::move(key), std::move(function), pcs.sm_arch(), code.text(), {}, {}});
+    }
+  }
+  look_up();  // quietly: instruction() says it is missing where a PC goes without SASS
+  if (jobs.empty() || nvdisasm_.empty()) return;
+  if (parallel == 0) parallel = std::clamp(std::thread::hardware_concurrency(), 1U, 8U);
+  const size_t workers = std::min<size_t>(parallel, jobs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      jobs[i].error = run_nvdisasm(nvdisasm_, jobs[i].arch, jobs[i].text, jobs[i].listing);
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(workers - 1);
+  try {
+    for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  } catch (const std::system_error&) {
+    // No more threads: the ones started and this one share the rest.
+  }
+  work();
+  for (std::thread& t : threads) t.join();
+  for (Job& job : jobs) {
+    if (job.error) failures_[job.key] = "nvdisasm failed on " + job.function + ": " + job.error->message;
+    listings_.emplace(std::move(job.key), std::move(job.listing));
+  }
+}
+
 std::string SassResolver::instruction(const ReadResult& file, const v1::PcSampling& pcs,
                                       std::string_view function, uint64_t pc_offset) {
   const v1::FunctionCode* code = nullptr;
@@ -293,23 +375,11 @@ std::string SassResolver::instruction(const ReadResult& file, const v1::PcSampli
     auto instruction = known->second->find(pc_offset);
     return instruction == known->second->end() ? std::string() : instruction->second;
   }
-  // Keyed by content, not by record: the rewritten revisions of a record, and the records of
-  // one kernel's launches, carry the same body, which is disassembled once.
-  std::string key = pcs.sm_arch();
-  key += '\0';
-  key += function;
-  key += '\0';
-  key += std::to_string(code->text().size()) + ":" + std::to_string(std::hash<std::string>{}(code->text()));
+  std::string key = body_key(pcs.sm_arch(), function, code->text());
   auto it = listings_.find(key);
   if (it == listings_.end()) {
     SassListing listing;  // stays empty when it cannot be had: tried once per body
-    if (!looked_up_) {
-      looked_up_ = true;
-      NvdisasmLookup found = find_nvdisasm(search_);
-      nvdisasm_ = found.path;
-      if (nvdisasm_.empty()) note(found.note);
-    }
-    if (!nvdisasm_.empty()) {
+    if (have_nvdisasm()) {
       if (!nvdisasm_arch(pcs.sm_arch())) {
         note("cannot disassemble code for architecture '" + pcs.sm_arch() +
              "' (expected sm_NN): PCs are shown as offsets, without SASS");
@@ -318,6 +388,9 @@ std::string SassResolver::instruction(const ReadResult& file, const v1::PcSampli
       }
     }
     it = listings_.emplace(std::move(key), std::move(listing)).first;
+  } else if (auto failed = failures_.find(key); failed != failures_.end()) {
+    note(failed->second);  // a prefetched body's failure, said where its PCs are first shown
+    failures_.erase(failed);
   }
   by_code_[code] = &it->second;  // std::map: the listing's address is stable
   auto instruction = it->second.find(pc_offset);

@@ -69,16 +69,30 @@ class SassResolver {
   std::string instruction(const ReadResult& file, const cutriage::v1::PcSampling& pcs,
                           std::string_view function, uint64_t pc_offset);
 
+  // Disassembles, before a view asks for them one by one, every function body that `kernels`'
+  // PC samples show without SASS, up to `parallel` nvdisasm processes at a time (0: one per
+  // core, at most 8). A view of many sampled kernels otherwise waits for one process after
+  // another. Its notes (missing, failed) are said by instruction(), where the PCs are shown.
+  void prefetch(const ReadResult& file, const std::vector<const cutriage::v1::KernelProfile*>& kernels,
+                unsigned parallel = 0);
+
   // Notes for the user since the last call (nvdisasm not found, an architecture it cannot
   // name, a failed run), each said once in the resolver's life.
   std::vector<std::string> take_notes();
 
  private:
   void note(std::string text);
+  // Looks nvdisasm up on first need.
+  void look_up();
+  // look_up(), and false when it is not there (the note is said).
+  bool have_nvdisasm();
 
   NvdisasmSearch search_;
   bool looked_up_ = false;
   std::string nvdisasm_;  // empty: not found (after looked_up_)
+  std::string missing_note_;  // why nvdisasm_ is empty
+  // Prefetched bodies whose run failed: the note, said when instruction() first serves the body.
+  std::map<std::string, std::string, std::less<>> failures_;
   std::map<std::string, SassListing, std::less<>> listings_;  // by cache key
   std::map<const cutriage::v1::FunctionCode*, const SassListing*> by_code_;  // hashed once each
   std::set<std::string, std::less<>> said_;

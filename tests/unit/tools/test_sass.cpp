@@ -233,3 +233,52 @@ TEST_CASE("sass: the resolver disassembles each body once and says once that nvd
   CHECK(all.str() == "run\nrun\n");  // the kernel once, the helper once
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("sass: prefetch runs nvdisasm for the shown bodies side by side, then serves them from its cache",
+          "[sass]") {
+  wire::RecordEncoder enc;
+  const std::string bytes = enc.session(testing::synthetic_pc_session()) + enc.kernel(testing::synthetic_pc_kernel());
+  const tools::ReadResult r = tools::read_cutriage_bytes(bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const std::vector<const v1::KernelProfile*> kernels = tools::current_kernels(r);
+  const v1::PcSampling& pcs = kernels.at(0)->pc_sampling();
+  using P = testing::SyntheticPc;
+
+  const std::string dir = temp_dir("prefetch");
+  write_fake_nvdisasm(dir + "/real", P::kKernelCodeBytes);
+  // Each run waits for the other to have started before it answers (a rendezvous, not a clock:
+  // run one after the other, the first gives up after its wait and fails), so both bodies can be
+  // disassembled only when the two processes run at once.
+  write_script(dir + "/nvdisasm", "echo run >> '" + dir + "/runs'\n"
+                                  "touch '" + dir + "/started.'$$\n"
+                                  "i=0\n"
+                                  "while [ \"$(ls '" + dir + "' | grep -c '^started')\" -lt 2 ]; do\n"
+                                  "  i=$((i+1)); [ $i -gt 300 ] && { echo 'nvdisasm fatal : alone' >&2; exit 3; }\n"
+                                  "  sleep 0.05\n"
+                                  "done\n"
+                                  "exec '" + dir + "/real' \"$@\"\n");
+  tools::NvdisasmSearch search;
+  search.getenv = fake_getenv;
+  search.fallback_dirs.clear();
+  g_env = {{"PATH", dir}};
+  tools::SassResolver sass(search);
+  sass.prefetch(r, kernels, 2);
+  CHECK(sass.take_notes().empty());  // said where the PCs are shown, not here
+  CHECK(sass.instruction(r, pcs, P::kKernel, 0x0110) == "FADD R0, R0, R7");
+  CHECK(sass.take_notes().empty());
+  // The helper's body has another size than the stand-in expects: its failure is nvdisasm's own
+  // words, not the rendezvous giving up, said once when its PC is first asked for.
+  CHECK(sass.instruction(r, pcs, P::kHelper, 0x0010).empty());
+  std::vector<std::string> notes = sass.take_notes();
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "nvdisasm failed on _Z6helperf: nvdisasm exited with status 1: nvdisasm fatal : "
+                    "unexpected input size");
+  CHECK(sass.instruction(r, pcs, P::kHelper, 0x0020).empty());
+  CHECK(sass.take_notes().empty());
+  sass.prefetch(r, kernels, 2);        // nothing left to run
+  std::ifstream runs(dir + "/runs");
+  std::ostringstream all;
+  all << runs.rdbuf();
+  CHECK(all.str() == "run\nrun\n");
+  std::filesystem::remove_all(dir);
+}
