@@ -160,9 +160,15 @@ TEST_CASE("graph PM: the small nodes get Decision 2 verdicts from their own PM s
   }
 
   // The report says whose counters they are.
-  const std::string text = tools::render_report(r, {});
+  std::string text = tools::render_report(r, {});
+  // Wrapped lines joined: "\n" and the continuation indent become one space.
+  for (size_t at = text.find("\n "); at != std::string::npos; at = text.find("\n ", at)) {
+    size_t end = at + 1;
+    while (end < text.size() && text[end] == ' ') ++end;
+    text.replace(at, end - at, " ");
+  }
   CHECK(text.find("this node's own PM samples") != std::string::npos);
-  CHECK(text.find("over one launch of graph 11") != std::string::npos);
+  CHECK(text.find("over one launch of graph 11 (exec 6)") != std::string::npos);
 }
 
 TEST_CASE("graph PM: a failing PM enable gives a reason, the graph's counters stay, nothing crashes",
@@ -259,7 +265,7 @@ TEST_CASE("graph PM: a sample counts only when it lies wholly inside one executi
   CHECK(agent::samples_in_launch(b, ex) == 7);  // every sample overlapping [100, 400)
 }
 
-TEST_CASE("graph PM: NaN values are left out of a mean; overlapping executions of two families drop the sample",
+TEST_CASE("graph PM: NaN values are left out of a mean, and a sample inside two families' executions is dropped",
           "[agent][graphs][pm]") {
   const std::vector<agent::NodeExecution> ex = {{1, 0, 100}, {2, 50, 150}};  // synthetic: concurrent nodes
   const collectors::PmSampleBatch b = batch_of({{10, 20, 40}, {20, 30, std::nan("")}, {60, 70, 999}, {110, 120, 60}});
