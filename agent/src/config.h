@@ -147,6 +147,8 @@ struct AgentConfig {
   // PC sampling: one kernel-serialized launch per profiled family after its counters, scheduled
   // apart from the range profiler (they cannot share a context).
   bool pc_sampling = true;
+  // A graph's kernels below half of its time PM-sampled per node over one launch (graph_profiler).
+  bool graph_pm_sampling = true;
   uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
   uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.

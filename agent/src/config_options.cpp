@@ -183,7 +183,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 42> kOptions = {{
+const std::array<Option, 43> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -337,6 +337,16 @@ const std::array<Option, 42> kOptions = {{
        const std::optional<bool> b = parse_bool(v);
        if (!b) return bad();
        c.pc_sampling = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_GRAPH_PM_SAMPLING", "--graph-pm-sampling", "1|0", "1",
+      "after a graph's counters are complete, PM-sample one of its launches so that its kernels with "
+      "less than half of its time get counters of their own (Decision 2)"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.graph_pm_sampling = *b;
        return ok();
      }},
     {{"CUTRIAGE_PC_SAMPLING_PERIOD", "--pc-sampling-period", "auto|N", "auto",

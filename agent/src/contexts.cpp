@@ -42,6 +42,23 @@ collectors::Status ContextState::begin_sampling_locked(collectors::Platform& pla
   return sampler ? sampler->begin(options) : collectors::Status(collectors::StatusCode::kNotSupported, sampler_error);
 }
 
+collectors::Status ContextState::begin_pm_sampling_locked(collectors::Platform& platform, const std::string& chip,
+                                                         const collectors::PmSamplingOptions& options) {
+  if (profiler) (void)profiler->disable();
+  configured_group.store(-1);
+  profiled_end_mono_ns.store(0);
+  if (!pm_sampler && !pm_failed) {
+    collectors::Result<std::unique_ptr<collectors::PmSampler>> made = platform.make_pm_sampler(event, chip);
+    if (made.is_ok()) {
+      pm_sampler = std::move(made).value();
+    } else {
+      pm_failed = true;
+      pm_error = made.status().message();
+    }
+  }
+  return pm_sampler ? pm_sampler->begin(options) : collectors::Status(collectors::StatusCode::kNotSupported, pm_error);
+}
+
 void ContextTable::created(const collectors::ContextEvent& event) {
   auto ctx = std::make_shared<ContextState>();
   ctx->event = event;
@@ -63,6 +80,7 @@ void ContextTable::destroying(const collectors::ContextEvent& event) {
     std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
     ctx->profiler.reset();
     ctx->sampler.reset();
+    ctx->pm_sampler.reset();
   }
 }
 

@@ -30,6 +30,10 @@ struct ContextState {
   std::unique_ptr<collectors::PcSampler> sampler;
   bool sampler_failed = false;
   std::string sampler_error;
+  // PM sampling of the context's device across one graph launch (graph_profiler); made on first use.
+  std::unique_ptr<collectors::PmSampler> pm_sampler;
+  bool pm_failed = false;
+  std::string pm_error;
   std::atomic<bool> busy{false};  // a profiled launch (or a release) holds the context
   // Always-on: the single-pass group the range profiler is configured with (-1: none or another
   // plan). A launch of that group costs little; another group re-enables (costly).
@@ -64,6 +68,11 @@ struct ContextState {
   // sampler_failed/sampler_error and every later call answers kNotSupported with it.
   collectors::Status begin_sampling_locked(collectors::Platform& platform, const collectors::PcSamplingOptions& options,
                                            bool* failed_now);
+  // Starts PM sampling on the context's device (profiler_mutex held): the range profiler disabled
+  // first (the H200 probe: the range profiler enabled during PM sampling crashed the process), the
+  // sampler made on first use for `chip`; a failure to make it is kept like the PC sampler's.
+  collectors::Status begin_pm_sampling_locked(collectors::Platform& platform, const std::string& chip,
+                                              const collectors::PmSamplingOptions& options);
 };
 
 class ContextTable {

@@ -1,9 +1,12 @@
 #include "graph_profiler.h"
 
+#include "graph_profiler_state.h"
+
 #include <algorithm>
 #include <cstdio>
 
 #include "cutriage/triage/plan.h"
+#include "pm_nodes.h"
 #include "stages.h"
 
 namespace cutriage::agent {
@@ -16,6 +19,8 @@ namespace {
 std::atomic<uint64_t> g_next_instance{1};
 
 constexpr std::string_view kDuration = "gpu__time_duration.sum";
+// A family's PM samples replace its graph's counters from this many (d0.node_sampling warns below 3).
+constexpr uint32_t kMinNodeSamples = 1;
 // Execs whose launches are counted for bridging; a process instantiating more is rare (one
 // graph per batch size), and beyond it new execs are neither bridged nor profiled.
 constexpr size_t kMaxCountedExecs = 4096;
@@ -23,49 +28,6 @@ constexpr size_t kMaxCountedExecs = 4096;
 constexpr uint64_t kRetargetIntervalNs = 50'000'000;
 
 }  // namespace
-
-struct GraphProfiler::Target {
-  uint32_t exec_id = 0;
-  uint32_t graph_id = 0;
-  uint32_t device = 0;
-  enum class Phase : uint8_t { kCounters, kSampling, kDone } phase = Phase::kCounters;
-  bool in_flight = false;  // a pass or sampled launch between entry and exit
-  // The stage in progress: its plan (made at its first pass) and the passes run so far.
-  std::shared_ptr<const collectors::MetricPlan> plan;
-  std::shared_ptr<collectors::ProfilerHost> host;
-  uint32_t stages = 0;
-  uint32_t passes_in_stage = 0;
-  // Everything collected, over every stage.
-  uint64_t replays_profiled = 0;
-  triage::MetricSet measured;
-  std::set<std::string> attempted;
-  std::vector<std::string> rejected;
-  struct Pass {
-    uint64_t correlation_id = 0;
-    uint32_t stage = 0;  // 1-based
-    uint32_t metrics = 0;
-  };
-  std::vector<Pass> passes;
-  std::optional<triage::Diagnosis> workload;  // the graph routed as one workload
-  // PC samples of one launch, by kernel (mangled name), and why there are none.
-  std::map<std::string, PcSummary> samples;
-  std::string sample_error;
-  uint32_t sample_period_log2 = 0;
-  std::string failure;
-};
-
-struct GraphProfiler::Active {
-  uint64_t owner = 0;
-  uint64_t correlation_id = 0;
-  uint32_t exec_id = 0;
-  std::shared_ptr<ContextState> context;
-  std::shared_lock<std::shared_mutex> gate;
-  bool sampling = false;
-  uint64_t started_mono_ns = 0;
-  bool budgeted = false;
-  CostKind cost = CostKind::kSameGroup;
-  uint64_t begin_trace_ns = 0;
-};
 
 GraphProfiler::GraphProfiler(Parts parts)
     : p_(std::move(parts)), instance_id_(g_next_instance.fetch_add(1)), start_mono_ns_(p_.monotonic_ns()) {}
@@ -135,9 +97,10 @@ bool GraphProfiler::enter(const LaunchEvent& fast_event) {
           std::lock_guard<std::mutex> lock(mutex_);
           phase = target->phase;
         }
-        started = phase == Target::Phase::kCounters   ? begin_pass(event, *target, started_mono)
-                  : phase == Target::Phase::kSampling ? begin_sampling(event, *target, started_mono)
-                                                      : false;
+        started = phase == Target::Phase::kCounters       ? begin_pass(event, *target, started_mono)
+                  : phase == Target::Phase::kNodeSampling ? begin_node_sampling(event, *target, started_mono)
+                  : phase == Target::Phase::kSampling     ? begin_sampling(event, *target, started_mono)
+                                                          : false;
       }
     }
     if (!started) {
@@ -345,7 +308,9 @@ void GraphProfiler::exit(const LaunchEvent& event) {
   if (!owns_slot(event.correlation_id)) return;
   std::unique_ptr<Active>& slot = active_slot();
   try {
-    if (slot->sampling) {
+    if (slot->pm) {
+      complete_node_sampling(*slot);
+    } else if (slot->sampling) {
       complete_sampling(*slot);
     } else {
       complete_pass(*slot);
@@ -356,6 +321,7 @@ void GraphProfiler::exit(const LaunchEvent& event) {
     p_.log.log_once(LogLevel::kError, "graph-exit", "internal error after a graph launch");
   }
   const uint32_t exec = slot->exec_id;
+  const bool pm = slot->pm;
   if (slot->context) slot->context->busy.store(false);
   try {
     if (slot->budgeted && p_.always_on) {
@@ -376,6 +342,13 @@ void GraphProfiler::exit(const LaunchEvent& event) {
     try {
       std::unique_lock<std::shared_mutex> gate(p_.gate, std::try_to_lock);
       if (gate.owns_lock()) p_.platform.flush_trace(true);
+    } catch (...) {
+    }
+  }
+  if (pm) {
+    // The sampled launch's executions are in (when the flush had them): its families' records.
+    try {
+      write_records(exec);
     } catch (...) {
     }
   }
@@ -460,7 +433,7 @@ void GraphProfiler::stage_done(Target& t, const std::vector<collectors::MetricRe
     t.workload = triage::triage_kernel(workload, p_.triage_options);
     t.plan.reset();
     t.passes_in_stage = 0;
-    if (next_stage_locked(t, chip).empty()) t.phase = p_.config.pc_sampling ? Target::Phase::kSampling : Target::Phase::kDone;
+    if (next_stage_locked(t, chip).empty()) after_counters_locked(t);
   }
   write_records(t.exec_id);
 }
@@ -543,6 +516,9 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
     t.samples = src.samples;
     t.sample_error = src.sample_error;
     t.sample_period_log2 = src.sample_period_log2;
+    t.pm_batch = src.pm_batch;
+    t.pm_correlation_id = src.pm_correlation_id;
+    t.pm_error = src.pm_error;
     if (it->second->graph_id == 0) it->second->graph_id = p_.graphs.graph_of(exec_id);
     t.graph_id = it->second->graph_id;
   }
@@ -555,6 +531,18 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
   }
   std::optional<triage::DeviceLimits> limits;
   if (std::optional<collectors::DeviceInfo> d = p_.devices.known(t.device)) limits = d->limits;
+  // The PM-sampled launch's samples, per family, once the trace has its executions.
+  std::map<uint64_t, FamilyPmValues> pm;
+  uint32_t pm_launch_samples = 0;
+  std::optional<double> pm_span;
+  if (t.pm_batch) {
+    const std::vector<NodeExecution> executions = p_.trace.graph_launch_executions(t.pm_correlation_id);
+    if (!executions.empty()) {
+      pm = attribute_pm_samples(*t.pm_batch, executions);
+      pm_launch_samples = samples_in_launch(*t.pm_batch, executions);
+      pm_span = p_.trace.graph_launch_span(t.pm_correlation_id);
+    }
+  }
 
   std::vector<wire::KernelRecord> records;
   {
@@ -613,6 +601,37 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
       scope.replays_profiled = t.replays_profiled;
       in.graph_scope = scope;
       p_.trace.fill_inputs_locked(f->family_id, in);  // the graph's replays, the kernel's share
+      const double share = ft.total_ns / kernel_ns;
+      std::string pm_reason;
+      if (share < kNodeSamplingShare && p_.config.graph_pm_sampling) {
+        // Below half of the graph: its own PM samples, when it has enough, replace the graph's
+        // counters (which d0.graph_share would block).
+        const auto own = pm.find(f->family_id);
+        if (own != pm.end() && own->second.samples >= kMinNodeSamples && own->second.metrics.size() > 0) {
+          in.metrics = own->second.metrics;
+          if (pm_span) in.metrics.set(std::string(kDuration), *pm_span, "nsecond");
+          in.assembled_launches.clear();
+          in.collection.passes = 1;
+          triage::NodeSampling ns;
+          ns.samples = own->second.samples;
+          ns.interval_ns = t.pm_batch->interval_ns;
+          ns.launch_correlation_id = t.pm_correlation_id;
+          ns.launch_samples = pm_launch_samples;
+          ns.executions = own->second.executions;
+          in.graph_scope->node_sampling = ns;
+          in.graph_scope->replays_profiled = 1;
+        } else if (!t.pm_error.empty()) {
+          pm_reason = t.pm_error;
+        } else if (t.pm_batch && !pm.empty()) {
+          const uint32_t n = own != pm.end() ? own->second.samples : 0;
+          pm_reason = n < kMinNodeSamples
+                          ? "PM sampling: no sample lay wholly inside this kernel's executions in the sampled launch "
+                            "(graph launch " + std::to_string(t.pm_correlation_id) + ", " +
+                                std::to_string(pm_launch_samples) + " samples across it)"
+                          : "PM sampling: none of the metrics the rules read came back in this kernel's " +
+                                std::to_string(n) + " samples";
+        }
+      }
       if (auto s = t.samples.find(f->mangled); s != t.samples.end()) {
         in.pc_samples = s->second.summary;
         record.pc_code = s->second.code;
@@ -628,7 +647,8 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
       record.launch_api = wire::LaunchApi::kGraph;
       record.correlation_id = t.passes.empty() ? 0 : t.passes.back().correlation_id;
       record.profile_number = t.stages;
-      record.rejected_metrics = t.rejected;
+      record.rejected_metrics = in.graph_scope->node_sampling ? std::vector<std::string>{} : t.rejected;
+      if (!pm_reason.empty()) record.status_detail = pm_reason;
       if (auto d = in.metrics.get(kDuration)) record.duration_ns = *d;
       record.diagnosis = triage::triage_kernel(in, p_.triage_options);
       const bool first = !f->last_record || !f->last_record->input.graph_scope;

@@ -84,6 +84,12 @@ class GraphProfiler {
   // Deep mode: an exec becomes a target at this launch (a graph launched again), before the trace
   // ranks it; always-on waits for the ranking.
   static constexpr uint64_t kDeepTargetLaunches = 2;
+  // Below this share of the graph's kernel time (d0.graph_share's min_share), a family's record
+  // takes its own PM samples instead of the graph's counters, when it has enough of them.
+  static constexpr double kNodeSamplingShare = 0.5;
+  // The counter-data image of one PM-sampled launch holds at most this many samples (~117 KB each
+  // at 20 metrics on the H200).
+  static constexpr uint32_t kPmMaxSamples = 1024;
 
   // A cuGraphLaunch's entry: true when this launch is a pass or a sampled launch (its exit then
   // completes it). Counts the exec's launches and bridges it to its records' graph id.
@@ -109,6 +115,12 @@ class GraphProfiler {
 
   bool begin_pass(const collectors::LaunchEvent& event, Target& target, uint64_t started_mono);
   bool begin_sampling(const collectors::LaunchEvent& event, Target& target, uint64_t started_mono);
+  bool begin_node_sampling(const collectors::LaunchEvent& event, Target& target, uint64_t started_mono);
+  void complete_node_sampling(Active& active);
+  // The phase after the counters, or after PM sampling: PM sampling (when a family needs it), PC
+  // sampling, or done (mutex_ held).
+  void after_counters_locked(Target& target);
+  void after_node_sampling_locked(Target& target) const;
   void complete_pass(Active& active);
   void complete_sampling(Active& active);
   // A stage's counters are in: merged, the workload routed, the next stage planned or none.

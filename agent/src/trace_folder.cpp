@@ -155,6 +155,11 @@ void TraceFolder::add_execution_locked(Family& family, const collectors::KernelA
     lc.static_shared_bytes = a.static_shared_bytes;
     lc.dynamic_shared_bytes = a.dynamic_shared_bytes;
     lc.local_bytes_per_thread = a.local_bytes_per_thread;
+    if (!node_watch_.empty()) {
+      if (auto w = node_watch_.find(a.correlation_id); w != node_watch_.end() && w->second.size() < kMaxNodeExecutions) {
+        w->second.push_back(NodeExecution{family.family_id, a.start_ns, a.end_ns});
+      }
+    }
     if (!watched_.empty()) {
       if (auto w = watched_.find(a.correlation_id); w != watched_.end()) {
         auto& [first, last] = w->second;
@@ -270,6 +275,18 @@ void TraceFolder::watch_graph_launch(uint64_t correlation_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (watched_.size() >= kMaxWatchedLaunches) watched_.erase(watched_.begin());  // the oldest launch
   watched_.emplace(correlation_id, std::make_pair(uint64_t{0}, uint64_t{0}));
+}
+
+void TraceFolder::watch_graph_nodes(uint64_t correlation_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (node_watch_.size() >= kMaxNodeWatches) node_watch_.erase(node_watch_.begin());  // the oldest launch
+  node_watch_.emplace(correlation_id, std::vector<NodeExecution>{});
+}
+
+std::vector<NodeExecution> TraceFolder::graph_launch_executions(uint64_t correlation_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = node_watch_.find(correlation_id);
+  return it == node_watch_.end() ? std::vector<NodeExecution>{} : it->second;
 }
 
 std::optional<double> TraceFolder::graph_launch_span(uint64_t correlation_id) const {

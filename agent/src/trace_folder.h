@@ -31,6 +31,7 @@
 #include "graph_table.h"
 #include "log.h"
 #include "nvtx_tracker.h"
+#include "pm_nodes.h"
 #include "record_output.h"
 
 namespace cutriage::agent {
@@ -87,6 +88,12 @@ class TraceFolder {
   void watch_graph_launch(uint64_t correlation_id);
   [[nodiscard]] std::optional<double> graph_launch_span(uint64_t correlation_id) const;
   static constexpr size_t kMaxWatchedLaunches = 64;
+  // A PM-sampled graph launch: its kernel executions (family, start, end) are kept for
+  // graph_launch_executions, a few launches at a time, each up to kMaxNodeExecutions.
+  void watch_graph_nodes(uint64_t correlation_id);
+  [[nodiscard]] std::vector<NodeExecution> graph_launch_executions(uint64_t correlation_id) const;
+  static constexpr size_t kMaxNodeWatches = 8;
+  static constexpr size_t kMaxNodeExecutions = 4096;
   // The launch shape of a family's latest traced graph execution (grid, block, registers, shared
   // and local memory, from its record): graph kernels have no launch callback to read it from.
   [[nodiscard]] std::optional<triage::LaunchConfig> graph_launch_locked(uint64_t family_id) const;
@@ -140,6 +147,7 @@ class TraceFolder {
   std::set<uint64_t> replayed_;                        // profiled launches' correlation ids
   // Watched graph launches: correlation id -> (first kernel start, last kernel end), 0 = none yet.
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> watched_;
+  std::map<uint64_t, std::vector<NodeExecution>> node_watch_;  // correlation id -> its executions
   std::unordered_map<uint64_t, triage::LaunchConfig> graph_launch_;  // family id -> latest graph execution's shape
   std::unordered_map<uint64_t, uint32_t> correlation_nvtx_;  // correlation id -> NVTX path id
   uint64_t events_ = 0;         // kernels, copies and NVTX ranges written (the cap)

@@ -30,6 +30,7 @@
 #include "cutriage/collectors/platform.h"
 #include "nvtx_trace.h"
 #include "pc_sampling.h"
+#include "pm_sampling.h"
 
 namespace cutriage::collectors {
 
@@ -453,6 +454,10 @@ class CuptiPlatform final : public Platform {
   // PC sampling and source correlation: pc_sampling.cpp.
   Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& context) override {
     return make_cupti_pc_sampler(context.context);
+  }
+  // PM sampling on the context's device: pm_sampling.cpp.
+  Result<std::unique_ptr<PmSampler>> make_pm_sampler(const ContextEvent& context, const std::string& chip) override {
+    return make_cupti_pm_sampler(context.context, context.device, chip);
   }
   Result<uint64_t> cubin_crc(const std::vector<uint8_t>& cubin) override { return cupti_cubin_crc(cubin); }
   Result<SourceLine> sass_to_source(const std::vector<uint8_t>& cubin, const std::string& function,

@@ -73,6 +73,7 @@
 
 #include "cuda_driver_probe.h"
 #include "cupti_check.h"
+#include "pm_sampling.h"
 #include "cutriage/collectors/cubin.h"
 
 namespace cutriage::collectors {
@@ -680,6 +681,8 @@ std::string hex(uint64_t v) {
 }
 
 }  // namespace
+
+Status synchronize_cu_context(void* cu_context) { return synchronize_context(static_cast<CUcontext>(cu_context)); }
 
 Result<std::unique_ptr<PcSampler>> make_cupti_pc_sampler(void* cu_context) {
   if (cu_context == nullptr) {

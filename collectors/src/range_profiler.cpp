@@ -49,10 +49,13 @@
 #include "checksum.h"
 #include "cuda_driver_probe.h"
 #include "cupti_check.h"
+#include "pm_sampling.h"
 #include "cutriage/collectors/range_profiler.h"
 
 namespace cutriage::collectors {
 namespace {
+
+}  // namespace
 
 // cuptiProfilerInitialize, once per process, before any other profiler call. A failure is not
 // remembered, so a later caller retries (e.g. one that came before cuInit finished). Never
@@ -71,6 +74,8 @@ Status ensure_profiler_initialized() {
   initialized = true;
   return Status::ok();
 }
+
+namespace {
 
 std::vector<const char*> c_strings(const std::vector<std::string>& names) {
   std::vector<const char*> out;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,13 @@ struct FakeStats {
   // Range profiler begin() calls: the plan's replay mode, passes and metrics (under `mutex`).
   std::vector<collectors::PlanReplay> begin_replays;
   std::vector<std::vector<std::string>> begin_metrics;
+  // PM sampling: begin()/end() calls, the device's PM-sampling context (0 = none), range-profiler
+  // begin() calls while PM sampling ran on the device (the H200 probe: a crash), every begin()'s options.
+  std::atomic<int> pm_begins{0};
+  std::atomic<int> pm_ends{0};
+  std::atomic<int> pm_range_overlaps{0};
+  std::array<std::atomic<uint64_t>, 8> pm_context{};
+  std::vector<collectors::PmSamplingOptions> pm_options;  // under `mutex`
   // What the agent asked of the platform once per device or chip (DeviceCatalog caches both).
   std::atomic<int> device_info_calls{0};
   std::atomic<int> host_calls{0};
@@ -87,6 +95,14 @@ struct FakeConfig {
   Status pc_end_status;              // returned by every PcSampler::end() (after disabling)
   std::map<std::string, collectors::PcSampleBatch> pc_batches;
   std::map<std::pair<std::string, uint64_t>, collectors::SourceLine> source_lines;
+  // PM sampling: a sample wholly inside a graph node's execution reads pm_values of its kernel (by
+  // mangled name, then PM metric name; NaN for a metric not given); any other sample reads
+  // pm_mixed_value for every metric (what straddles nodes or idle time must not be attributed).
+  Status pm_sampler_status;  // returned by make_pm_sampler
+  Status pm_begin_status;    // returned by every PmSampler::begin()
+  Status pm_end_status;      // returned by every PmSampler::end()
+  std::map<std::string, std::map<std::string, double>> pm_values;
+  double pm_mixed_value = 999.0;
   // What a profiled launch costs the application thread, on the agent's monotonic clock
   // (FakePlatform::mono_ns): begin() with a plan other than the configured one (CUPTI's re-enable),
   // begin() with the same plan, PC sampling. The always-on budget measures these.
@@ -200,6 +216,10 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     configured_ = plan.config_image;
     replay_ = plan.replay;
     passes_ = plan.passes;
+    if (stats_.pm_context[device_].load() != 0) {
+      ++stats_.pm_range_overlaps;
+      return Status(StatusCode::kInternal, "fake: range profiler begun while PM sampling runs on the device");
+    }
     if (stats_.pc_context[device_].load() == context_id_) {
       return Status(StatusCode::kInvalidArgument, "cuptiRangeProfilerStart: CUPTI_ERROR_INVALID_PARAMETER "
                                                   "(fake: PC sampling enabled on the context)");
@@ -292,6 +312,76 @@ class FakePcSampler final : public collectors::PcSampler {
   uint32_t device_;
   std::string kernel_;
   collectors::PcSamplingOptions options_;
+};
+
+// One planned execution of the graph launch in flight on this thread (FakePlatform::launch_graph).
+struct FakeNodeRun {
+  std::string mangled;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
+// Samples the graph launch in flight: from 20 us before its first node to 10 us after its last, at
+// the configured interval, each sample reading the values of the node it lies wholly inside.
+class FakePmSampler final : public collectors::PmSampler {
+ public:
+  FakePmSampler(const FakeConfig& cfg, FakeStats& stats, std::function<std::vector<FakeNodeRun>()> planned,
+                uint64_t context_id, uint32_t device)
+      : cfg_(cfg), stats_(stats), planned_(std::move(planned)), context_id_(context_id), device_(device % 8) {}
+  Status begin(const collectors::PmSamplingOptions& options) override {
+    if (!cfg_.pm_begin_status.is_ok()) return cfg_.pm_begin_status;
+    if (stats_.enabled_context[device_].load() != 0) {
+      return Status(StatusCode::kInternal, "fake: PM sampling begun beside an enabled range profiler");
+    }
+    stats_.pm_context[device_].store(context_id_);
+    ++stats_.pm_begins;
+    options_ = options;
+    std::lock_guard<std::mutex> lock(stats_.mutex);
+    stats_.pm_options.push_back(options);
+    return Status::ok();
+  }
+  Result<collectors::PmSampleBatch> end() override {
+    ++stats_.pm_ends;
+    stats_.pm_context[device_].store(0);
+    if (!cfg_.pm_end_status.is_ok()) return cfg_.pm_end_status;
+    collectors::PmSampleBatch b;
+    b.metrics = options_.metrics;
+    b.interval_ns = options_.interval_ns;
+    const std::vector<FakeNodeRun> runs = planned_();
+    if (runs.empty() || options_.interval_ns == 0) return b;
+    const uint64_t from = runs.front().start_ns - 20000;
+    const uint64_t to = runs.back().end_ns + 10000;
+    for (uint64_t t = from; t + options_.interval_ns <= to && b.samples.size() < options_.max_samples;
+         t += options_.interval_ns) {
+      collectors::PmSample sample;
+      sample.start_ns = t;
+      sample.end_ns = t + options_.interval_ns;
+      const FakeNodeRun* in = nullptr;
+      for (const FakeNodeRun& r : runs) {
+        if (sample.start_ns >= r.start_ns && sample.end_ns <= r.end_ns) in = &r;
+      }
+      for (const std::string& m : options_.metrics) {
+        double v = cfg_.pm_mixed_value;
+        if (in != nullptr) {
+          v = std::numeric_limits<double>::quiet_NaN();
+          if (auto k = cfg_.pm_values.find(in->mangled); k != cfg_.pm_values.end()) {
+            if (auto mv = k->second.find(m); mv != k->second.end()) v = mv->second;
+          }
+        }
+        sample.values.push_back(v);
+      }
+      b.samples.push_back(std::move(sample));
+    }
+    return b;
+  }
+
+ private:
+  const FakeConfig& cfg_;
+  FakeStats& stats_;
+  std::function<std::vector<FakeNodeRun>()> planned_;
+  uint64_t context_id_;
+  uint32_t device_;
+  collectors::PmSamplingOptions options_;
 };
 
 class FakePlatform final : public collectors::Platform {
@@ -447,6 +537,27 @@ class FakePlatform final : public collectors::Platform {
     return std::unique_ptr<collectors::PcSampler>(std::make_unique<FakePcSampler>(
         config, stats, [] { return current_kernel(); }, ctx.context_id, ctx.device));
   }
+  Result<std::unique_ptr<collectors::PmSampler>> make_pm_sampler(const collectors::ContextEvent& ctx,
+                                                                 const std::string& /*chip*/) override {
+    if (!config.pm_sampler_status.is_ok()) return config.pm_sampler_status;
+    return std::unique_ptr<collectors::PmSampler>(std::make_unique<FakePmSampler>(
+        config, stats, [this] { return planned_nodes(); }, ctx.context_id, ctx.device));
+  }
+  // The executions the graph launch in flight on this thread will have, from the clock now (as
+  // queue_kernel will place them).
+  std::vector<FakeNodeRun> planned_nodes() {
+    std::vector<FakeNodeRun> runs;
+    uint64_t t = clock_ns_.load();
+    for (const GraphNode& n : graph_in_flight()) {
+      FakeNodeRun r;
+      r.mangled = n.mangled;
+      r.start_ns = t + config.gap_ns;
+      r.end_ns = r.start_ns + n.duration_ns;
+      t = r.end_ns;
+      runs.push_back(std::move(r));
+    }
+    return runs;
+  }
   // FNV-1a over the bytes: any stable function of the cubin does for the fake.
   Result<uint64_t> cubin_crc(const std::vector<uint8_t>& cubin) override { return fake_crc(cubin); }
   static uint64_t fake_crc(const std::vector<uint8_t>& cubin) {
@@ -516,6 +627,7 @@ class FakePlatform final : public collectors::Platform {
     ev.graph_exec_id = exec_id;
     current_kernel() = counters_key;
     if (observer_ == nullptr) return;
+    graph_in_flight() = nodes;
     if (observer_->on_launch_enter(ev)) {
       ++exits_wanted;
       if (std::exchange(began_on_this_thread(), false)) advance_clock(50000);
@@ -552,6 +664,10 @@ class FakePlatform final : public collectors::Platform {
   static bool& began_on_this_thread() {
     thread_local bool began = false;
     return began;
+  }
+  static std::vector<GraphNode>& graph_in_flight() {
+    thread_local std::vector<GraphNode> nodes;
+    return nodes;
   }
   static std::string& current_kernel() {
     thread_local std::string k;

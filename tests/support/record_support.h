@@ -57,6 +57,16 @@ inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v
     scope.other_families = g.other_families();
     scope.replays_profiled = g.replays_profiled();
     scope.mean_replay_ns = g.mean_replay_ns();
+    if (g.has_node_sampling()) {
+      const v1::NodeSampling& n = g.node_sampling();
+      triage::NodeSampling ns;
+      ns.samples = n.samples();
+      ns.interval_ns = n.interval_ns();
+      ns.launch_correlation_id = n.launch_correlation_id();
+      ns.launch_samples = n.launch_samples();
+      ns.executions = n.executions();
+      scope.node_sampling = ns;
+    }
     in.graph_scope = scope;
   }
   for (const v1::AssembledLaunch& a : k.assembled_launches()) {

@@ -545,7 +545,14 @@ void render_kernel(std::ostringstream& out, const Context& c, const v1::KernelPr
     for (int i = 0; i < k.rejected_metrics_size(); ++i) rejected += (i != 0 ? ", " : "") + k.rejected_metrics(i);
     out << "<dt>not collectable</dt><dd>on this GPU: <code>" << h(rejected) << "</code></dd>\n";
   }
-  if (k.has_graph_scope()) {
+  if (k.has_graph_scope() && k.graph_scope().has_node_sampling()) {
+    out << "<dt>counters</dt><dd>" << h("this node's own PM samples (" +
+                                          std::to_string(k.graph_scope().node_sampling().samples()) +
+                                          " over one launch of graph " + std::to_string(k.graph_scope().graph_id()) +
+                                          "), not the graph's; this kernel is " +
+                                          fmt(100 * k.graph_scope().share_of_graph()) + "% of the graph's kernel time")
+        << "</dd>\n";
+  } else if (k.has_graph_scope()) {
     out << "<dt>counters</dt><dd>" << h("the whole graph " + std::to_string(k.graph_scope().graph_id()) +
                                           "'s, as one workload; this kernel is " +
                                           fmt(100 * k.graph_scope().share_of_graph()) + "% of the graph's kernel time")

@@ -82,6 +82,19 @@ void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
 // with the kernel's part of the graph, which is what the verdict's weight rests on.
 void render_graph_scope(std::ostringstream& out, const v1::KernelProfile& k) {
   const v1::GraphScope& g = k.graph_scope();
+  if (g.has_node_sampling()) {
+    // Its own counters: PM samples that lay inside this kernel's executions of one graph launch.
+    const v1::NodeSampling& n = g.node_sampling();
+    std::string text = "this node's own PM samples (" + std::to_string(n.samples()) +
+                       (n.samples() == 1 ? " sample" : " samples") + " of " +
+                       fmt(static_cast<double>(n.interval_ns()) / 1e3) + " us inside its " +
+                       std::to_string(n.executions()) + (n.executions() == 1 ? " execution" : " executions") +
+                       ", over one launch of graph " + std::to_string(g.graph_id()) + " (exec " +
+                       std::to_string(g.exec_id()) + "), not replayed), not the graph's; this kernel is " +
+                       fmt(100 * g.share_of_graph()) + "% of the graph's kernel time";
+    put_wrapped(out, "    counters  ", "              ", text);
+    return;
+  }
   double min_ns = 0, max_ns = 0;
   for (const v1::AssembledLaunch& a : k.assembled_launches()) {
     if (!(a.duration_ns() > 0)) continue;

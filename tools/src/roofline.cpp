@@ -99,7 +99,7 @@ double attainable(double ceiling_flops_per_s, double dram_bytes_per_s, double in
 KernelRoofline kernel_roofline(const ReadResult& file, const v1::KernelProfile& k) {
   KernelRoofline r;
   r.peaks = roofline_peaks(gpu_of(file, k.device()));
-  r.graph_scope = k.has_graph_scope();
+  r.graph_scope = k.has_graph_scope() && !k.graph_scope().has_node_sampling();  // PM samples are its own
   r.seconds = k.duration_ns() > 0 ? k.duration_ns() * 1e-9 : 0;
   if (auto t = metric(file, k, kTensorInst); t && *t > 0) r.tensor_work = true;
 

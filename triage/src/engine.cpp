@@ -230,6 +230,7 @@ Diagnosis Router::run() {
   LaunchStatsResult lr = add_launch_metrics(kernel_, metrics_);
   launch_ = lr.stats;
   add_derived_metrics(metrics_);
+  const std::string node_note = add_node_sampling_stand_ins(kernel_, metrics_);
   std::vector<std::string> reconciled = reconcile_breakdowns(metrics_);
   if (kernel_.time_share && *kernel_.time_share >= 0 && *kernel_.time_share < 1) {
     dx_.amdahl_ceiling = 1.0 / (1.0 - *kernel_.time_share);
@@ -249,6 +250,7 @@ Diagnosis Router::run() {
     }
   }
   for (std::string& note : reconciled) dx_.trust_notes.push_back(std::move(note));
+  if (!node_note.empty()) dx_.trust_notes.push_back(node_note);
   if (dx_.trust == Trust::kUntrusted) {
     dx_.classification = Classification::kUntrusted;
     choose_primary({Decision::kD0Trust});
@@ -477,7 +479,14 @@ Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options)
   try {
     Router router(kernel, options);
     Diagnosis d = router.run();
-    if (kernel.graph_scope && d.trust != Trust::kUntrusted) {
+    if (kernel.graph_scope && kernel.graph_scope->node_sampling && d.trust != Trust::kUntrusted) {
+      // The counters are this kernel's own PM samples inside the graph: said before anything else.
+      const size_t colon = d.headline.find(": ");
+      const std::string scope = "own PM samples in graph " + std::to_string(kernel.graph_scope->graph_id) + " (" +
+                                std::to_string(kernel.graph_scope->node_sampling->samples) + " samples)";
+      d.headline = colon == std::string::npos ? scope + ": " + d.headline
+                                              : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
+    } else if (kernel.graph_scope && d.trust != Trust::kUntrusted) {
       // The counters are a whole graph launch's: the verdict is the graph's, weighted by this
       // kernel's part of it, and the headline says so before anything else.
       const size_t colon = d.headline.find(": ");

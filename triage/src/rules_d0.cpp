@@ -5,7 +5,7 @@
 //   d0.assembled_launches, d0.graph_share.
 // Non-blocking rules become trust notes (trust = suspect): d0.metric_slight_overshoot,
 //   d0.collection_settings, d0.build_config, d0.profiled_clock, d0.pc_samples_dropped,
-//   d0.graph_scope.
+//   d0.graph_scope, d0.node_sampling.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -476,6 +476,13 @@ RuleVerdict eval_graph_share(RuleContext& ctx) {
   const std::optional<GraphScope>& g = ctx.kernel().graph_scope;
   if (!g) return RuleVerdict::not_fired("the counters are this kernel's own launch's");
   ctx.note("cutriage__share_of_graph_kernel_time", 100.0 * g->share_of_graph, "%");
+  if (g->node_sampling) {
+    // PM samples attributed to this kernel's own executions: its share of the graph does not
+    // dilute them (d0.node_sampling says how many there are).
+    return RuleVerdict::not_fired("the counters are this kernel's own PM samples in graph " +
+                                  std::to_string(g->graph_id) + " (it holds " + pct(100.0 * g->share_of_graph, 1) +
+                                  " of the graph's kernel time), not the graph's");
+  }
   const double min_share = ctx.threshold("min_share");
   const std::string reading = "the counters are graph " + std::to_string(g->graph_id) + "'s whole launch, " +
                               "of whose kernel time this kernel holds " + pct(100.0 * g->share_of_graph, 1);
@@ -494,6 +501,7 @@ RuleVerdict eval_graph_share(RuleContext& ctx) {
 RuleVerdict eval_graph_scope(RuleContext& ctx) {
   const std::optional<GraphScope>& g = ctx.kernel().graph_scope;
   if (!g) return RuleVerdict::not_fired("the counters are this kernel's own launch's");
+  if (g->node_sampling) return RuleVerdict::not_fired("the counters are this kernel's own PM samples, not the graph's");
   const double max_share = ctx.threshold("pure_share");
   const std::string reading = "counters of graph " + std::to_string(g->graph_id) + " over " +
                               counted(g->replays_profiled, "replay") + "; this kernel is " +
@@ -501,6 +509,28 @@ RuleVerdict eval_graph_scope(RuleContext& ctx) {
                               counted(g->other_families, "other kernel") + " the rest";
   if (g->share_of_graph < max_share) return RuleVerdict::fired(reading, 1.0 - g->share_of_graph);
   return RuleVerdict::not_fired(reading + " (>= " + pct(100.0 * max_share, 0) + ")");
+}
+
+// Counters PM-sampled per graph node: the kernel's own, but averaged over few samples of one
+// launch, and under PM sampling's definitions (L2 left out, the memory throughput a stand-in).
+RuleVerdict eval_node_sampling(RuleContext& ctx) {
+  const std::optional<GraphScope>& g = ctx.kernel().graph_scope;
+  if (!g || !g->node_sampling) return RuleVerdict::not_fired("the counters are not PM-sampled per graph node");
+  const NodeSampling& n = *g->node_sampling;
+  ctx.note("cutriage__node_pm_samples", n.samples, "");
+  const double min_samples = ctx.threshold("min_samples");
+  const std::string reading = "the counters are this kernel's own PM samples: " + counted(n.samples, "sample") +
+                              " of " + fmt(static_cast<double>(n.interval_ns) / 1e3, 1) + " us inside " +
+                              counted(n.executions, "execution") + " in one launch of graph " +
+                              std::to_string(g->graph_id) + " (" + counted(n.launch_samples, "sample") +
+                              " across the launch); PM sampling's throughput definitions, L2 not sampled";
+  if (n.samples < min_samples) {
+    RuleVerdict v = RuleVerdict::fired(reading + " (< " + fmt(min_samples, 0) + ")", min_samples / std::max<double>(n.samples, 1) - 1.0);
+    v.next_action = "Too few samples lie inside this kernel's executions: a shorter sampling interval, or "
+                    "profile the kernel outside the graph.";
+    return v;
+  }
+  return RuleVerdict::fired(reading, 0.1);
 }
 
 }  // namespace
@@ -592,6 +622,23 @@ std::vector<Rule> make_d0_rules() {
       .next_action = "Weigh the verdict by the kernel's share of the graph; its PC samples are its own.",
       .priority = 45,
       .evaluate = eval_graph_scope,
+  });
+  rules.push_back(Rule{
+      .id = "d0.node_sampling",
+      .decision = Decision::kD0Trust,
+      .title = "Counters PM-sampled per graph node",
+      .parent = {},
+      .metrics = {},
+      .thresholds = {{"min_samples", 3.0,
+                      "project: fewer samples than this inside the kernel's executions make its mean a "
+                      "reading of one or two moments; the H200 probe's per-node means, from 9 samples "
+                      "on, matched the range profiler within about 2 points"}},
+      .limiter = Limiter::kUntrustedMetrics,
+      .finding = "The counters are this kernel's own, PM-sampled across one launch of its graph.",
+      .next_action = "Read them as the kernel's own regime; L2 and the counters PM sampling does not give "
+                     "are missing, and the decisions that need them say so.",
+      .priority = 46,
+      .evaluate = eval_node_sampling,
   });
   rules.push_back(Rule{
       .id = "d0.metric_out_of_range",

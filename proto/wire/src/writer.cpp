@@ -479,6 +479,16 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
       put_u32(gs, G::kOtherFamilies, g.other_families);
       put_u64(gs, G::kReplaysProfiled, g.replays_profiled);
       put_double(gs, G::kMeanReplayNs, g.mean_replay_ns);
+      if (g.node_sampling) {
+        using N = schema::NodeSampling;
+        const triage::NodeSampling& n = *g.node_sampling;
+        protozero::pbf_writer ns(gs, G::kNodeSampling);
+        ns.add_uint32(N::kSamples, n.samples);  // even 0: keeps the message
+        put_u64(ns, N::kIntervalNs, n.interval_ns);
+        put_u64(ns, N::kLaunchCorrelationId, n.launch_correlation_id);
+        put_u32(ns, N::kLaunchSamples, n.launch_samples);
+        put_u32(ns, N::kExecutions, n.executions);
+      }
     }
     if (k.cost) put_cost(m, K::kCost, *k.cost);
     if (k.application_replay) {

@@ -366,3 +366,68 @@ TEST_CASE("d0.graph_share and d0.graph_scope (synthetic)", "[d0][graphs]") {
   REQUIRE(d.trust != Trust::kUntrusted);
   CHECK(d.headline.find("graph 7 as a whole (this kernel 76% of it)") != std::string::npos);
 }
+
+TEST_CASE("d0.node_sampling: a graph node's own PM samples (synthetic)", "[d0][graphs][pm]") {
+  const Rule* rule = find_rule("d0.node_sampling");
+  REQUIRE(rule != nullptr);
+  CHECK(!rule->blocking);
+  // Synthetic: a node with 18% of its graph, its counters its own PM samples (SM 20%, DRAM 80%,
+  // L1 30%), no gpu__compute_memory_throughput and no L2, as the agent maps them.
+  KernelInput k = with_duration(180000);
+  k.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 20, "%");
+  k.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 80, "%");
+  k.metrics.set("l1tex__throughput.avg.pct_of_peak_sustained_elapsed", 30, "%");
+  GraphScope g;
+  g.graph_id = 7;
+  g.exec_id = 3;
+  g.share_of_graph = 0.18;
+  g.other_families = 2;
+  g.replays_profiled = 1;
+  k.graph_scope = g;
+  CHECK(run_one("d0.node_sampling", k).outcome == Outcome::kNotFired);  // the graph's counters: not this rule's
+  CHECK(triage_kernel(k).trust == Trust::kUntrusted);                   // d0.graph_share blocks them
+
+  NodeSampling n;
+  n.samples = 30;
+  n.interval_ns = 5000;
+  n.launch_correlation_id = 77;
+  n.launch_samples = 210;
+  n.executions = 1;
+  k.graph_scope->node_sampling = n;
+  // Its own samples: the share no longer blocks, the graph-scope note does not apply, the trust
+  // note says how many samples.
+  CHECK(run_one("d0.graph_share", k).outcome == Outcome::kNotFired);
+  CHECK(run_one("d0.graph_scope", k).outcome == Outcome::kNotFired);
+  CheckResult c = run_one("d0.node_sampling", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("30 samples of 5.0 us") != std::string::npos);
+  CHECK(c.reason.find("graph 7") != std::string::npos);
+  CHECK(c.reason.find("L2 not sampled") != std::string::npos);
+
+  const Diagnosis d = triage_kernel(k);
+  REQUIRE(d.trust != Trust::kUntrusted);
+  CHECK(d.classification == Classification::kMemoryBound);  // DRAM 80 stands for memory, SM 20
+  CHECK(d.headline.find("own PM samples in graph 7 (30 samples)") != std::string::npos);
+  bool stand_in = false;
+  for (const std::string& t : d.trust_notes) stand_in = stand_in || t.find("stood in for by the larger") != std::string::npos;
+  CHECK(stand_in);
+
+  // Compute-bound from the same scope: SM 88, DRAM 12, L1 15.
+  k.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 88, "%");
+  k.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 12, "%");
+  k.metrics.set("l1tex__throughput.avg.pct_of_peak_sustained_elapsed", 15, "%");
+  CHECK(triage_kernel(k).classification == Classification::kComputeBound);
+
+  // Too few samples: a caveat with the count, still not blocking.
+  k.graph_scope->node_sampling->samples = 2;
+  c = run_one("d0.node_sampling", k);
+  CHECK(c.outcome == Outcome::kFired);
+  CHECK(c.reason.find("(< 3)") != std::string::npos);
+  CHECK(triage_kernel(k).trust != Trust::kUntrusted);
+
+  // A measured memory throughput is never replaced by the stand-in.
+  k.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 40, "%");
+  MetricSet m = k.metrics;
+  CHECK(add_node_sampling_stand_ins(k, m).empty());
+  CHECK(m.get("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed") == Approx(40));
+}

@@ -248,6 +248,50 @@ class PcSampler {
   virtual Result<PcSampleBatch> end() = 0;
 };
 
+// ---- PM sampling (device-wide counters read at a fixed interval) ------------------------------
+
+// What one PM-sampling session collects. CUPTI takes one-pass configurations only (it answers
+// NOT_SUPPORTED otherwise): the caller passes a set built to fit one pass for the chip.
+struct PmSamplingOptions {
+  std::vector<std::string> metrics;  // full names, each with its rollup and submetric
+  uint64_t interval_ns = 5000;       // GPU time between samples (the H200 probe's 5 us)
+  // The counter-data image holds this many samples; later ones are not decoded (counted in
+  // PmSampleBatch::samples_dropped). The image is large per sample (the H200 probe: 1.24 GB for
+  // 10,600 samples of 20 metrics), so the caller sizes it to what it samples and keeps it bounded.
+  uint32_t max_samples = 1024;
+  size_t hardware_buffer_bytes = size_t{64} << 20;  // raw records before decoding
+};
+
+// One sample: its span on the trace clock (the H200 probe: the samples' timestamps line up with
+// the activity records' at lag 0) and each metric's value, in PmSamplingOptions::metrics order
+// (NaN where CUPTI evaluated none).
+struct PmSample {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::vector<double> values;
+};
+
+struct PmSampleBatch {
+  std::vector<std::string> metrics;
+  std::vector<PmSample> samples;   // completed samples, in time order
+  uint64_t interval_ns = 0;        // the interval configured
+  uint64_t samples_dropped = 0;    // beyond the counter-data image
+  bool hardware_buffer_overflow = false;
+};
+
+// Samples the device of one context between begin() (a launch's entry) and end() (its exit, same
+// thread): end() waits for the context's work to finish, stops, decodes and evaluates, and
+// disables PM sampling again. Never beside an enabled range profiler on the context (the H200
+// probe: the range profiler enabled during PM sampling crashed the process): the caller disables
+// it first. Not thread-safe; the agent serializes use per context. Destroy before the context.
+class PmSampler {
+ public:
+  virtual ~PmSampler() = default;
+  virtual Status begin(const PmSamplingOptions& options) = 0;
+  // Called once after every successful begin(), also when the launch failed.
+  virtual Result<PmSampleBatch> end() = 0;
+};
+
 // A source position of one instruction, from the cubin's line table.
 struct SourceLine {
   std::string file;  // directory and file name joined: "/src/kernels/strided.cu"
@@ -300,6 +344,12 @@ class Platform {
   virtual Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context) = 0;
   // PC sampling on one context. kNotSupported on devices or builds without it.
   virtual Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& context) = 0;
+  // PM sampling on the device of one context; the chip names the one-pass configuration CUPTI
+  // builds. kNotSupported where the platform has none (the default).
+  virtual Result<std::unique_ptr<PmSampler>> make_pm_sampler(const ContextEvent& /*context*/,
+                                                             const std::string& /*chip*/) {
+    return Status(StatusCode::kNotSupported, "PM sampling is not available on this platform");
+  }
   // The CRC CUPTI puts in PC-sampling records for a cubin (cuptiGetCubinCrc). Needs no GPU.
   virtual Result<uint64_t> cubin_crc(const std::vector<uint8_t>& cubin) = 0;
   // File and line of the instruction at `pc_offset` in `function` of `cubin`

@@ -21,6 +21,13 @@ struct TriageOptions {
 // when every single-pass part is present (derive_from_breakdowns).
 void add_derived_metrics(MetricSet& metrics);
 
+// A kernel's own PM samples in a graph (GraphScope::node_sampling) carry no
+// gpu__compute_memory_throughput (PM sampling has no one-pass form of it) and no L2 value the rules
+// may read (PM's differs: docs/graphs.md). Decision 2's memory side is then stood in for by the
+// larger of the DRAM and L1 throughputs, marked derived; returns the note saying so, empty when
+// nothing was set (no node sampling, the value present, or neither input).
+std::string add_node_sampling_stand_ins(const KernelInput& kernel, MetricSet& metrics);
+
 // The breakdown step of add_derived_metrics alone; returns the names it set.
 std::vector<std::string> derive_from_breakdowns(MetricSet& metrics);
 // One line per throughput in `metrics` that was derived from its breakdown: the value, the part

@@ -119,6 +119,17 @@ struct AssembledLaunch {
   [[nodiscard]] bool from_earlier_process() const { return earlier_pid != 0 || earlier_start_unix_ns != 0; }
 };
 
+// The kernel's own counters, PM-sampled across one launch of its graph (CUPTI's periodic
+// device-wide counters, each sample attributed to the kernel execution it lies wholly inside):
+// no longer the graph's mix, so d0.graph_share does not block them (docs/graphs.md).
+struct NodeSampling {
+  uint32_t samples = 0;                // samples averaged into the metrics
+  uint64_t interval_ns = 0;            // sampling interval
+  uint64_t launch_correlation_id = 0;  // the graph launch sampled
+  uint32_t launch_samples = 0;         // samples across that launch, all kernels' and idle ones
+  uint32_t executions = 0;             // this kernel's executions in that launch
+};
+
 // Counters measured on a whole CUDA graph launch rather than on this kernel's own launch
 // (docs/graphs.md: CUPTI 13.0 counts a graph launch as one range, never one node): the graph's
 // counters describe this kernel only as far as it holds the graph's kernel time. Decision 0
@@ -130,6 +141,8 @@ struct GraphScope {
   uint32_t other_families = 0;   // other kernels whose executions the counters include
   uint64_t replays_profiled = 0; // graph launches the counters were collected over
   double mean_replay_ns = 0;     // the graph's traced time per replay (first node start to last end)
+  // Set when the metrics are the kernel's own PM samples rather than the graph's counters.
+  std::optional<NodeSampling> node_sampling;
 };
 
 struct KernelInput {
