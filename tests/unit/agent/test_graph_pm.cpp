@@ -279,6 +279,6 @@ TEST_CASE("graph PM: the interval grows only when a replay would not fit the ima
   CHECK(agent::plan_pm_sampling(1e6, 1024).interval_ns == 5000);   // 200 samples of 5 us
   CHECK(agent::plan_pm_sampling(0, 1024).interval_ns == 5000);     // unknown replay time
   const agent::PmPlan long_graph = agent::plan_pm_sampling(20e6, 1024);  // 20 ms
-  CHECK(long_graph.interval_ns >= 20e6 / 512);
+  CHECK(static_cast<double>(long_graph.interval_ns) >= 20e6 / 512);
   CHECK(long_graph.max_samples == 1024);
 }
