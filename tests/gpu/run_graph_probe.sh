@@ -20,7 +20,7 @@ echo "build: exit $rc, $(( $(date +%s) - t0 )) s" | tee "$out/workloads.txt"
 if [ $rc -ne 0 ]; then tail -40 "$logs/build.log"; tar -C "$logs" -czf "$out/logs.tgz" .; exit 1; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$out/workloads.txt"
 
-timeout 240 "$build/tests/graph_probe" ${PROBE_WAYS:-} >"$out/probe.txt" 2>&1
+timeout 240 "$build/tests/graph_probe" ${PROBE_WAYS:-trace user1 userN userrange userrangeN collectorN pcs_serial pcs_cont pcs_cb pcs_cb_late kernelN} >"$out/probe.txt" 2>&1
 echo "probe: exit $?" >>"$out/workloads.txt"
 
 cli="$PWD/$build/tools/cutriage"
