@@ -101,6 +101,7 @@ void GraphProfiler::complete_node_sampling(Active& active) {
   } else {
     kept = std::make_shared<const collectors::PmSampleBatch>(std::move(batch).value());
   }
+  const std::shared_ptr<const collectors::PmSampleBatch> batch_samples = kept;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = targets_.find(active.exec_id);
@@ -108,6 +109,13 @@ void GraphProfiler::complete_node_sampling(Active& active) {
     it->second->pm_batch = std::move(kept);
     it->second->pm_error = error;
     after_node_sampling_locked(*it->second);
+  }
+  if (error.empty()) {
+    const collectors::PmSampleBatch& b = *batch_samples;
+    p_.log.log_once(LogLevel::kInfo, "graph-pm-" + std::to_string(active.exec_id),
+                    "graph exec " + std::to_string(active.exec_id) + ": PM-sampled one launch, " +
+                        std::to_string(b.samples.size()) + " samples every " + std::to_string(b.interval_ns / 1000) +
+                        " us (" + std::to_string(b.samples_dropped) + " dropped)");
   }
   if (!error.empty()) {
     p_.log.log_once(LogLevel::kWarn, "graph-pm-" + std::to_string(active.exec_id),

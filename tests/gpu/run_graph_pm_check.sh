@@ -30,19 +30,19 @@ timeout 560 python3 "$w/graph_mlp.py" "$replays" >"$out/plain.out" 2>"$out/plain
 echo "plain: exit $?, $(python3 -c "print('%.1f' % ($(date +%s.%N) - $t))") s: $(grep -E '^graph_mlp' "$out/plain.out")" >>"$sum"
 t=$(date +%s.%N)
 timeout 560 env CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$out/agent.log" \
-  "$cli" run -o "$out/graph_mlp-pm.pb" -- python3 "$w/graph_mlp.py" "$replays" >"$out/agent.out" 2>"$out/agent.err"
+  "$cli" run --rerun never -o "$out/graph_mlp-pm.pb" -- python3 "$w/graph_mlp.py" "$replays" >"$out/agent.out" 2>"$out/agent.err"
 rc=$?
 echo "agent (deep): exit $rc, $(python3 -c "print('%.1f' % ($(date +%s.%N) - $t))") s: $(grep -E '^graph_mlp' "$out/agent.out")" >>"$sum"
 [ $rc -ge 128 ] && echo "AGENT RUN KILLED BY SIGNAL $((rc - 128))" >>"$sum"
 same=0
-if [ -n "$(grep -E '^graph_mlp' "$out/plain.out")" ] &&
-   [ "$(grep -E '^graph_mlp' "$out/plain.out")" = "$(grep -E '^graph_mlp' "$out/agent.out")" ]; then
+if [ -n "$(grep -m1 -E '^graph_mlp' "$out/plain.out")" ] &&
+   [ "$(grep -m1 -E '^graph_mlp' "$out/plain.out")" = "$(grep -m1 -E '^graph_mlp' "$out/agent.out")" ]; then
   echo "outputs: identical" >>"$sum"; same=1
 else
   echo "outputs: DIFFER" >>"$sum"
 fi
 echo "agent log, PM lines:" >>"$sum"
-grep -iE "PM sampl|graph .*verdicts|could not profile" "$out/agent.log" | head -20 | sed 's/^/  /' >>"$sum"
+grep -iE "PM[ -]sampl|graph .*verdicts|could not profile" "$out/agent.log" | head -20 | sed 's/^/  /' >>"$sum"
 
 "$cli" report "$out/graph_mlp-pm.pb" >"$out/graph_mlp-pm.report.txt" 2>&1
 "$cli" json "$out/graph_mlp-pm.pb" >"$out/graph_mlp-pm.json" 2>"$out/json.err"
