@@ -8,7 +8,10 @@ namespace cutriage::agent {
 const std::vector<std::string>& pm_node_metrics() {
   // tests/data/graphs/pm-metrics-gh100.txt, section 6: built greedily as one PM config on GH100
   // (1 pass, config image 6168 B). Every name is one pass alone; together still one.
-  static const std::vector<std::string> metrics = {
+  // Never destroyed: the agent's exit handler attributes samples after static destructors have run
+  // (a destroyed table lost its first row at the end of an H200 run: sm__throughput vanished from
+  // every node-sampled record's last revision).
+  static const auto* const metrics = new std::vector<std::string>{
       "TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed",
       "FBSP.TriageCompute.dramc__throughput.avg.pct_of_peak_sustained_elapsed",
       "dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -30,7 +33,7 @@ const std::vector<std::string>& pm_node_metrics() {
       "lts__t_sectors.sum",
       "gr__cycles_active.sum.pct_of_peak_sustained_elapsed",
   };
-  return metrics;
+  return *metrics;
 }
 
 const std::vector<PmMapping>& pm_rule_mapping() {
@@ -43,7 +46,7 @@ const std::vector<PmMapping>& pm_rule_mapping() {
   //  * ..._alu_realtime, l1tex__data_pipe_lsu_wavefronts, tpc__warps_active_realtime,
   //    sm__inst_executed_realtime: no range-profiler reference under the rules' names in the probe;
   //  * the .sum counters and gpu__time_duration.sum: per sample (a 5 us window), not per kernel.
-  static const std::vector<PmMapping> mapping = {
+  static const auto* const mapping = new std::vector<PmMapping>{
       // SM throughput: PM 14.0 / range profiler 13.9 (DRAM-bound node), 93.9 / 93.5 (FMA),
       // 96.0 / 93.6 (FP64), 95.5 / 93.5 (tensor), 45.6 / 45.7 (L2-resident).
       {"TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -64,7 +67,7 @@ const std::vector<PmMapping>& pm_rule_mapping() {
       // The SM clock over the sample (Decision 0's profiled clock): the same metric.
       {"sm__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second", "hz"},
   };
-  return mapping;
+  return *mapping;
 }
 
 namespace {

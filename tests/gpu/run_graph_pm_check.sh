@@ -6,6 +6,8 @@
 # (cmake --build BUILD --target cutriage_agent cutriage_cli).
 #
 #   bash tests/gpu/run_graph_pm_check.sh BUILD_DIR [REPLAYS]
+#   PM_ARGS="--launch-skip 100" bash tests/gpu/run_graph_pm_check.sh BUILD_DIR   # direct launches left
+#       unprofiled, so the LayerNorm and GELU records are the graph's (their warm-ups give them own ones)
 #
 # Results under $OUT (default ./gpu-out): pm-check.txt (the summary), graph_mlp-pm.pb, its report,
 # JSON and the agent's log. Exit status 0 when the outputs are identical, no family's PM sampling
@@ -30,7 +32,7 @@ timeout 560 python3 "$w/graph_mlp.py" "$replays" >"$out/plain.out" 2>"$out/plain
 echo "plain: exit $?, $(python3 -c "print('%.1f' % ($(date +%s.%N) - $t))") s: $(grep -E '^graph_mlp' "$out/plain.out")" >>"$sum"
 t=$(date +%s.%N)
 timeout 560 env CUTRIAGE_LOG_LEVEL=info CUTRIAGE_LOG_FILE="$out/agent.log" \
-  "$cli" run --rerun never -o "$out/graph_mlp-pm.pb" -- python3 "$w/graph_mlp.py" "$replays" >"$out/agent.out" 2>"$out/agent.err"
+  "$cli" run --rerun never ${PM_ARGS:-} -o "$out/graph_mlp-pm.pb" -- python3 "$w/graph_mlp.py" "$replays" >"$out/agent.out" 2>"$out/agent.err"
 rc=$?
 echo "agent (deep): exit $rc, $(python3 -c "print('%.1f' % ($(date +%s.%N) - $t))") s: $(grep -E '^graph_mlp' "$out/agent.out")" >>"$sum"
 [ $rc -ge 128 ] && echo "AGENT RUN KILLED BY SIGNAL $((rc - 128))" >>"$sum"
@@ -81,12 +83,13 @@ for name, k in sorted(latest.items(), key=lambda kv: -float((kv[1].get("graphSco
     d = k.get("diagnosis", {})
     scope = ("own PM samples: %s of %s ns over launch %s" % (ns.get("samples"), ns.get("intervalNs", ns.get("interval_ns")),
              ns.get("launchCorrelationId", ns.get("launch_correlation_id")))) if ns else "graph %s as a whole" % g.get("graphId", g.get("graph_id"))
-    if ns and share < 0.5 and "UNTRUSTED" not in str(d.get("classification", "")):
+    cls = str(d.get("classification", ""))
+    if ns and share < 0.5 and not any(w in cls for w in ("UNTRUSTED", "INCONCLUSIVE", "UNSPECIFIED")) and cls:
         ok_pm += 1
     detail = k.get("statusDetail") or k.get("status_detail") or ""
     print("  %5.1f%% | %s | %s | %s%s" % (100 * share, scope, d.get("classification", "?"), str(d.get("headline", ""))[:150],
                                           ("  [" + detail + "]") if detail else ""))
-print("families below half with their own PM verdict: %d" % ok_pm)
+print("families below half routed from their own PM samples: %d" % ok_pm)
 sys.exit(0 if ok_pm > 0 else 3)
 PY
 pm_ok=$?

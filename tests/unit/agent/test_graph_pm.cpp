@@ -3,7 +3,11 @@
 // Synthetic throughout: the graph (a GEMM node holding 70% of it, a norm and a GELU node the rest),
 // the graph's counters (a real H200 capture of cublas_gemm standing for them) and the PM values
 // the fake hands out per node are made up, labelled as such.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -281,4 +285,39 @@ TEST_CASE("graph PM: the interval grows only when a replay would not fit the ima
   const agent::PmPlan long_graph = agent::plan_pm_sampling(20e6, 1024);  // 20 ms
   CHECK(static_cast<double>(long_graph.interval_ns) >= 20e6 / 512);
   CHECK(long_graph.max_samples == 1024);
+}
+
+namespace {
+// Set in the child before exit(); read by its exit handler.
+bool g_tables_whole = false;
+void check_tables_at_exit() {
+  const std::vector<agent::PmMapping>& m = agent::pm_rule_mapping();
+  // The first row's PM name is what a freed buffer loses first (the allocator's own pointer goes
+  // there): on the H200 exactly that row vanished from the end-of-run records.
+  g_tables_whole = !m.empty() && m.front().pm_name == "TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed" &&
+                   m.front().rule_name == "sm__throughput.avg.pct_of_peak_sustained_elapsed" &&
+                   agent::pm_node_metrics().front() == m.front().pm_name;
+  // The verdict is the child's exit status: 0 only when both tables read whole after the static
+  // destructors ran.
+  std::_Exit(g_tables_whole ? 0 : 3);
+}
+}  // namespace
+
+TEST_CASE("graph PM: the metric tables outlive static destruction (the agent attributes at exit)",
+          "[agent][graphs][pm]") {
+  // The injected agent writes its last records from an exit handler, which runs after the static
+  // destructors of everything first used after the handler was registered. A child process
+  // registers the check first, then uses the tables, then exits: the check runs last.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::atexit(check_tables_at_exit);
+    (void)agent::pm_rule_mapping();
+    (void)agent::pm_node_metrics();
+    std::exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
