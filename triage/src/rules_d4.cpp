@@ -512,7 +512,10 @@ Rule wgmma_count_note() {
       .metrics = {{kGmmaSum, false}, {kTensorSum, false}, {kTensorCyclesPct, false}},
       .thresholds = {{"warp_instructions_per_wgmma", 4.0,
                       "guide 3.2.6 note: one warp-group MMA shows as 4 warp instructions, one "
-                      "per scheduler"}},
+                      "per scheduler"},
+                     {"min_tensor_active_pct", 5.0,
+                      "cutriage: with only the tensor pipe's activity known, below this share of "
+                      "peak the tensor work is too small for its instruction count to matter"}},
       .limiter = Limiter::kPipeTensor,
       .finding = "Tensor instruction counts include warp-group MMA, counted once per scheduler.",
       .next_action =
@@ -551,6 +554,11 @@ Rule wgmma_count_note() {
         }
         bool active = (tensor && *tensor > 0) || (cycles && *cycles > 0);
         if (!active) return RuleVerdict::not_fired("tensor pipe idle");
+        const double min_active = ctx.threshold("min_tensor_active_pct");
+        if (!tensor && cycles && *cycles < min_active) {
+          return RuleVerdict::not_fired("tensor pipe at " + num(*cycles, 1) + "% of peak, below " + num(min_active, 0) +
+                                        "%: too little tensor work for the count to matter");
+        }
         std::string reading = "tensor pipe active";
         if (tensor) {
           double logical = *tensor / per;

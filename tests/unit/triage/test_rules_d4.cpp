@@ -233,6 +233,14 @@ TEST_CASE("d4.wgmma_count_note on Hopper (synthetic)", "[d4]") {
   by_chip.device_limits = device(0, "GH100");
   CHECK(run("d4.wgmma_count_note", by_chip).outcome == Outcome::kFired);
 
+  // A barely used tensor pipe (a PM-sampled elementwise node on the H200: 1.2%) is no reason for
+  // the note, which would otherwise stand as the kernel's Decision 4 finding.
+  auto barely = kernel_with({{"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 1.2}});
+  barely.device_limits = device(9, "GH100");
+  auto barely_run = run("d4.wgmma_count_note", barely);
+  CHECK(barely_run.outcome == Outcome::kNotFired);
+  CHECK(contains(barely_run.reason, "1.2%"));
+
   auto idle = kernel_with({{"sm__inst_executed_pipe_tensor.sum", 0.0}});
   idle.device_limits = device(9, "GH100");
   CHECK(run("d4.wgmma_count_note", idle).outcome == Outcome::kNotFired);
