@@ -266,7 +266,10 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
         // help on the H200: a kernel that finished before a synchronization still came back
         // without timestamps until CUPTI's worker had completed its record, and forced flushes
         // lost the records of kernels in flight. An application that queues a family's launches
-        // back to back without synchronizing is ranked after them (the report says so).
+        // back to back without synchronizing is ranked after them (the report says so). Since the
+        // trace uses one global buffer queue, this unforced flush hands back nothing until the
+        // buffer fills, so even a synchronizing loop is ranked late when injected directly
+        // (cupti-facts.md); forcing only when nothing is in flight would bring the ranking back.
         std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
         if (gate.owns_lock()) platform_.flush_trace(false);
       }
