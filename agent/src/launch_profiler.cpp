@@ -520,6 +520,7 @@ void LaunchProfiler::complete_counters(Active& active) {
   record.diagnosis = triage::triage_kernel(record.input, p_.triage_options);
   record.cost = active.phases(stopped, p_.monotonic_ns() - triage_begin);
   record.cost->passes = active.plan.passes;
+  std::optional<wire::KernelRecord> pm_rewrite;
 
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
@@ -539,10 +540,24 @@ void LaunchProfiler::complete_counters(Active& active) {
     if (p_.app_replay != nullptr && active.deep == 0) {
       record.application_replay = p_.app_replay->settle_locked(f, active.groups.get());
     }
+    // Always-on's PM routing window (pm_window.h): its record stands until these counters are
+    // complete, then this record supersedes it (a reader drops the launches a record combines);
+    // until then the window's record is written again to supersede this partial one.
+    if (f.pm_record && !f.pm_superseded && active.deep == 0) {
+      if (f.complete) {
+        record.combined_launch_indices.push_back(f.pm_record->input.launch_index);
+        f.pm_superseded = true;
+      } else {
+        f.pm_record->revision += 1;
+        f.pm_record->combined_launch_indices = f.profiled_launches;
+        pm_rewrite = f.pm_record;
+      }
+    }
     f.last_record = record;
     p_.selector.update_candidate_locked(f);  // after last_record: PC sampling follows a profiled record
   }
   p_.output.write_kernel(record);
+  if (pm_rewrite) p_.output.write_kernel(*pm_rewrite);
   note_complete(f);
   if (active.deep != 0) p_.deep_profiled();
 }
