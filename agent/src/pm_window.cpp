@@ -81,8 +81,9 @@ std::optional<PmWindow::Wanted> PmWindow::wanted(uint64_t now) {
     };
     std::vector<Candidate> all;
     for (const Family* f : p_.families.all_locked()) {
-      if (!f->ranked || !(f->share >= kMinShare) || f->routed || f->complete || f->pm_routed ||
-          f->pm_windows_missed >= kMaxMisses || f->names->no_replay) {
+      // The trace's ranking gives the share (Selector::apply_ranking): 0 until it has run.
+      if (!(f->share >= kMinShare) || f->routed || f->complete || f->pm_routed || f->pm_windows_missed >= kMaxMisses ||
+          f->names->no_replay || !f->names->matches_filter) {
         continue;
       }
       const triage::FamilyTimeStats* s = timeline.family(f->family_id);

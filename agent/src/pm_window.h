@@ -65,7 +65,7 @@ class PmWindow {
     Notify notify;
   };
 
-  // Families wanted: ranked, at least this share of the traced GPU time, without a routed verdict.
+  // Families wanted: at least this share of the traced GPU time, without a routed verdict.
   static constexpr double kMinShare = 0.05;
   // Samples per window: the collector's counter-data image cap (about 240 MB at 20 metrics).
   static constexpr uint32_t kMaxSamples = 2048;
