@@ -438,7 +438,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 43);
+  REQUIRE(options.size() == 44);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
