@@ -1,8 +1,9 @@
 // Prints the always-on simulation's table (tests/support/always_on_sim.h): the issue's synthetic
 // workload at the default budget on the fake platform. Optional arguments: BUDGET (a fraction,
-// 0.004) and SECONDS (900). bench/always_on_sim.sh builds and runs it.
+// 0.004), SECONDS (900) and "nopm" (without the PM routing window). bench/always_on_sim.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "always_on_sim.h"
 
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
     }
   }
   if (argc > 2) o.seconds = std::strtoull(argv[2], nullptr, 10);
+  // A third argument "nopm": without the PM routing window (CUTRIAGE_PM_WINDOW=0), for comparison.
+  if (argc > 3 && std::string(argv[3]) == "nopm") o.pm_window = false;
   const cutriage::testing::sim::Result r = cutriage::testing::sim::run(o, cutriage::testing::sim::issue_workload());
   std::fputs(cutriage::testing::sim::table(o, r).c_str(), stdout);
   if (std::getenv("SIM_VERBOSE") != nullptr) {  // every assembled launch, and the notices

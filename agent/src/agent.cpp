@@ -1,6 +1,7 @@
 #include "agent.h"
 
 #include <chrono>
+#include <thread>
 #include <exception>
 
 #include "control.h"
@@ -108,6 +109,15 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
           [this] { return finished_.load(); }}) {
   triage_options_.thresholds = std::move(thresholds);
   start_time_ns_ = process_.now_unix_ns();
+  if (always_on_ && config_.pm_window) {
+    pm_window_ = std::make_unique<PmWindow>(PmWindow::Parts{
+        config_, platform_, log_, families_, devices_, contexts_, trace_, output_, builds_, *always_on_,
+        triage_options_, cupti_gate_, [this] { return monotonic_now(); },
+        [this] { return counts_.launches.load(std::memory_order_relaxed); },
+        [this](wire::Severity s, const std::string& code, const std::string& message, uint64_t family) {
+          write_notice(s, code, message, family);
+        }});
+  }
   families_.set_on_create([this](Family& f) {
     earlier_ranking_.mark_locked(f);
     if (single_pass() != nullptr && single_pass()->resumable_locked(f)) {
@@ -340,12 +350,29 @@ void Agent::flush_tick() {
     selector_.refresh_candidates();
     if (single_pass() != nullptr) single_pass()->plan_pending_groups();
     profiler_.release_idle_profilers();
+    poll_pm_window(true);
   } catch (...) {
   }
   if (!config_.prometheus_file.empty() &&
       std::chrono::steady_clock::now() - last_prometheus_ >= std::chrono::milliseconds(config_.prometheus_interval_ms)) {
     last_prometheus_ = std::chrono::steady_clock::now();
     write_prometheus();
+  }
+}
+
+void Agent::poll_pm_window(bool may_wait) {
+  if (!pm_window_ || paused_.load() || !trace_started_.load() || state_.load() != wire::AgentState::kActive) return;
+  try {
+    const uint64_t wait = pm_window_->poll();
+    // A window of a few milliseconds is stopped after its span, not a tick later (the flush
+    // thread's own time: the application's threads do not wait for it).
+    constexpr uint64_t kInlineWaitNs = 250'000'000;
+    if (may_wait && wait > 0 && wait <= kInlineWaitNs) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+      (void)pm_window_->poll();
+    }
+  } catch (...) {
+    log_.log_once(LogLevel::kError, "pm-window", "internal error in the PM window");
   }
 }
 
@@ -358,6 +385,8 @@ void Agent::flush() {
   }
   selector_.refresh_candidates();
   profiler_.release_idle_profilers();
+  // Without a flush thread (CUTRIAGE_TRACE_FLUSH_MS=0) the PM window advances here, never waiting.
+  if (!flush_thread_.running()) poll_pm_window(false);
   write_prometheus();
 }
 
@@ -442,8 +471,16 @@ void Agent::finish_trace() {
   if (!trace_started_.load()) return;
   flush_thread_.stop();
   try {
+    if (pm_window_) pm_window_->stop_open();  // its executions then come with the last flush
+  } catch (...) {
+  }
+  try {
     std::unique_lock<std::shared_mutex> gate(cupti_gate_);
     platform_.flush_trace(true);  // delivers through on_activity, on this thread
+  } catch (...) {
+  }
+  try {
+    if (pm_window_) pm_window_->finish();
   } catch (...) {
   }
   trace_.close();
@@ -463,6 +500,17 @@ void Agent::finish_trace() {
       record.revision = f->last_record->revision + 1;
       f->diagnosis = record.diagnosis;
       f->last_record = record;
+      rewrites.push_back(std::move(record));
+    }
+    // The PM window's records that still stand, with the trace's last word too.
+    for (Family* f : families_.all_locked()) {
+      if (!f->pm_record || f->pm_superseded) continue;
+      wire::KernelRecord record = *f->pm_record;
+      trace_.fill_inputs_locked(f->family_id, record.input);
+      triage::fill_timeline_inputs(timeline, f->family_id, record.input);
+      record.diagnosis = triage::triage_kernel(record.input, triage_options_);
+      record.revision = f->pm_record->revision + 1;
+      f->set_pm_record(record);
       rewrites.push_back(std::move(record));
     }
   }

@@ -13,6 +13,7 @@
 //   DeviceCatalog   device facts and profiler hosts; KernelBuilds, the modules' build notes
 //   RecordOutput    the encoder, segments and sink
 //   SessionView     the application view, session end, Prometheus snapshot and exit summary
+//   PmWindow        always-on's PM routing window over the application's own launches
 //
 // Threading: callbacks arrive on the application's threads, several at once. Lock order: the
 // trace's, then the family table's, then the output's; the NVTX tracker's, the device catalog's
@@ -54,6 +55,7 @@
 #include "nvtx_tracker.h"
 #include "output.h"
 #include "pc_summary.h"
+#include "pm_window.h"
 #include "prometheus.h"
 #include "record_output.h"
 #include "selection.h"
@@ -192,6 +194,10 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   SessionView view_;
 
   DeepCaptures deep_;
+  // Always-on's PM routing window (CUTRIAGE_PM_WINDOW); null otherwise; never reassigned.
+  std::unique_ptr<PmWindow> pm_window_;
+  // Polls the window when the agent may profile (flush thread, or cutriage_flush without one).
+  void poll_pm_window(bool may_wait);
 };
 
 }  // namespace cutriage::agent

@@ -48,7 +48,8 @@ AlwaysOnPolicy::AlwaysOnPolicy(const AgentConfig& config, FamilyTable& families,
                                const KernelBuilds& builds, Logger& log, const triage::TriageOptions& triage_options,
                                Clocks clocks)
     : SinglePassPolicy("always-on", config, families, devices, builds, log, triage_options, std::move(clocks)),
-      budget_(budget_options(config), clocks_.monotonic_ns()) {}
+      started_ns_(clocks_.monotonic_ns()),
+      budget_(budget_options(config), started_ns_) {}
 
 void AlwaysOnPolicy::planning_cost(uint64_t cost_ns) {
   std::lock_guard<std::mutex> budget_lock(families_.mutex());
@@ -266,6 +267,22 @@ void AlwaysOnPolicy::charge_since(CostKind kind, uint64_t started_mono_ns) {
   const uint64_t now = clocks_.monotonic_ns();
   std::lock_guard<std::mutex> lock(families_.mutex());
   budget_.charge(now, kind, now > started_mono_ns ? now - started_mono_ns : 0);
+}
+
+bool AlwaysOnPolicy::admit_pm_window(bool first) {
+  const uint64_t now = clocks_.monotonic_ns();
+  std::lock_guard<std::mutex> lock(families_.mutex());
+  if (first) {
+    budget_.admit_spaced(now, CostKind::kPmWindow);
+    return true;
+  }
+  return budget_.admit(now, CostKind::kPmWindow);
+}
+
+void AlwaysOnPolicy::charge(CostKind kind, uint64_t cost_ns) {
+  const uint64_t now = clocks_.monotonic_ns();
+  std::lock_guard<std::mutex> lock(families_.mutex());
+  budget_.charge(now, kind, cost_ns);
 }
 
 wire::OverheadStats AlwaysOnPolicy::stats_locked() const { return budget_.stats(clocks_.monotonic_ns()); }

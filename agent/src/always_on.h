@@ -55,9 +55,20 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   void graph_spent(uint64_t cost_ns);
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);
+  // Always-on's PM routing window (pm_window.h), the lock NOT held. The first window goes at once,
+  // on credit, as the budget's first launch goes on the full allowance it starts with: a routed
+  // verdict for every family in the first minutes is worth more than the range profiler's first
+  // group, which the debt delays by the window's cost over the budget's share (about 15 s at 0.4%
+  // for the assumed 61 ms). Later windows wait for the allowance like a launch. Reserves the
+  // estimate when admitted.
+  bool admit_pm_window(bool first);
+  // What an admitted window cost (or a refused begin()), the lock NOT held.
+  void charge(CostKind kind, uint64_t cost_ns);
   // A configured profiler may be taken on credit until then (monotonic ns).
   void extend_credit(uint64_t until_ns) { credit_until_ns_.store(until_ns, std::memory_order_relaxed); }
   [[nodiscard]] wire::OverheadStats stats_locked() const;
+  // Since the policy (the agent) started, on the budget's clock.
+  [[nodiscard]] uint64_t since_start_ns() const { return clocks_.monotonic_ns() - started_ns_; }
   // Says once, in the output and the log, when a family's counters are complete: the message, or
   // empty when there is nothing (new) to say.
   std::string completion_message_locked(Family& family);
@@ -73,6 +84,7 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   struct GroupDemand;
   GroupDemand group_demand_locked(const Family& family, const MetricGroups& groups, uint64_t now_ns) const;
 
+  const uint64_t started_ns_;
   Budget budget_;
   std::atomic<uint64_t> credit_until_ns_{0};
   // Graph stages: not before then (monotonic ns). They are spaced by their own measured cost

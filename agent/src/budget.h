@@ -22,6 +22,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <utility>
@@ -31,7 +32,16 @@
 namespace cutriage::agent {
 
 // kPlanning and kRelease are one-off work charged when done (nothing reserved for them).
-enum class CostKind : uint8_t { kSameGroup = 0, kGroupSwitch = 1, kPcSampling = 2, kPlanning = 3, kRelease = 4 };
+// kPmWindow: always-on's PM routing window (pm_window.h), admitted and charged like a launch.
+enum class CostKind : uint8_t {
+  kSameGroup = 0,
+  kGroupSwitch = 1,
+  kPcSampling = 2,
+  kPlanning = 3,
+  kRelease = 4,
+  kPmWindow = 5,
+};
+inline constexpr size_t kCostKinds = 6;
 
 struct BudgetOptions {
   double fraction = 0.004;          // of wall time
@@ -77,8 +87,8 @@ class Budget {
   double allowance_ns_;     // may go negative after an underestimate
   uint64_t last_admit_ns_ = 0;
   bool admitted_any_ = false;
-  std::array<uint64_t, 5> estimate_;
-  std::array<uint32_t, 5> measured_{};  // costs measured per kind (the estimate's weight)
+  std::array<uint64_t, kCostKinds> estimate_;
+  std::array<uint32_t, kCostKinds> measured_{};  // costs measured per kind (the estimate's weight)
   bool startup_charged_ = false;          // the first group switch (CUPTI start-up) was charged
   uint64_t spent_ns_ = 0;
   uint64_t admitted_ = 0;

@@ -149,6 +149,9 @@ struct AgentConfig {
   bool pc_sampling = true;
   // A graph's kernels below half of its time PM-sampled per node over one launch (graph_profiler).
   bool graph_pm_sampling = true;
+  // Always-on: one PM-sampled window over the application's own launches routes every family that
+  // ran in it from its own samples (pm_window.h, docs/always-on.md).
+  bool pm_window = true;
   uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
   uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.

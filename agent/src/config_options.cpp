@@ -183,7 +183,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 43> kOptions = {{
+const std::array<Option, 44> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -347,6 +347,17 @@ const std::array<Option, 43> kOptions = {{
        const std::optional<bool> b = parse_bool(v);
        if (!b) return bad();
        c.graph_pm_sampling = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_PM_WINDOW", "--pm-window", "1|0", "1",
+      "always-on: PM-sample one short window of the application's own launches (kernel trace on, no "
+      "replay) so that every family with 5% of the GPU time gets a routed verdict (Decision 2) from its "
+      "own samples within minutes; the range profiler's groups then add the depth"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.pm_window = *b;
        return ok();
      }},
     {{"CUTRIAGE_PC_SAMPLING_PERIOD", "--pc-sampling-period", "auto|N", "auto",

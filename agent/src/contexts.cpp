@@ -108,6 +108,28 @@ std::shared_ptr<ContextState> ContextTable::claim(const collectors::LaunchEvent&
   return ctx;
 }
 
+std::shared_ptr<ContextState> ContextTable::claim_for_window(uint32_t device, uint64_t now_ns) {
+  std::shared_ptr<ContextState> pick;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, ctx] : contexts_) {
+      if (!ctx || ctx->event.device != device) continue;
+      // A range profiler not yet released (a stage may still be collecting on it), a graph
+      // stage's hold, or a launch in flight: not now.
+      if (ctx->profiled_end_mono_ns.load() != 0 || ctx->busy.load() || ctx->held_by_graph(0, now_ns)) return nullptr;
+      if (!pick && ctx->event.context != nullptr) pick = ctx;
+    }
+  }
+  if (!pick) return nullptr;
+  bool expected = false;
+  if (!pick->busy.compare_exchange_strong(expected, true)) return nullptr;
+  if (!claim_device(pick, now_ns) || pick->profiled_end_mono_ns.load() != 0) {
+    pick->busy.store(false);
+    return nullptr;
+  }
+  return pick;
+}
+
 bool ContextTable::claim_device(const std::shared_ptr<ContextState>& ctx, uint64_t now_ns) {
   std::vector<std::shared_ptr<ContextState>> others;
   {

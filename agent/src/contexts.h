@@ -88,6 +88,12 @@ class ContextTable {
   // launches (`graph_exec` 0) until it lapses at `now_ns`.
   std::shared_ptr<ContextState> claim(const collectors::LaunchEvent& event, uint32_t graph_exec = 0,
                                       uint64_t now_ns = 0);
+  // Always-on's PM window (pm_window.h), from the flush thread: a context of `device`, marked busy,
+  // while no context of the device has a range profiler still enabled after a profiled launch
+  // (released when idle: CUTRIAGE_RELEASE_MS), a graph stage holding it, or a launch in flight
+  // profiled or sampled; null otherwise (the window waits for the next tick). The caller clears
+  // `busy` when the window ends.
+  std::shared_ptr<ContextState> claim_for_window(uint32_t device, uint64_t now_ns);
   // Contexts whose range profiler has been idle `idle_ns` since their last profiled launch.
   std::vector<std::shared_ptr<ContextState>> idle_since(uint64_t now_ns, uint64_t idle_ns) const;
   [[nodiscard]] uint64_t seen() const;  // contexts created or first launched on

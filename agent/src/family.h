@@ -114,6 +114,26 @@ struct Family {
   uint32_t resume_shape_misses = 0;
   std::optional<wire::KernelRecord> resumed_record;  // what it resumed, until written
 
+  // Always-on's PM routing window (pm_window.h): the record of the family's own PM samples, while
+  // no record with complete range-profiler counters supersedes it; whether it routed the verdict
+  // (classified, trusted); windows that sampled the family without giving it enough samples.
+  std::optional<wire::KernelRecord> pm_record;
+  bool pm_routed = false;
+  bool pm_superseded = false;
+  uint32_t pm_windows_missed = 0;
+  std::optional<triage::Diagnosis> pm_diag_;  // pm_record's diagnosis (shown_diagnosis)
+
+  // The verdict to show (summary, Prometheus): the PM window's while its record stands, else the
+  // range profiler's.
+  [[nodiscard]] const std::optional<triage::Diagnosis>& shown_diagnosis() const {
+    if (pm_record && !pm_superseded) return pm_diag_;
+    return diagnosis;
+  }
+  // Sets pm_record and the diagnosis shown from it.
+  void set_pm_record(wire::KernelRecord record) {
+    pm_diag_ = record.diagnosis;
+    pm_record = std::move(record);
+  }
   // Adds a counter to those asked for and not collected, once.
   void note_rejected(const std::string& name);
   // From the diagnosis: the counters its route still wants; complete when none; routed when the

@@ -520,6 +520,7 @@ void LaunchProfiler::complete_counters(Active& active) {
   record.diagnosis = triage::triage_kernel(record.input, p_.triage_options);
   record.cost = active.phases(stopped, p_.monotonic_ns() - triage_begin);
   record.cost->passes = active.plan.passes;
+  std::optional<wire::KernelRecord> pm_rewrite;
 
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
@@ -539,10 +540,20 @@ void LaunchProfiler::complete_counters(Active& active) {
     if (p_.app_replay != nullptr && active.deep == 0) {
       record.application_replay = p_.app_replay->settle_locked(f, active.groups.get());
     }
+    // Always-on's PM routing window (pm_window.h): its record stands until these counters are
+    // complete, then this record supersedes it (a reader drops the launches a record combines);
+    // until then the window's record is written again to supersede this partial one.
+    // (note_complete supersedes it once complete).
+    if (f.pm_record && !f.pm_superseded && !f.complete) {
+      f.pm_record->revision += 1;
+      f.pm_record->combined_launch_indices = f.profiled_launches;
+      pm_rewrite = f.pm_record;
+    }
     f.last_record = record;
     p_.selector.update_candidate_locked(f);  // after last_record: PC sampling follows a profiled record
   }
   p_.output.write_kernel(record);
+  if (pm_rewrite) p_.output.write_kernel(*pm_rewrite);
   note_complete(f);
   if (active.deep != 0) p_.deep_profiled();
 }
@@ -661,11 +672,22 @@ void LaunchProfiler::note_complete(Family& f) {
   if (!p_.always_on) return;
   std::string routed;
   std::string complete;
+  std::optional<wire::KernelRecord> superseding;
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
     routed = p_.always_on->routed_message_locked(f);
     complete = p_.always_on->completion_message_locked(f);
+    // The PM window's record (pm_window.h) gives way to the complete range-profiler counters: their
+    // record, written again, names it among its combined launches.
+    if (f.complete && f.pm_record && !f.pm_superseded && f.last_record &&
+        f.last_record->status == wire::ProfileStatus::kProfiled) {
+      f.last_record->revision += 1;
+      f.last_record->combined_launch_indices.push_back(f.pm_record->input.launch_index);
+      f.pm_superseded = true;
+      superseding = f.last_record;
+    }
   }
+  if (superseding) p_.output.write_kernel(*superseding);
   const uint64_t family = p_.trace_started.load() ? f.family_id : 0;
   if (!routed.empty()) {
     p_.log.info(routed);

@@ -119,9 +119,12 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   o.application_launches = application_launches(k, &f);
   // A family resumed from an earlier process (CUTRIAGE_RESUME) has its verdict whether or not a
   // launch of this one was profiled.
-  if (k.stats.profiled > 0 || (k.last_record && k.last_record->status == wire::ProfileStatus::kProfiled)) {
+  const bool pm_stands = k.pm_record && !k.pm_superseded;  // always-on's PM window (pm_window.h)
+  if (k.stats.profiled > 0 || (k.last_record && k.last_record->status == wire::ProfileStatus::kProfiled) ||
+      pm_stands) {
     o.selection = S::kProfiled;
     if (k.last_record) o.profiled_launch_index = k.last_record->input.launch_index;
+    if (pm_stands) o.profiled_launch_index = k.pm_record->input.launch_index;
     if (k.last_record && k.last_record->input.graph_scope) {
       const triage::GraphScope& g = *k.last_record->input.graph_scope;
       o.selection_detail = "profiled through CUDA graph " + std::to_string(g.graph_id) +
@@ -267,7 +270,7 @@ std::vector<KernelSummary> SessionView::kernels() const {
     s.stats = k->stats;
     s.stats.launches = k->launches.load();
     s.stats.not_replayable = k->not_replayable.load();
-    s.diagnosis = k->diagnosis;
+    s.diagnosis = k->shown_diagnosis();
     s.last_status = k->last_status;
     s.last_status_detail = k->last_detail;
     s.uncollected = k->uncollected;
@@ -343,10 +346,11 @@ PromSnapshot SessionView::prometheus_snapshot(uint64_t sampled_launches) const {
     pf.gpu_seconds = f.total_ns * 1e-9;
     pf.launches = f.launches;
     pf.share = timeline.time_share(f);
-    if (k->diagnosis) {
-      pf.verdict = std::string(triage::to_string(k->diagnosis->classification));
-      if (k->diagnosis->primary_limiter != triage::Limiter::kUnspecified) {
-        pf.limiter = std::string(triage::to_string(k->diagnosis->primary_limiter));
+    const std::optional<triage::Diagnosis>& shown = k->shown_diagnosis();
+    if (shown) {
+      pf.verdict = std::string(triage::to_string(shown->classification));
+      if (shown->primary_limiter != triage::Limiter::kUnspecified) {
+        pf.limiter = std::string(triage::to_string(shown->primary_limiter));
       }
     }
     pf.complete = k->complete;

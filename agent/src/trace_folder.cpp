@@ -168,6 +168,27 @@ void TraceFolder::add_execution_locked(Family& family, const collectors::KernelA
       }
     }
   }
+  if (window_watch_ && a.device == window_device_ && !replayed && !span.cut_by_pause) {
+    window_.latest_start_ns = std::max(window_.latest_start_ns, a.start_ns);
+    if (a.end_ns > window_from_ns_) {
+      if (window_.executions.size() < kMaxWindowExecutions) {
+        window_.executions.push_back(NodeExecution{family.family_id, a.start_ns, a.end_ns});
+        if (window_.shapes.find(family.family_id) == window_.shapes.end()) {
+          triage::LaunchConfig lc;
+          lc.grid = a.grid;
+          lc.block = a.block;
+          lc.cluster = a.cluster;
+          lc.registers_per_thread = a.registers_per_thread;
+          lc.static_shared_bytes = a.static_shared_bytes;
+          lc.dynamic_shared_bytes = a.dynamic_shared_bytes;
+          lc.local_bytes_per_thread = a.local_bytes_per_thread;
+          window_.shapes.emplace(family.family_id, lc);
+        }
+      } else {
+        window_.truncated = true;
+      }
+    }
+  }
   if (span.from_graph && !replayed && !span.cut_by_pause) {
     graphs_.add(triage::GraphKernel{a.graph_id, a.correlation_id, a.graph_node_id, family.family_id, a.start_ns,
                                     span.end_ns});
@@ -287,6 +308,35 @@ std::vector<NodeExecution> TraceFolder::graph_launch_executions(uint64_t correla
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = node_watch_.find(correlation_id);
   return it == node_watch_.end() ? std::vector<NodeExecution>{} : it->second;
+}
+
+void TraceFolder::watch_window(uint32_t device, uint64_t from_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  window_watch_ = true;
+  window_device_ = device;
+  window_from_ns_ = from_ns;
+  window_ = WindowExecutions{};
+}
+
+TraceFolder::WindowExecutions TraceFolder::window_executions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return window_;
+}
+
+void TraceFolder::unwatch_window() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  window_watch_ = false;
+  window_ = WindowExecutions{};
+}
+
+uint64_t TraceFolder::on_left_ns(uint64_t now) const {
+  if (!(config_.trace_duty < 1.0)) return UINT64_MAX;
+  if (paused_) return 0;
+  const uint64_t period = uint64_t{config_.trace_period_s} * 1'000'000'000ULL;
+  if (period == 0) return UINT64_MAX;
+  const auto on_ns = static_cast<uint64_t>(config_.trace_duty * static_cast<double>(period));
+  const uint64_t phase = now > cycle_start_mono_ns_ ? (now - cycle_start_mono_ns_) % period : 0;
+  return phase < on_ns ? on_ns - phase : 0;
 }
 
 std::optional<double> TraceFolder::graph_launch_span(uint64_t correlation_id) const {

@@ -94,6 +94,25 @@ class TraceFolder {
   [[nodiscard]] std::vector<NodeExecution> graph_launch_executions(uint64_t correlation_id) const;
   static constexpr size_t kMaxNodeWatches = 8;
   static constexpr size_t kMaxNodeExecutions = 4096;
+  // Always-on's PM routing window (pm_window.h): from watch_window() to unwatch_window(), every
+  // traced execution on `device` that ends after `from_ns` (trace clock) is kept, up to
+  // kMaxWindowExecutions, with the latest start seen on the device (whether the trace has caught
+  // up with the window's end). Replayed and pause-cut executions are left out.
+  struct WindowExecutions {
+    std::vector<NodeExecution> executions;
+    uint64_t latest_start_ns = 0;
+    bool truncated = false;  // more than kMaxWindowExecutions
+    // Each family's launch shape, from its first kept execution's record (grid, block,
+    // registers, shared and local memory).
+    std::map<uint64_t, triage::LaunchConfig> shapes;
+  };
+  void watch_window(uint32_t device, uint64_t from_ns);
+  [[nodiscard]] WindowExecutions window_executions() const;
+  void unwatch_window();
+  static constexpr size_t kMaxWindowExecutions = 65536;
+  // How long the trace stays on from `now_mono_ns` under the duty cycle: UINT64_MAX when it is
+  // never paused, 0 while paused. The flush thread only (the duty cycle's state is its own).
+  [[nodiscard]] uint64_t on_left_ns(uint64_t now_mono_ns) const;
   // The launch shape of a family's latest traced graph execution (grid, block, registers, shared
   // and local memory, from its record): graph kernels have no launch callback to read it from.
   [[nodiscard]] std::optional<triage::LaunchConfig> graph_launch_locked(uint64_t family_id) const;
@@ -148,6 +167,10 @@ class TraceFolder {
   // Watched graph launches: correlation id -> (first kernel start, last kernel end), 0 = none yet.
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> watched_;
   std::map<uint64_t, std::vector<NodeExecution>> node_watch_;  // correlation id -> its executions
+  bool window_watch_ = false;  // the PM window's watch (watch_window)
+  uint32_t window_device_ = 0;
+  uint64_t window_from_ns_ = 0;
+  WindowExecutions window_;
   std::unordered_map<uint64_t, triage::LaunchConfig> graph_launch_;  // family id -> latest graph execution's shape
   std::unordered_map<uint64_t, uint32_t> correlation_nvtx_;  // correlation id -> NVTX path id
   uint64_t events_ = 0;         // kernels, copies and NVTX ranges written (the cap)

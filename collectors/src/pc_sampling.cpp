@@ -684,6 +684,21 @@ std::string hex(uint64_t v) {
 
 Status synchronize_cu_context(void* cu_context) { return synchronize_context(static_cast<CUcontext>(cu_context)); }
 
+Status push_cu_context(void* cu_context) {
+  const SyncDriver& d = sync_driver();
+  if (!d.error.empty()) return {StatusCode::kUnavailable, d.error};
+  if (d.push_current == nullptr) return {StatusCode::kUnavailable, "cuCtxPushCurrent_v2 not found in the driver"};
+  const CUresult r = d.push_current(static_cast<CUcontext>(cu_context));
+  return r == CUDA_SUCCESS ? Status::ok() : driver_failure(r, "cuCtxPushCurrent(ctx)");
+}
+
+void pop_cu_context() {
+  const SyncDriver& d = sync_driver();
+  if (d.pop_current == nullptr) return;
+  CUcontext popped = nullptr;
+  (void)d.pop_current(&popped);  // nothing to do about a failure here
+}
+
 Result<std::unique_ptr<PcSampler>> make_cupti_pc_sampler(void* cu_context) {
   if (cu_context == nullptr) {
     return Status(StatusCode::kInvalidArgument, "make_cupti_pc_sampler: null CUcontext");

@@ -16,6 +16,7 @@
 #include <cupti_profiler_target.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -67,6 +68,31 @@ class PmHost {
   CUpti_Profiler_Host_Object* object_ = nullptr;
 };
 
+uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
+// The sampler's context current on the calling thread for a scope (null: nothing done).
+class CurrentContext {
+ public:
+  explicit CurrentContext(void* context) {
+    if (context == nullptr) return;
+    status_ = push_cu_context(context);
+    pushed_ = status_.is_ok();
+  }
+  ~CurrentContext() {
+    if (pushed_) pop_cu_context();
+  }
+  CurrentContext(const CurrentContext&) = delete;
+  CurrentContext& operator=(const CurrentContext&) = delete;
+  [[nodiscard]] const Status& status() const { return status_; }
+
+ private:
+  Status status_;
+  bool pushed_ = false;
+};
+
 class CuptiPmSampler final : public PmSampler {
  public:
   CuptiPmSampler(void* context, uint32_t device, std::string chip)
@@ -78,18 +104,27 @@ class CuptiPmSampler final : public PmSampler {
   Status begin(const PmSamplingOptions& options) override {
     if (object_ != nullptr) return {StatusCode::kInternal, "PM sampling begun twice without end()"};
     if (options.metrics.empty()) return {StatusCode::kInvalidArgument, "no PM-sampling metrics"};
+    const auto t0 = std::chrono::steady_clock::now();
     options_ = options;
     options_.max_samples = std::clamp<uint32_t>(options.max_samples, 1, kMaxPmSamples);
+    CurrentContext current(options_.synchronize ? nullptr : context_);
+    if (!current.status().is_ok()) return current.status();
     Status s = start();
     if (!s.is_ok()) {
       const Status d = disable();
       if (!d.is_ok()) s = {s.code(), s.message() + "; then " + d.message()};
     }
+    start_cost_ns_ = elapsed_ns(t0);
     return s;
   }
 
   Result<PmSampleBatch> end() override {
     if (object_ == nullptr) return Status(StatusCode::kInternal, "PM sampling end() without begin()");
+    CurrentContext current(options_.synchronize ? nullptr : context_);
+    if (!current.status().is_ok()) {
+      (void)disable();
+      return current.status();
+    }
     Result<PmSampleBatch> batch = collect();
     const Status d = disable();
     if (batch.is_ok() && !d.is_ok()) return d;
@@ -183,16 +218,21 @@ class CuptiPmSampler final : public PmSampler {
   }
 
   Result<PmSampleBatch> collect() {
-    // The sampled launch was only queued when its exit callback came: wait for it to run.
-    const Status synced = synchronize_cu_context(context_);
+    const auto t0 = std::chrono::steady_clock::now();
+    // The sampled launch was only queued when its exit callback came: wait for it to run. A time
+    // window stops where it is.
+    const Status synced = options_.synchronize ? synchronize_cu_context(context_) : Status::ok();
     CUpti_PmSampling_Stop_Params sp{};
     sp.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE;
     sp.pPmSamplingObject = object_;
     started_ = false;
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiPmSamplingStop(&sp));
     if (!synced.is_ok()) return synced;
+    const auto t1 = std::chrono::steady_clock::now();
 
     PmSampleBatch batch;
+    batch.start_cost_ns = start_cost_ns_;
+    batch.stop_cost_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
     batch.metrics = options_.metrics;
     batch.interval_ns = options_.interval_ns;
     bool full = false;
@@ -248,6 +288,7 @@ class CuptiPmSampler final : public PmSampler {
       if (cuptiProfilerHostEvaluateToGpuValues(&ev) != CUPTI_SUCCESS) continue;
       batch.samples.push_back(std::move(sample));
     }
+    batch.decode_cost_ns = elapsed_ns(t1);
     return batch;
   }
 
@@ -283,6 +324,7 @@ class CuptiPmSampler final : public PmSampler {
   std::vector<uint8_t> counter_data_;
   CUpti_PmSampling_Object* object_ = nullptr;
   bool started_ = false;
+  uint64_t start_cost_ns_ = 0;
 };
 
 }  // namespace

@@ -8,7 +8,12 @@
 //  * the counter-data image is large per sample (1.24 GB for 10,600 samples of 20 metrics): it is
 //    sized to PmSamplingOptions::max_samples, which this file caps (kMaxPmSamples);
 //  * the range profiler enabled while PM sampling runs crashed the probe: the caller keeps them
-//    apart on the context (the agent disables its range profiler before begin()).
+//    apart on the context (the agent disables its range profiler before begin());
+//  * cuptiPmSamplingEnable takes a device index, and the calls after it the sampling object: none
+//    names a context. Whether they need one current on the calling thread is not documented; a
+//    time window (PmSamplingOptions::synchronize false, begun on the agent's flush thread) makes
+//    the sampler's context current around begin() and end() all the same, which costs a push and
+//    a pop and changes nothing for the application's threads (unverified on the GPU).
 #pragma once
 
 #include <cstdint>
@@ -33,5 +38,9 @@ Result<std::unique_ptr<PmSampler>> make_cupti_pm_sampler(void* cu_context, uint3
 // From the other collectors (not in a public header: CUDA types stay in collectors/src).
 Status ensure_profiler_initialized();             // range_profiler.cpp
 Status synchronize_cu_context(void* cu_context);  // pc_sampling.cpp
+// Makes the context current on the calling thread (and back): for a PM window begun and ended on
+// the agent's flush thread, which has none current (pc_sampling.cpp).
+Status push_cu_context(void* cu_context);
+void pop_cu_context();
 
 }  // namespace cutriage::collectors

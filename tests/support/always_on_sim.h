@@ -26,6 +26,7 @@
 #include "agent_rig.h"
 #include "fake_platform.h"
 #include "file_reader.h"
+#include "pm_nodes.h"
 
 namespace cutriage::testing::sim {
 
@@ -46,6 +47,15 @@ struct Options {
   uint64_t same_group_ns = 30'000'000;      // Start/Stop of the configured group
   uint64_t init_ns = 90'000'000;            // cuptiProfilerInitialize, once per process
   uint32_t release_ms = 2000;               // CUTRIAGE_RELEASE_MS (the default)
+  // The PM routing window (CUTRIAGE_PM_WINDOW, agent/src/pm_window.*). ASSUMPTIONS, to be measured
+  // on the H200 (tests/gpu/run_always_on_pm.sh): Start 50 ms and Stop 10 ms, charged to the budget
+  // but run on the agent's flush thread, so 0 on the application's timeline (pm_app_ns); while the
+  // window runs the application's steps take pm_drag longer (PM sampling's throughput drag).
+  bool pm_window = true;
+  uint64_t pm_start_ns = 50'000'000;
+  uint64_t pm_stop_ns = 10'000'000;
+  uint64_t pm_app_ns = 0;  // of start + stop on the application's thread: none (flush thread)
+  double pm_drag = 0.10;
 };
 
 struct FamilyResult {
@@ -64,6 +74,7 @@ struct FamilyResult {
 };
 
 struct Result {
+  int pm_windows = 0;  // PM windows begun
   std::vector<FamilyResult> families;
   std::vector<std::string> notices;  // always_on_routed and always_on_complete, in order
   wire::OverheadStats overhead;
@@ -135,6 +146,15 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   platform.config.cost_first_begin_ns = o.init_ns;
   platform.config.names_per_pass = 1000;     // the GH100 table's groups are one pass each
   platform.config.switch_after_disable = true;  // a released profiler is a new object next time
+  platform.config.pm_start_cost_ns = o.pm_start_ns;
+  platform.config.pm_stop_cost_ns = o.pm_stop_ns;
+  // Synthetic PM values: what the range profiler's capture says under the rules' names, handed out
+  // under PM's names (pm_nodes.cpp's mapping, read backwards) for samples inside each kernel.
+  for (const detail::Kernel& k : kernels) {
+    for (const agent::PmMapping& m : agent::pm_rule_mapping()) {
+      if (std::optional<double> v = k.metrics.get(m.rule_name)) platform.config.pm_values[k.mangled][std::string(m.pm_name)] = *v;
+    }
+  }
 
   agent::AgentConfig cfg;
   cfg.mode = agent::AgentMode::kAlwaysOn;
@@ -144,6 +164,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   cfg.summary = false;
   cfg.trace_flush_ms = 0;  // no flush thread: the loop below ticks
   cfg.pc_sampling = false;  // counters only: what the verdicts need
+  cfg.pm_window = o.pm_window;
   rig.make_agent(std::move(cfg),
                  agent::ProcessInfo{4242, "sim", {"./sim"}, [] { return uint64_t{1700000000000000000}; }, {}});
   agent::Agent& ag = *rig.ag;
@@ -163,11 +184,18 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
         platform.launch(make_launch(kernels[i].mangled, ++n, kernels[i].launch.grid, kernels[i].launch.block));
       }
     }
-    // The application's step takes step_ns; a profiled launch's cost (already on the clock) delays it.
+    // The application's step takes step_ns; a profiled launch's cost (already on the clock) delays it;
+    // while a PM window samples, PM sampling's drag lengthens it.
     const uint64_t now = platform.mono_ns.load();
-    platform.mono_ns.store(std::max(now, step_start + o.step_ns));
+    const bool sampling = platform.stats.pm_context[0].load() != 0;
+    const auto step = static_cast<uint64_t>(static_cast<double>(o.step_ns) * (sampling ? 1.0 + o.pm_drag : 1.0));
+    platform.mono_ns.store(std::max(now, step_start + step));
     if (platform.mono_ns.load() >= next_flush) {
+      const int begins = platform.stats.pm_begins.load();
       ag.flush();
+      // The share of the window's Start and Stop the application's thread waits for (none: the
+      // flush thread runs them), on the application's timeline.
+      if (platform.stats.pm_begins.load() != begins) platform.mono_ns += o.pm_app_ns;
       next_flush = platform.mono_ns.load() + o.flush_ns;
     }
   }
@@ -175,6 +203,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
 
   Result out;
   out.overhead = *ag.overhead();
+  out.pm_windows = platform.stats.pm_begins.load();
   tools::ReadResult r = rig.read();
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -264,6 +293,22 @@ inline std::string table(const Options& o, const Result& r) {
                 100.0 * static_cast<double>(s.spent_ns) / static_cast<double>(std::max<uint64_t>(s.wall_ns, 1)),
                 static_cast<double>(s.window_ns) / 1e9, static_cast<double>(s.max_window_spent_ns) / 1e9,
                 100.0 * static_cast<double>(s.max_window_spent_ns) / static_cast<double>(std::max<uint64_t>(s.window_ns, 1)));
+  t += line;
+  // Issue 22's three times: the first routed verdict, every family of 5% or more routed, and
+  // complete (-1: never within the run).
+  double first = -1, all_routed = 0, all_complete = 0;
+  for (const FamilyResult& f : r.families) {
+    if (f.routed_s >= 0 && (first < 0 || f.routed_s < first)) first = f.routed_s;
+    if (f.share < 0.05) continue;
+    all_routed = all_routed < 0 || f.routed_s < 0 ? -1 : std::max(all_routed, f.routed_s);
+    all_complete = all_complete < 0 || f.complete_s < 0 ? -1 : std::max(all_complete, f.complete_s);
+  }
+  std::snprintf(line, sizeof(line),
+                "PM windows %d (%s; Start %.0f ms, Stop %.0f ms charged, %.0f ms on the application's thread, "
+                "drag %.0f%%: assumed); first routed verdict %s, every family >= 5%% routed %s, complete %s\n",
+                r.pm_windows, o.pm_window ? "on" : "off", static_cast<double>(o.pm_start_ns) / 1e6,
+                static_cast<double>(o.pm_stop_ns) / 1e6, static_cast<double>(o.pm_app_ns) / 1e6, o.pm_drag * 100,
+                when(first).c_str(), when(all_routed).c_str(), when(all_complete).c_str());
   t += line;
   return t;
 }

@@ -103,6 +103,12 @@ struct FakeConfig {
   Status pm_end_status;      // returned by every PmSampler::end()
   std::map<std::string, std::map<std::string, double>> pm_values;
   double pm_mixed_value = 999.0;
+  // A PM window (PmSamplingOptions::synchronize false): what the collector reports it cost, without
+  // moving any clock (the agent runs it on its flush thread). Start and Stop as docs/always-on.md
+  // assumes them until measured.
+  uint64_t pm_start_cost_ns = 50'000'000;
+  uint64_t pm_stop_cost_ns = 10'000'000;
+  uint64_t pm_decode_cost_ns = 0;
   // What a profiled launch costs the application thread, on the agent's monotonic clock
   // (FakePlatform::mono_ns): begin() with a plan other than the configured one (CUPTI's re-enable),
   // begin() with the same plan, PC sampling. The always-on budget measures these.
@@ -321,13 +327,24 @@ struct FakeNodeRun {
   uint64_t end_ns = 0;
 };
 
+// What a PM window sees of the fake GPU: its trace clock at begin() and at end(), and the
+// executions queued in between.
+struct FakeWindowSource {
+  std::function<uint64_t()> open;                    // starts logging executions; the clock now
+  std::function<std::vector<FakeNodeRun>()> close;   // stops; the executions logged since open
+  std::function<uint64_t()> clock;
+};
+
 // Samples the graph launch in flight: from 20 us before its first node to 10 us after its last, at
-// the configured interval, each sample reading the values of the node it lies wholly inside.
+// the configured interval, each sample reading the values of the node it lies wholly inside. In a
+// time window (options.synchronize false) it samples from begin() to end() instead, over the
+// executions queued in between, the oldest max_samples kept (CUPTI's keep-oldest buffer).
 class FakePmSampler final : public collectors::PmSampler {
  public:
   FakePmSampler(const FakeConfig& cfg, FakeStats& stats, std::function<std::vector<FakeNodeRun>()> planned,
-                uint64_t context_id, uint32_t device)
-      : cfg_(cfg), stats_(stats), planned_(std::move(planned)), context_id_(context_id), device_(device % 8) {}
+                uint64_t context_id, uint32_t device, FakeWindowSource window = {})
+      : cfg_(cfg), stats_(stats), planned_(std::move(planned)), context_id_(context_id), device_(device % 8),
+        window_(std::move(window)) {}
   Status begin(const collectors::PmSamplingOptions& options) override {
     if (!cfg_.pm_begin_status.is_ok()) return cfg_.pm_begin_status;
     if (stats_.enabled_context[device_].load() != 0) {
@@ -336,6 +353,7 @@ class FakePmSampler final : public collectors::PmSampler {
     stats_.pm_context[device_].store(context_id_);
     ++stats_.pm_begins;
     options_ = options;
+    if (!options.synchronize && window_.open) window_from_ = window_.open();
     std::lock_guard<std::mutex> lock(stats_.mutex);
     stats_.pm_options.push_back(options);
     return Status::ok();
@@ -347,10 +365,16 @@ class FakePmSampler final : public collectors::PmSampler {
     collectors::PmSampleBatch b;
     b.metrics = options_.metrics;
     b.interval_ns = options_.interval_ns;
-    const std::vector<FakeNodeRun> runs = planned_();
-    if (runs.empty() || options_.interval_ns == 0) return b;
-    const uint64_t from = runs.front().start_ns - 20000;
-    const uint64_t to = runs.back().end_ns + 10000;
+    const bool window = !options_.synchronize && window_.close;
+    const std::vector<FakeNodeRun> runs = window ? window_.close() : planned_();
+    if (window) {
+      b.start_cost_ns = cfg_.pm_start_cost_ns;
+      b.stop_cost_ns = cfg_.pm_stop_cost_ns;
+      b.decode_cost_ns = cfg_.pm_decode_cost_ns;
+    }
+    if ((runs.empty() && !window) || options_.interval_ns == 0) return b;
+    const uint64_t from = window ? window_from_ : runs.front().start_ns - 20000;
+    const uint64_t to = window ? window_.clock() : runs.back().end_ns + 10000;
     for (uint64_t t = from; t + options_.interval_ns <= to && b.samples.size() < options_.max_samples;
          t += options_.interval_ns) {
       collectors::PmSample sample;
@@ -381,6 +405,8 @@ class FakePmSampler final : public collectors::PmSampler {
   std::function<std::vector<FakeNodeRun>()> planned_;
   uint64_t context_id_;
   uint32_t device_;
+  FakeWindowSource window_;
+  uint64_t window_from_ = 0;
   collectors::PmSamplingOptions options_;
 };
 
@@ -471,6 +497,7 @@ class FakePlatform final : public collectors::Platform {
     p.a.correlation_id = static_cast<uint32_t>(correlation);
     p.a.graph_id = graph_id;
     p.a.graph_node_id = graph_node_id;
+    if (pm_window_open_) window_runs_.push_back(FakeNodeRun{mangled, p.a.start_ns, p.a.end_ns});
     pending_.push_back(std::move(p));
   }
   // A kernel still running at the next pause_trace(true): it starts now, the clock moves 1 us into
@@ -540,8 +567,21 @@ class FakePlatform final : public collectors::Platform {
   Result<std::unique_ptr<collectors::PmSampler>> make_pm_sampler(const collectors::ContextEvent& ctx,
                                                                  const std::string& /*chip*/) override {
     if (!config.pm_sampler_status.is_ok()) return config.pm_sampler_status;
+    FakeWindowSource window;
+    window.open = [this] {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      window_runs_.clear();
+      pm_window_open_ = true;
+      return clock_ns_.load();
+    };
+    window.close = [this] {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      pm_window_open_ = false;
+      return std::exchange(window_runs_, {});
+    };
+    window.clock = [this] { return clock_ns_.load(); };
     return std::unique_ptr<collectors::PmSampler>(std::make_unique<FakePmSampler>(
-        config, stats, [this] { return planned_nodes(); }, ctx.context_id, ctx.device));
+        config, stats, [this] { return planned_nodes(); }, ctx.context_id, ctx.device, std::move(window)));
   }
   // The executions the graph launch in flight on this thread will have, from the clock now (as
   // queue_kernel will place them).
@@ -688,6 +728,8 @@ class FakePlatform final : public collectors::Platform {
   collectors::ActivityObserver* activity_ = nullptr;
   std::vector<Pending> pending_;
   std::vector<Pending> running_at_pause_;  // until the next pause
+  bool pm_window_open_ = false;         // a PM window logs the executions queued (trace_mutex_)
+  std::vector<FakeNodeRun> window_runs_;
   std::vector<collectors::CopyActivity> pending_copies_;
   std::atomic<uint64_t> clock_ns_{1'000'000'000};
   std::mutex mutex_;

@@ -69,6 +69,20 @@ inline triage::KernelInput input_from_record(const tools::ReadResult& r, const v
     }
     in.graph_scope = scope;
   }
+  if (k.has_pm_window()) {
+    // Always-on's PM routing window: Decision 0 compares the window's durations with the traced ones.
+    if (k.unprofiled_duration_ns() > 0) in.unprofiled_durations_ns = {k.unprofiled_duration_ns()};
+    if (k.time_share() > 0) in.time_share = k.time_share();
+    const v1::PmWindowScope& w = k.pm_window();
+    triage::PmWindowScope scope;
+    scope.samples = w.samples();
+    scope.interval_ns = w.interval_ns();
+    scope.window_start_ns = w.window_start_ns();
+    scope.window_end_ns = w.window_end_ns();
+    scope.window_samples = w.window_samples();
+    scope.executions = w.executions();
+    in.pm_window = scope;
+  }
   for (const v1::AssembledLaunch& a : k.assembled_launches()) {
     triage::AssembledLaunch t;
     t.launch_index = a.launch_index();

@@ -545,7 +545,12 @@ void render_kernel(std::ostringstream& out, const Context& c, const v1::KernelPr
     for (int i = 0; i < k.rejected_metrics_size(); ++i) rejected += (i != 0 ? ", " : "") + k.rejected_metrics(i);
     out << "<dt>not collectable</dt><dd>on this GPU: <code>" << h(rejected) << "</code></dd>\n";
   }
-  if (k.has_graph_scope() && k.graph_scope().has_node_sampling()) {
+  if (k.has_pm_window()) {
+    out << "<dt>counters</dt><dd>"
+        << h("its own PM samples (" + std::to_string(k.pm_window().samples()) +
+             " in one PM window over the application's own launches), until the range profiler's are complete")
+        << "</dd>\n";
+  } else if (k.has_graph_scope() && k.graph_scope().has_node_sampling()) {
     out << "<dt>counters</dt><dd>" << h("this node's own PM samples (" +
                                           std::to_string(k.graph_scope().node_sampling().samples()) +
                                           " over one launch of graph " + std::to_string(k.graph_scope().graph_id()) +

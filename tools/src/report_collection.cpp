@@ -172,6 +172,23 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
 }  // namespace
 
 void render_collection(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k) {
+  if (k.has_pm_window()) {
+    // Always-on's PM routing window: the kernel's own samples over its ordinary launches, which a
+    // record with its complete range-profiler counters supersedes later.
+    const v1::PmWindowScope& w = k.pm_window();
+    const double span_ms = w.window_end_ns() > w.window_start_ns()
+                               ? static_cast<double>(w.window_end_ns() - w.window_start_ns()) / 1e6
+                               : 0.0;
+    put_wrapped(out, "    counters  ", "              ",
+                "its own PM samples (" + std::to_string(w.samples()) + (w.samples() == 1 ? " sample" : " samples") +
+                    " of " + fmt(static_cast<double>(w.interval_ns()) / 1e3) + " us inside " +
+                    std::to_string(w.executions()) + (w.executions() == 1 ? " execution" : " executions") +
+                    " in one PM window of " + fmt(span_ms) +
+                    " ms over the application's own launches, none replayed); the range profiler's counters, "
+                    "once complete, supersede them");
+    out << "    complete  not yet: routed from PM samples; the range profiler's groups add the deeper decisions\n";
+    return;
+  }
   if (k.has_graph_scope()) {
     render_graph_scope(out, k);
   } else if (k.assembled_launches_size() > 0) {

@@ -115,7 +115,8 @@ std::string add_node_sampling_stand_ins(const KernelInput& kernel, MetricSet& me
   constexpr std::string_view kMem = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
   constexpr std::string_view kDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
   constexpr std::string_view kL1 = "l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
-  if (!kernel.graph_scope || !kernel.graph_scope->node_sampling || metrics.has(kMem)) return {};
+  const bool pm_sampled = (kernel.graph_scope && kernel.graph_scope->node_sampling) || kernel.pm_window;
+  if (!pm_sampled || metrics.has(kMem)) return {};
   std::optional<double> dram = metrics.get(kDram);
   std::optional<double> l1 = metrics.get(kL1);
   if (!dram && !l1) return {};

@@ -486,6 +486,12 @@ Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options)
                                 std::to_string(kernel.graph_scope->node_sampling->samples) + " samples)";
       d.headline = colon == std::string::npos ? scope + ": " + d.headline
                                               : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
+    } else if (kernel.pm_window && d.trust != Trust::kUntrusted) {
+      // Always-on's PM routing window: the kernel's own samples over its ordinary launches.
+      const size_t colon = d.headline.find(": ");
+      const std::string scope = "own PM samples in a PM window (" + std::to_string(kernel.pm_window->samples) + " samples)";
+      d.headline = colon == std::string::npos ? scope + ": " + d.headline
+                                              : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
     } else if (kernel.graph_scope && d.trust != Trust::kUntrusted) {
       // The counters are a whole graph launch's: the verdict is the graph's, weighted by this
       // kernel's part of it, and the headline says so before anything else.

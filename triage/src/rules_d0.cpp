@@ -513,21 +513,42 @@ RuleVerdict eval_graph_scope(RuleContext& ctx) {
 
 // Counters PM-sampled per graph node: the kernel's own, but averaged over few samples of one
 // launch, and under PM sampling's definitions (L2 left out, the memory throughput a stand-in).
+// The same rule for always-on's PM routing window (KernelInput::pm_window): samples of the
+// application's ordinary launches, attributed to this kernel's traced executions in the window.
 RuleVerdict eval_node_sampling(RuleContext& ctx) {
   const std::optional<GraphScope>& g = ctx.kernel().graph_scope;
-  if (!g || !g->node_sampling) return RuleVerdict::not_fired("the counters are not PM-sampled per graph node");
-  const NodeSampling& n = *g->node_sampling;
-  ctx.note("cutriage__node_pm_samples", n.samples, "");
+  const std::optional<PmWindowScope>& w = ctx.kernel().pm_window;
+  if ((!g || !g->node_sampling) && !w) {
+    return RuleVerdict::not_fired("the counters are not PM-sampled (per graph node or in a PM window)");
+  }
+  uint32_t samples = 0;
+  std::string reading;
+  if (g && g->node_sampling) {
+    const NodeSampling& n = *g->node_sampling;
+    samples = n.samples;
+    reading = "the counters are this kernel's own PM samples: " + counted(n.samples, "sample") + " of " +
+              fmt(static_cast<double>(n.interval_ns) / 1e3, 1) + " us inside " + counted(n.executions, "execution") +
+              " in one launch of graph " + std::to_string(g->graph_id) + " (" + counted(n.launch_samples, "sample") +
+              " across the launch); PM sampling's throughput definitions, L2 not sampled";
+  } else {
+    samples = w->samples;
+    const double span_ms = w->window_end_ns > w->window_start_ns
+                               ? static_cast<double>(w->window_end_ns - w->window_start_ns) / 1e6
+                               : 0.0;
+    reading = "the counters are this kernel's own PM samples: " + counted(w->samples, "sample") + " of " +
+              fmt(static_cast<double>(w->interval_ns) / 1e3, 1) + " us inside " + counted(w->executions, "execution") +
+              " in one PM window of " + fmt(span_ms, 1) + " ms over the application's own launches (" +
+              counted(w->window_samples, "sample") + " in the window); PM sampling's throughput definitions, L2 "
+              "not sampled";
+  }
+  ctx.note("cutriage__node_pm_samples", samples, "");
   const double min_samples = ctx.threshold("min_samples");
-  const std::string reading = "the counters are this kernel's own PM samples: " + counted(n.samples, "sample") +
-                              " of " + fmt(static_cast<double>(n.interval_ns) / 1e3, 1) + " us inside " +
-                              counted(n.executions, "execution") + " in one launch of graph " +
-                              std::to_string(g->graph_id) + " (" + counted(n.launch_samples, "sample") +
-                              " across the launch); PM sampling's throughput definitions, L2 not sampled";
-  if (n.samples < min_samples) {
-    RuleVerdict v = RuleVerdict::fired(reading + " (< " + fmt(min_samples, 0) + ")", min_samples / std::max<double>(n.samples, 1) - 1.0);
-    v.next_action = "Too few samples lie inside this kernel's executions: a shorter sampling interval, or "
-                    "profile the kernel outside the graph.";
+  if (samples < min_samples) {
+    RuleVerdict v = RuleVerdict::fired(reading + " (< " + fmt(min_samples, 0) + ")", min_samples / std::max<double>(samples, 1) - 1.0);
+    v.next_action = w ? "Too few samples lie inside this kernel's executions: the range profiler's groups "
+                        "give its counters later; the verdict then rests on them."
+                      : "Too few samples lie inside this kernel's executions: a shorter sampling interval, or "
+                        "profile the kernel outside the graph.";
     return v;
   }
   return RuleVerdict::fired(reading, 0.1);
@@ -626,7 +647,7 @@ std::vector<Rule> make_d0_rules() {
   rules.push_back(Rule{
       .id = "d0.node_sampling",
       .decision = Decision::kD0Trust,
-      .title = "Counters PM-sampled per graph node",
+      .title = "Counters PM-sampled per graph node or in a PM window",
       .parent = {},
       .metrics = {},
       .thresholds = {{"min_samples", 3.0,
@@ -634,7 +655,8 @@ std::vector<Rule> make_d0_rules() {
                       "reading of one or two moments; the H200 probe's per-node means, from 9 samples "
                       "on, matched the range profiler within about 2 points"}},
       .limiter = Limiter::kUntrustedMetrics,
-      .finding = "The counters are this kernel's own, PM-sampled across one launch of its graph.",
+      .finding = "The counters are this kernel's own, PM-sampled across one launch of its graph or in one "
+                 "PM window of the application's launches.",
       .next_action = "Read them as the kernel's own regime; L2 and the counters PM sampling does not give "
                      "are missing, and the decisions that need them say so.",
       .priority = 46,

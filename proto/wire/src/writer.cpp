@@ -490,6 +490,17 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
         put_u32(ns, N::kExecutions, n.executions);
       }
     }
+    if (in.pm_window) {
+      using W = schema::PmWindowScope;
+      const triage::PmWindowScope& w = *in.pm_window;
+      protozero::pbf_writer pw(m, K::kPmWindow);
+      pw.add_uint32(W::kSamples, w.samples);  // even 0: keeps the message
+      put_u64(pw, W::kIntervalNs, w.interval_ns);
+      put_u64(pw, W::kWindowStartNs, w.window_start_ns);
+      put_u64(pw, W::kWindowEndNs, w.window_end_ns);
+      put_u32(pw, W::kWindowSamples, w.window_samples);
+      put_u32(pw, W::kExecutions, w.executions);
+    }
     if (k.cost) put_cost(m, K::kCost, *k.cost);
     if (k.application_replay) {
       using AR = schema::ApplicationReplay;

@@ -31,6 +31,28 @@ TEST_CASE("always-on sim: 15 minutes at the default budget", "[agent][always_on]
   // and before any other family's (with classification first it was never routed in 900 s).
   const sim::FamilyResult& top = r.families.front();
   CHECK(top.routed_s >= 0);
+  // Issue 22 through the PM routing window (its costs assumed, always_on_sim.h): one window routes
+  // the top family within 2 minutes, and the 20% and 10% families within 5. (fma_chain, 5%, reads
+  // inconclusive from PM's seven mapped counters: its route needs counters PM does not give, so it
+  // waits for the range profiler's groups; docs/always-on.md says so.)
+  CHECK(r.pm_windows >= 1);
+  CHECK(top.routed_s < 120);
+  for (const sim::FamilyResult& f : r.families) {
+    INFO(f.program);
+    if (f.share >= 0.10) CHECK((f.routed_s >= 0 && f.routed_s < 300));
+  }
+}
+
+TEST_CASE("always-on sim: without the PM window, routing by GPU share", "[agent][always_on][sim]") {
+  sim::Options o;
+  o.pm_window = false;
+  const sim::Result r = sim::run(o, sim::issue_workload());
+  INFO(sim::table(o, r));
+  CHECK(r.pm_windows == 0);
+  // Routing by GPU share, limiters included: the top family's verdict is routed within the run,
+  // and before any other family's (with classification first it was never routed in 900 s).
+  const sim::FamilyResult& top = r.families.front();
+  CHECK(top.routed_s >= 0);
   for (const sim::FamilyResult& f : r.families) {
     INFO(f.program);
     CHECK((f.routed_s < 0 || f.routed_s >= top.routed_s));

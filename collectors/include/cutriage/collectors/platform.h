@@ -260,6 +260,11 @@ struct PmSamplingOptions {
   // 10,600 samples of 20 metrics), so the caller sizes it to what it samples and keeps it bounded.
   uint32_t max_samples = 1024;
   size_t hardware_buffer_bytes = size_t{64} << 20;  // raw records before decoding
+  // true: end() first waits for the context's work (one sampled launch, begun in its callback).
+  // false: a time window (always-on's PM routing window): end() stops at once, and the samples are
+  // those taken since begin(); begin() and end() then run on the agent's own thread, which has no
+  // context current: the collector makes the sampler's context current around its calls.
+  bool synchronize = true;
 };
 
 // One sample: its span on the trace clock (the H200 probe: the samples' timestamps line up with
@@ -277,11 +282,18 @@ struct PmSampleBatch {
   uint64_t interval_ns = 0;        // the interval configured
   uint64_t samples_dropped = 0;    // beyond the counter-data image
   bool hardware_buffer_overflow = false;
+  // What the session cost the calling thread, measured by the collector: begin() (host config,
+  // enable, counter-data image, Start), end()'s synchronize and Stop, and its decode and
+  // evaluation. 0 where not measured.
+  uint64_t start_cost_ns = 0;
+  uint64_t stop_cost_ns = 0;
+  uint64_t decode_cost_ns = 0;
 };
 
 // Samples the device of one context between begin() (a launch's entry) and end() (its exit, same
 // thread): end() waits for the context's work to finish, stops, decodes and evaluates, and
-// disables PM sampling again. Never beside an enabled range profiler on the context (the H200
+// disables PM sampling again. With PmSamplingOptions::synchronize false, begin() and end() bound a
+// time window instead, from any one thread (always-on's routing window, from the flush thread). Never beside an enabled range profiler on the context (the H200
 // probe: the range profiler enabled during PM sampling crashed the process): the caller disables
 // it first. Not thread-safe; the agent serializes use per context. Destroy before the context.
 class PmSampler {

@@ -21,7 +21,8 @@ struct TriageOptions {
 // when every single-pass part is present (derive_from_breakdowns).
 void add_derived_metrics(MetricSet& metrics);
 
-// A kernel's own PM samples in a graph (GraphScope::node_sampling) carry no
+// A kernel's own PM samples (in a graph, GraphScope::node_sampling, or in always-on's routing
+// window, KernelInput::pm_window) carry no
 // gpu__compute_memory_throughput (PM sampling has no one-pass form of it) and no L2 value the rules
 // may read (PM's differs: docs/graphs.md). Decision 2's memory side is then stood in for by the
 // larger of the DRAM and L1 throughputs, marked derived; returns the note saying so, empty when

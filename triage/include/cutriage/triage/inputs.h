@@ -130,6 +130,19 @@ struct NodeSampling {
   uint32_t executions = 0;             // this kernel's executions in that launch
 };
 
+// The kernel's own counters, PM-sampled over a short window of the application's ordinary
+// launches (always-on's routing window, docs/always-on.md): device-wide samples, each attributed
+// to the family whose traced execution it lies wholly inside. Its launches ran once, as the
+// application issued them; nothing replayed.
+struct PmWindowScope {
+  uint32_t samples = 0;          // samples averaged into the metrics
+  uint64_t interval_ns = 0;      // sampling interval
+  uint64_t window_start_ns = 0;  // the window's first and last sample (trace clock)
+  uint64_t window_end_ns = 0;
+  uint32_t window_samples = 0;   // samples in the window, every kernel's and idle ones
+  uint32_t executions = 0;       // this kernel's traced executions in the window
+};
+
 // Counters measured on a whole CUDA graph launch rather than on this kernel's own launch
 // (docs/graphs.md: CUPTI 13.0 counts a graph launch as one range, never one node): the graph's
 // counters describe this kernel only as far as it holds the graph's kernel time. Decision 0
@@ -169,6 +182,8 @@ struct KernelInput {
   // then the graph's too: unprofiled_durations_ns are its traced replays, and
   // gpu__time_duration.sum is the profiled replay's.
   std::optional<GraphScope> graph_scope;
+  // Set when the metrics are this kernel's own PM samples from always-on's routing window.
+  std::optional<PmWindowScope> pm_window;
 };
 
 }  // namespace cutriage::triage

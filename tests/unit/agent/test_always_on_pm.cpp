@@ -1,0 +1,334 @@
+// Always-on's PM routing window (agent/src/pm_window.*, docs/always-on.md "The PM routing window")
+// on the fake platform. Synthetic throughout: a workload of three zoo kernels (their H200 ncu
+// captures give the range profiler's counters and the durations) launched every 7 ms of a fake
+// clock, and made-up PM values per kernel that the fake hands out for samples lying wholly inside
+// that kernel's executions (999 for any other sample, which must never be used).
+#include <string>
+#include <vector>
+
+#include "agent_harness.h"
+#include "contexts.h"
+#include "cutriage/triage/engine.h"
+#include "pm_nodes.h"
+#include "pm_window.h"
+#include "record_support.h"
+#include "report.h"
+#include "report_model.h"
+
+using namespace cutriage;
+using namespace cutriage::testing;
+
+namespace {
+
+const char* const kPmSm = "TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed";
+const char* const kPmDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+const char* const kPmL1 = "SM_A.TriageCompute.l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
+const char* const kPmFma = "TPC.TriageCompute.sm__inst_executed_pipe_fma_realtime.avg.pct_of_peak_sustained_elapsed";
+const char* const kPmClock = "sm__cycles_elapsed.avg.per_second";
+
+// Synthetic workload: a GEMM, a strided load twice and a transpose a step, each as long as its
+// capture says (so the range profiler's durations agree with the traced ones).
+struct Workload {
+  Captured gemm = capture_of("cublas_gemm");
+  Captured load = capture_of("strided_load");
+  Captured transpose = capture_of("transpose");
+  uint64_t launches = 0;
+
+  void configure(FakePlatform& p) const {
+    // Synthetic PM values: the GEMM compute-bound (FMA busy), the load and transpose memory-bound.
+    p.config.pm_values[gemm.mangled] = {{kPmSm, 91}, {kPmDram, 20}, {kPmL1, 30}, {kPmFma, 85}, {kPmClock, 1.98e9}};
+    p.config.pm_values[load.mangled] = {{kPmSm, 18}, {kPmDram, 88}, {kPmL1, 35}, {kPmFma, 2}, {kPmClock, 1.98e9}};
+    p.config.pm_values[transpose.mangled] = {{kPmSm, 22}, {kPmDram, 81}, {kPmL1, 40}, {kPmFma, 1}, {kPmClock, 1.98e9}};
+    p.config.deliver_each_launch = false;  // delivered by the flushes, in batches
+    p.config.switch_after_disable = true;
+  }
+  FakeCounters counters() const { return counters_for({&gemm, &load, &transpose}); }
+
+  // `seconds` of steps of 7 ms, cutriage_flush every 100 ms (standing for the flush thread).
+  void run(Harness& h, double seconds) {
+    const uint64_t end = h.platform.mono_ns.load() + static_cast<uint64_t>(seconds * 1e9);
+    uint64_t next_flush = h.platform.mono_ns.load() + 100'000'000;
+    while (h.platform.mono_ns.load() < end) {
+      const uint64_t step = h.platform.mono_ns.load();
+      h.platform.launch(make_launch(gemm.mangled, ++launches, gemm.launch.grid, gemm.launch.block));
+      for (int i = 0; i < 2; ++i) {
+        h.platform.launch(make_launch(load.mangled, ++launches, load.launch.grid, load.launch.block));
+      }
+      h.platform.launch(make_launch(transpose.mangled, ++launches, transpose.launch.grid, transpose.launch.block));
+      h.platform.mono_ns.store(std::max(h.platform.mono_ns.load(), step + 7'000'000));
+      if (h.platform.mono_ns.load() >= next_flush) {
+        h.ag->flush();
+        next_flush = h.platform.mono_ns.load() + 100'000'000;
+      }
+    }
+  }
+};
+
+AgentConfig always_on_default() {
+  AgentConfig c;
+  c.mode = agent::AgentMode::kAlwaysOn;  // the default budget, 0.4%
+  c.summary = false;
+  c.trace_flush_ms = 0;  // no flush thread: the loop's cutriage_flush stands for it
+  c.pc_sampling = false;
+  return c;
+}
+
+const v1::KernelProfile* pm_record_of(const tools::ReadResult& r, const std::vector<const v1::KernelProfile*>& ks,
+                                      const std::string& mangled) {
+  for (const v1::KernelProfile* k : ks) {
+    if (k->has_pm_window() && tools::lookup(r, k->mangled_name_iid()) == mangled) return k;
+  }
+  return nullptr;
+}
+
+// Seconds in "...routed 12.3 s after the agent started..." (-1 when absent).
+double seconds_in(const std::string& m) {
+  const size_t at = m.find(" s after the agent started");
+  if (at == std::string::npos) return -1;
+  const size_t begin = m.rfind(' ', at - 1) + 1;
+  return std::stod(m.substr(begin, at - begin));
+}
+
+}  // namespace
+
+TEST_CASE("PM window: every family with 5% of the GPU time routed from its own samples in seconds",
+          "[agent][always_on][pm]") {
+  Workload w;
+  Harness h(always_on_default(), w.counters());
+  w.configure(h.platform);
+  REQUIRE(h.ag->start());
+  w.run(h, 30);
+  // No range-profiler verdict yet: the first switch's debt holds the groups back for minutes at 0.4%.
+  for (const auto& k : h.ag->kernels()) CHECK(k.stats.profiled <= 2);
+  h.ag->finish();
+
+  // One window, on the flush thread's schedule, a time window never beside the range profiler.
+  CHECK(h.platform.stats.pm_begins.load() == 1);
+  CHECK(h.platform.stats.pm_ends.load() == 1);
+  CHECK(h.platform.stats.pm_range_overlaps.load() == 0);
+  {
+    std::lock_guard<std::mutex> lock(h.platform.stats.mutex);
+    REQUIRE(h.platform.stats.pm_options.size() == 1);
+    const collectors::PmSamplingOptions& o = h.platform.stats.pm_options[0];
+    CHECK_FALSE(o.synchronize);
+    CHECK(o.metrics == agent::pm_node_metrics());
+    CHECK(o.max_samples <= agent::PmWindow::kMaxSamples);
+    // A quarter of the shortest mean execution among the top families, in whole us, at least 5 us.
+    uint64_t shortest = UINT64_MAX;
+    for (const Captured* c : {&w.gemm, &w.load, &w.transpose}) {
+      shortest = std::min(shortest, h.platform.captured_duration(c->mangled));
+    }
+    CHECK(o.interval_ns == std::max<uint64_t>(5000, shortest / 4 / 1000 * 1000));
+  }
+
+  tools::ReadResult r = h.read();
+  const std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  const triage::DeviceLimits limits = *triage::known_device_limits("GH100");
+  struct Expect {
+    const Captured* c;
+    v1::Classification classification;
+    double sm;
+  };
+  for (const Expect& e : {Expect{&w.gemm, v1::CLASSIFICATION_COMPUTE_BOUND, 91},
+                          Expect{&w.load, v1::CLASSIFICATION_MEMORY_BOUND, 18},
+                          Expect{&w.transpose, v1::CLASSIFICATION_MEMORY_BOUND, 22}}) {
+    INFO(e.c->mangled);
+    const v1::KernelProfile* k = pm_record_of(r, ks, e.c->mangled);
+    REQUIRE(k != nullptr);
+    CHECK(k->diagnosis().classification() == e.classification);
+    CHECK(k->diagnosis().trust() != v1::TRUST_UNTRUSTED);
+    CHECK(k->diagnosis().headline().find("own PM samples in a PM window") != std::string::npos);
+    bool noted = false;
+    for (const std::string& t : k->diagnosis().trust_notes()) noted = noted || t.find("d0.node_sampling") == 0;
+    CHECK(noted);
+    CHECK(k->pm_window().samples() >= agent::PmWindow::kMinSamples);
+    CHECK(k->pm_window().interval_ns() >= 5000);
+    CHECK(k->pm_window().window_samples() > k->pm_window().samples());
+    CHECK(k->pm_window().executions() > 0);
+    CHECK(k->replay_mode() == v1::REPLAY_MODE_NONE);
+    // Its own samples' values only: the mixed ones (999) never reach a mean.
+    bool sm_seen = false;
+    for (const v1::Metric& m : k->metrics()) {
+      if (tools::lookup(r, m.name_iid()) == "sm__throughput.avg.pct_of_peak_sustained_elapsed") {
+        CHECK(m.value() == Approx(e.sm));
+        sm_seen = true;
+      }
+    }
+    CHECK(sm_seen);
+    // The tools' path: the record read back and triaged again gives the same verdict.
+    const triage::KernelInput in = input_from_record(r, *k, limits);
+    REQUIRE(in.pm_window);
+    const triage::Diagnosis again = triage::triage_kernel(in, {});
+    CHECK(static_cast<int>(again.classification) == static_cast<int>(k->diagnosis().classification()));
+    CHECK(again.headline == k->diagnosis().headline());
+  }
+
+  // Each routed once from the window, within seconds of the start, before any range-profiler
+  // verdict is complete.
+  int routed = 0;
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_notice()) continue;
+    CHECK(rec.notice().code() != "always_on_complete");
+    if (rec.notice().code() != "always_on_routed") continue;
+    CHECK(rec.notice().message().find("from its own PM samples") != std::string::npos);
+    const double s = seconds_in(rec.notice().message());
+    CHECK(s >= 0);
+    CHECK(s < 10);
+    ++routed;
+  }
+  CHECK(routed == 3);
+  CHECK(h.log_text().find("PM window on device 0") != std::string::npos);
+
+  // The report shows the window's verdicts and says whose counters they are.
+  std::string text = tools::render_report(r, {});
+  for (size_t at = text.find("\n "); at != std::string::npos; at = text.find("\n ", at)) {
+    size_t end = at + 1;
+    while (end < text.size() && text[end] == ' ') ++end;
+    text.replace(at, end - at, " ");
+  }
+  CHECK(text.find("its own PM samples") != std::string::npos);
+  CHECK(text.find("in one PM window of") != std::string::npos);
+}
+
+TEST_CASE("PM window: charged to the always-on budget", "[agent][always_on][pm]") {
+  Workload w;
+  Harness h(always_on_default(), w.counters());
+  w.configure(h.platform);
+  h.platform.config.pm_start_cost_ns = 3'000'000'000;  // synthetic: a Start of 3 s
+  REQUIRE(h.ag->start());
+  w.run(h, 20);
+  CHECK(h.platform.stats.pm_begins.load() == 1);
+  h.ag->finish();
+  // The first window goes on credit; its cost (3 s + Stop 10 ms + the drag) is spent all the same.
+  CHECK(h.ag->overhead()->spent_ns >= 3'010'000'000);
+}
+
+TEST_CASE("PM window: a failing PM enable leaves always-on as before", "[agent][always_on][pm]") {
+  Workload w;
+  SECTION("HARDWARE_BUSY at begin: a reason, tried again later, the range profiler goes on") {
+    Harness h(always_on_default(), w.counters());
+    w.configure(h.platform);
+    h.platform.config.pm_begin_status =
+        collectors::Status(collectors::StatusCode::kUnavailable, "cuptiPmSamplingEnable: CUPTI_ERROR_HARDWARE_BUSY");
+    REQUIRE(h.ag->start());
+    w.run(h, 200);
+    h.ag->finish();
+    CHECK(h.platform.stats.pm_begins.load() == 0);
+    CHECK(h.platform.stats.pm_range_overlaps.load() == 0);
+    tools::ReadResult r = h.read();
+    const std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+    for (const v1::KernelProfile* k : ks) CHECK_FALSE(k->has_pm_window());
+    bool failed = false;
+    for (const v1::Record& rec : r.file.records()) {
+      failed = failed || (rec.has_notice() && rec.notice().code() == "pm_window_failed" &&
+                          rec.notice().message().find("HARDWARE_BUSY") != std::string::npos);
+    }
+    CHECK(failed);
+    CHECK(h.log_text().find("PM window could not start") != std::string::npos);
+    // The range profiler's groups went on: assembled launches on the top family.
+    bool assembled = false;
+    for (const v1::KernelProfile* k : ks) assembled = assembled || k->assembled_launches_size() > 0;
+    CHECK(assembled);
+  }
+  SECTION("PM sampling not supported: one reason, never tried again") {
+    Harness h(always_on_default(), w.counters());
+    w.configure(h.platform);
+    h.platform.config.pm_sampler_status =
+        collectors::Status(collectors::StatusCode::kNotSupported, "PM sampling is not available (fake)");
+    REQUIRE(h.ag->start());
+    w.run(h, 200);
+    h.ag->finish();
+    CHECK(h.platform.stats.pm_begins.load() == 0);
+    const std::string log = h.log_text();
+    CHECK(log.find("range profiler's groups alone") != std::string::npos);
+    CHECK(log.find("PM window could not start", log.find("PM window could not start") + 1) == std::string::npos);
+  }
+  SECTION("CUTRIAGE_PM_WINDOW=0: no window") {
+    AgentConfig c = always_on_default();
+    c.pm_window = false;
+    Harness h(c, w.counters());
+    w.configure(h.platform);
+    REQUIRE(h.ag->start());
+    w.run(h, 30);
+    h.ag->finish();
+    CHECK(h.platform.stats.pm_begins.load() == 0);
+  }
+}
+
+TEST_CASE("PM window: never while a range profiler is still enabled on the device", "[agent][always_on][pm]") {
+  SECTION("through the agent: the range profiler never released, no window") {
+    Workload w;
+    AgentConfig c = always_on_default();
+    c.release_ms = 600'000;  // the range profiler stays enabled after the first profiled launch
+    Harness h(c, w.counters());
+    w.configure(h.platform);
+    REQUIRE(h.ag->start());
+    w.run(h, 30);
+    h.ag->finish();
+    CHECK(h.platform.stats.begins.load() > 0);
+    CHECK(h.platform.stats.pm_begins.load() == 0);
+  }
+  SECTION("the context table's claim") {
+    agent::ContextTable contexts;
+    collectors::ContextEvent a{1, reinterpret_cast<void*>(uintptr_t{0x1001}), 0};  // NOLINT(performance-no-int-to-ptr)
+    collectors::ContextEvent b{2, reinterpret_cast<void*>(uintptr_t{0x1002}), 0};  // NOLINT(performance-no-int-to-ptr)
+    contexts.created(a);
+    contexts.created(b);
+    collectors::LaunchEvent on_b = make_launch("k", 1, {1, 1, 1}, {32, 1, 1}, 2);
+    std::shared_ptr<agent::ContextState> other = contexts.for_launch(on_b);
+    other->profiled_end_mono_ns.store(5);  // a profiled launch ended; its range profiler not released yet
+    CHECK(contexts.claim_for_window(0, 10) == nullptr);
+    other->profiled_end_mono_ns.store(0);  // released
+    other->busy.store(true);               // a launch in flight, profiled
+    CHECK(contexts.claim_for_window(0, 10) == nullptr);
+    other->busy.store(false);
+    other->graph_exec.store(7);  // a graph stage holds it
+    other->graph_pass_mono_ns.store(10);
+    CHECK(contexts.claim_for_window(0, 10) == nullptr);
+    other->graph_exec.store(0);
+    std::shared_ptr<agent::ContextState> got = contexts.claim_for_window(0, 10);
+    REQUIRE(got != nullptr);
+    CHECK(got->busy.load());
+    CHECK(contexts.claim_for_window(0, 10) == nullptr);  // held by the window itself
+    CHECK(contexts.claim(on_b) == nullptr);              // and no launch profiles the device meanwhile
+    CHECK(contexts.claim_for_window(1, 10) == nullptr);  // no context on device 1
+  }
+}
+
+TEST_CASE("PM window: the range profiler's complete verdict supersedes the window's", "[agent][always_on][pm]") {
+  Workload w;
+  AgentConfig c = always_on_default();
+  c.budget_fraction = 0.05;  // synthetic: enough for the range profiler to complete within the run
+  Harness h(c, w.counters());
+  w.configure(h.platform);
+  REQUIRE(h.ag->start());
+  w.run(h, 600);
+  h.ag->finish();
+  CHECK(h.platform.stats.pm_range_overlaps.load() == 0);
+  tools::ReadResult r = h.read();
+  const std::vector<const v1::KernelProfile*> all = kernel_records(r);
+  // The window's record of the GEMM was written; a complete range-profiler record names it among
+  // its combined launches, so a reader showing one verdict per kernel keeps the range profiler's.
+  const v1::KernelProfile* pm = pm_record_of(r, all, w.gemm.mangled);
+  REQUIRE(pm != nullptr);
+  bool superseded = false;
+  for (const v1::KernelProfile* k : all) {
+    if (k->has_pm_window() || tools::lookup(r, k->mangled_name_iid()) != w.gemm.mangled) continue;
+    for (uint64_t li : k->combined_launch_indices()) superseded = superseded || li == pm->launch_index();
+    if (superseded) {
+      CHECK(k->assembled_launches_size() > 0);
+      break;
+    }
+  }
+  CHECK(superseded);
+  const tools::model::ReportKernels shown = tools::model::report_kernels(r);
+  for (const v1::KernelProfile* k : shown.current) {
+    if (tools::lookup(r, k->mangled_name_iid()) == w.gemm.mangled) CHECK_FALSE(k->has_pm_window());
+  }
+  bool complete = false;
+  for (const v1::Record& rec : r.file.records()) {
+    complete = complete || (rec.has_notice() && rec.notice().code() == "always_on_complete" &&
+                            rec.notice().message().find("nvjet") != std::string::npos);
+  }
+  CHECK(complete);
+}
