@@ -246,6 +246,10 @@ void Agent::on_module_loaded(const collectors::ModuleEvent& event) {
 bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
   try {
     if (finished_.load(std::memory_order_relaxed)) return false;
+    // Every launch is numbered, graph launches too: their kernels are in flight like any other.
+    const uint64_t number = quiet_.launch((event.context_id << 32) ^
+                                          static_cast<uint64_t>(reinterpret_cast<uintptr_t>(event.stream)) ^
+                                          (event.per_thread_stream ? 1U : 0U));
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
       return graph_profiler_.enter(event);
@@ -254,6 +258,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     if (family == nullptr) return false;
     profiler_.release_if_due();
     family->launches.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t previous = family->last_launch_number.exchange(number, std::memory_order_relaxed);
     counts_.kernel_launches.fetch_add(1, std::memory_order_relaxed);
     const uint64_t launch_index = counts_.launches.fetch_add(1, std::memory_order_relaxed) + 1;
     if (family->names->matches_filter) selector_.count_matching_launch();
@@ -264,24 +269,19 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     if (trace_started_.load(std::memory_order_relaxed)) {
       nvtx_.note_launch(event.correlation_id);
       // Ranking needs a duration of this family, and a launched-again family may be worth
-      // profiling now. CUPTI hands back a buffer only when every record in it is complete, so a
-      // flush from the flush thread loses the race against this very launch's record; flushing
-      // here, before this launch is recorded, delivers the earlier executions when the
-      // application waited for them (a synchronizing loop). On the 2nd, 4th, 8th... launch of a
-      // family with no traced execution yet: a few calls per family at most.
+      // profiling now. On the 2nd, 4th, 8th... launch of a family with no traced execution yet
+      // (a few calls per family at most), flush before this launch is recorded. With one global
+      // buffer queue an unforced flush hands back nothing until the buffer fills, and a forced
+      // one loses the record of a kernel still running (H200, cupti-facts.md). So the flush is
+      // forced only when the family's previous launch finished before a wait of the
+      // application's (a synchronizing loop: its earlier execution comes back now); launches
+      // queued back to back without waiting are ranked after them (the report says so, and
+      // `cutriage run` runs the program again).
       const uint64_t n = family->launches.load(std::memory_order_relaxed);
       if (!family->traced.load(std::memory_order_relaxed) && n >= 2 && (n & (n - 1)) == 0 &&
           (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
-        // Forcing this flush (or retrying it from the flush thread a millisecond later) did not
-        // help on the H200: a kernel that finished before a synchronization still came back
-        // without timestamps until CUPTI's worker had completed its record, and forced flushes
-        // lost the records of kernels in flight. An application that queues a family's launches
-        // back to back without synchronizing is ranked after them (the report says so). Since the
-        // trace uses one global buffer queue, this unforced flush hands back nothing until the
-        // buffer fills, so even a synchronizing loop is ranked late when injected directly
-        // (cupti-facts.md); forcing only when nothing is in flight would bring the ranking back.
         std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
-        if (gate.owns_lock()) platform_.flush_trace(false);
+        if (gate.owns_lock()) platform_.flush_trace(quiet_.finished(previous));
       }
     }
     if (!family->candidate.load(std::memory_order_relaxed)) return false;
@@ -310,6 +310,14 @@ void Agent::on_nvtx(const collectors::NvtxEvent& event) {
     nvtx_.on_event(event);
   } catch (...) {
     log_.log_once(LogLevel::kError, "nvtx", "internal error in the NVTX callback");
+  }
+}
+
+void Agent::on_synchronize(bool enter, bool whole_context) {
+  if (enter) {
+    quiet_.wait_enter();
+  } else {
+    quiet_.wait_exit(whole_context);
   }
 }
 

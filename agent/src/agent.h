@@ -56,6 +56,7 @@
 #include "output.h"
 #include "pc_summary.h"
 #include "pm_window.h"
+#include "quiet_tracker.h"
 #include "prometheus.h"
 #include "record_output.h"
 #include "selection.h"
@@ -105,6 +106,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void on_launch_exit(const collectors::LaunchEvent& event) override;
   void on_nvtx(const collectors::NvtxEvent& event) override;
   void on_graph(const collectors::GraphEvent& event) override;
+  void on_synchronize(bool enter, bool whole_context) override;
   void on_activity(const collectors::ActivityBatch& batch) override;
 
   [[nodiscard]] wire::AgentState state() const { return state_.load(); }
@@ -176,6 +178,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   ContextTable contexts_;
   RecordOutput output_;
   NvtxTracker nvtx_;
+  QuietTracker quiet_;  // whether a family's earlier launch has finished (the trace's flushes)
   GraphTable graphs_;
   FamilyTable families_;
   EarlierRanking earlier_ranking_;  // CUTRIAGE_RANKING; loaded by start(), read-only after

@@ -268,6 +268,11 @@ class CuptiPlatform final : public Platform {
     for (CUpti_CallbackId cbid : launches) {
       CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
     }
+    // The application's waits tell the agent when its launches have finished (QuietTracker):
+    // best effort, their absence only keeps the trace's flushes unforced.
+    for (CUpti_CallbackId cbid : kWaits) {
+      (void)CUTRIAGE_CUPTI_STATUS(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
+    }
     const CUpti_CallbackId resources[] = {
         CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
         CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
@@ -478,6 +483,20 @@ class CuptiPlatform final : public Platform {
     return s;
   }
 
+  static constexpr CUpti_CallbackId kWaits[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
+      CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,
+  };
+  static bool is_wait(CUpti_CallbackId cbid) {
+    for (CUpti_CallbackId w : kWaits) {
+      if (w == cbid) return true;
+    }
+    return false;
+  }
+
   static void CUPTIAPI callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                 const void* data) {
     try {
@@ -485,6 +504,15 @@ class CuptiPlatform final : public Platform {
       LaunchObserver* observer = self->observer_.load(std::memory_order_acquire);
       if (observer == nullptr) return;
       if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+        if (is_wait(cbid)) {
+          const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+          if (cb != nullptr) {
+            observer->on_synchronize(cb->callbackSite == CUPTI_API_ENTER,
+                                     cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize ||
+                                         cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2);
+          }
+          return;
+        }
         self->on_launch(*observer, cbid, static_cast<const CUpti_CallbackData*>(data));
       } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         self->on_resource(*observer, cbid, static_cast<const CUpti_ResourceData*>(data));

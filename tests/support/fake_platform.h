@@ -613,6 +613,15 @@ class FakePlatform final : public collectors::Platform {
     return it->second;
   }
 
+  // Simulates the application waiting for the GPU (cuCtxSynchronize when `whole_context`,
+  // cuStreamSynchronize otherwise): the wait's entry and exit callbacks. Records still wait for a
+  // flush, as CUPTI's do.
+  void synchronize(bool whole_context = false) {
+    if (observer_ == nullptr) return;
+    observer_->on_synchronize(true, whole_context);
+    observer_->on_synchronize(false, whole_context);
+  }
+
   // Simulates one launch on the calling thread: enter callback, (the kernel), exit callback, and
   // the kernel's execution record for the trace (none for a captured launch: nothing runs).
   void launch(const collectors::LaunchEvent& ev) {

@@ -42,7 +42,7 @@ struct Run {
   std::string bytes;
   std::string log;
 };
-Run run(const Program& p, AgentConfig config) {
+Run run(const Program& p, AgentConfig config, bool wait_each = false, bool other_stream_first = false) {
   Harness h(std::move(config), counters_for({&p.init, &p.top}));
   h.platform.config.deliver_each_launch = false;
   h.platform.config.deliver_on_flush = false;
@@ -50,9 +50,12 @@ Run run(const Program& p, AgentConfig config) {
   h.platform.config.durations_ns[p.top.mangled] = 900000;
   REQUIRE(h.ag->start());
   uint64_t corr = 0;
-  h.platform.launch(make_launch(p.init.mangled, ++corr, p.init.launch.grid, p.init.launch.block));
+  collectors::LaunchEvent init = make_launch(p.init.mangled, ++corr, p.init.launch.grid, p.init.launch.block);
+  if (other_stream_first) init.stream = reinterpret_cast<void*>(uintptr_t{0x5000});  // NOLINT(performance-no-int-to-ptr)
+  h.platform.launch(init);
   for (int i = 0; i < p.top_launches; ++i) {
     h.platform.launch(make_launch(p.top.mangled, ++corr, p.top.launch.grid, p.top.launch.block));
+    if (wait_each) h.platform.synchronize();  // a loop that waits for each step (loss.item())
   }
   h.ag->finish();
   return {h.bytes, h.log_text()};
@@ -184,4 +187,28 @@ TEST_CASE("ranking: an unusable file is said once and this run ranks by its own 
     const Run second = run(p, all);
     CHECK(second.log.find("ranks nothing, so it is not read") != std::string::npos);
   }
+}
+
+TEST_CASE("ranking: a loop that waits after each launch is ranked in time, once the wait is seen",
+          "[agent][ranking]") {
+  // With one global activity queue an unforced flush delivers nothing; the launch-time flush is
+  // forced when the family's previous launch ended before a wait, so its first execution comes
+  // back at the second launch and a later launch is profiled (H200: a directly injected PyTorch
+  // loop went from 1 profiled launch to 18 with a forced flush).
+  Program p;
+  const Run waited = run(p, top1(), /*wait_each=*/true);
+  tools::ReadResult r = tools::read_cutriage_bytes(waited.bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  CHECK(profiled(r, p.top.mangled));
+  const v1::FamilyStats* top = stats_of(r, p.top.mangled);
+  REQUIRE(top != nullptr);
+  CHECK(top->selection() != v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
+
+  // A stream wait does not count once a launch went to another stream: the waited stream may not
+  // be the family's, so the flush stays unforced (a forced one could lose a running kernel's
+  // record) and the family is ranked after its last launch, as without the wait.
+  const Run other = run(p, top1(), /*wait_each=*/true, /*other_stream_first=*/true);
+  tools::ReadResult o = tools::read_cutriage_bytes(other.bytes);
+  REQUIRE(o.status == tools::ReadStatus::kOk);
+  CHECK_FALSE(profiled(o, p.top.mangled));
 }

@@ -123,6 +123,10 @@ class LaunchObserver {
   virtual void on_launch_exit(const LaunchEvent& event) = 0;
   virtual void on_nvtx(const NvtxEvent& /*event*/) {}
   virtual void on_graph(const GraphEvent& /*event*/) {}
+  // The application waits for the GPU: cuCtxSynchronize (`whole_context`), cuStreamSynchronize or
+  // cuEventSynchronize, at the call's entry and at its exit, on the waiting thread. Best effort:
+  // waits inside other calls (a synchronous copy) are not reported.
+  virtual void on_synchronize(bool /*enter*/, bool /*whole_context*/) {}
 };
 
 // One kernel execution from the Activity API, translated at the collector's edge. The name is
