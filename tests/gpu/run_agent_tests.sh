@@ -9,7 +9,8 @@
 #    that stdout and the exit status are identical; keeps the agent's files (zoo_<program>.pb);
 # 3. runs the multithreaded, two-context and CUDA-graph programs under the agent (same checks);
 # 4. `cutriage run` on one program; the agent with no visible GPU;
-# 5. a PyTorch program under the agent (results compared with a plain run);
+# 5. a PyTorch program under the agent (results compared with a plain run; ranked in time when
+#    injected directly), and zoo_many_kernels injected directly (every execution traced);
 # 6. the trace: the timeline program (NVTX, streams, copies, a tiny-kernel burst) and the graph
 #    program in trace-only and profiling runs, `cutriage trace` exported and parsed as JSON;
 # 7. PC sampling: strided_load without -lineinfo, `cutriage pprof` of the zoo files;
@@ -112,6 +113,18 @@ note "no visible GPU: exit $? (zoo's skip code is 77); stderr: $(tr '\n' '|' <"$
 # PyTorch: a small training loop; the final loss must match the plain run's.
 compare torch_loop "$out/agent/torch_loop.pb" '' python3 "$PWD/bench/torch_loop.py"
 "$cli" report "$out/agent/torch_loop.pb" >"$out/logs/torch_loop.report.txt" 2>&1
+# Injected directly, the loop (it waits for each step's loss) is ranked in time: the launch-time
+# flush is forced after a wait (agent/src/quiet_tracker.h). Before that, 1 launch was profiled.
+profiled=$(grep -m1 -o '[0-9]* launches profiled' "$out/logs/torch_loop.agent.err" | grep -o '^[0-9]*')
+note "torch_loop ranked in time: ${profiled:-0} launches profiled (at least 5 expected)"
+[ "${profiled:-0}" -ge 5 ] || fail=1
+# And a program that queues its launches back to back keeps every execution's record: no forced
+# flush while a family's previous launch may still run (a forced one lost 11 of 33 on the H200).
+CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/agent/many_kernels_direct.pb" "$zoo/zoo_many_kernels" \
+  >"$out/logs/many_kernels_direct.out" 2>"$out/logs/many_kernels_direct.err"
+traced=$(grep -m1 -o '([0-9]* executions)' "$out/logs/many_kernels_direct.err" | grep -o '[0-9]*')
+note "zoo_many_kernels injected directly: ${traced:-0} executions traced (33 expected)"
+[ "${traced:-0}" -eq 33 ] || fail=1
 
 # The trace: every kernel of the timeline program in the top 3, and a trace-only run of the
 # PyTorch loop; each exported to Chrome JSON and parsed.
