@@ -13,6 +13,20 @@ constexpr size_t kMaxActivityKeys = 100000;
 constexpr size_t kMaxCorrelations = 1000000;
 constexpr size_t kPausesKept = 4;
 
+
+// A traced execution's launch shape, as the triage inputs take it.
+triage::LaunchConfig shape_of(const collectors::KernelActivity& a) {
+  triage::LaunchConfig lc;
+  lc.grid = a.grid;
+  lc.block = a.block;
+  lc.cluster = a.cluster;
+  lc.registers_per_thread = a.registers_per_thread;
+  lc.static_shared_bytes = a.static_shared_bytes;
+  lc.dynamic_shared_bytes = a.dynamic_shared_bytes;
+  lc.local_bytes_per_thread = a.local_bytes_per_thread;
+  return lc;
+}
+
 }  // namespace
 
 size_t TraceFolder::ActivityKeyHash::operator()(const ActivityKey& k) const noexcept {
@@ -147,14 +161,7 @@ void TraceFolder::add_execution_locked(Family& family, const collectors::KernelA
   timeline_.add_kernel(span);
   if (span.from_graph) {
     graph_table_.note_execution(a.graph_id, a.correlation_id);
-    triage::LaunchConfig& lc = graph_launch_[family.family_id];
-    lc.grid = a.grid;
-    lc.block = a.block;
-    lc.cluster = a.cluster;
-    lc.registers_per_thread = a.registers_per_thread;
-    lc.static_shared_bytes = a.static_shared_bytes;
-    lc.dynamic_shared_bytes = a.dynamic_shared_bytes;
-    lc.local_bytes_per_thread = a.local_bytes_per_thread;
+    graph_launch_[family.family_id] = shape_of(a);
     if (!node_watch_.empty()) {
       if (auto w = node_watch_.find(a.correlation_id); w != node_watch_.end() && w->second.size() < kMaxNodeExecutions) {
         w->second.push_back(NodeExecution{family.family_id, a.start_ns, a.end_ns});
@@ -174,15 +181,7 @@ void TraceFolder::add_execution_locked(Family& family, const collectors::KernelA
       if (window_.executions.size() < kMaxWindowExecutions) {
         window_.executions.push_back(NodeExecution{family.family_id, a.start_ns, a.end_ns});
         if (window_.shapes.find(family.family_id) == window_.shapes.end()) {
-          triage::LaunchConfig lc;
-          lc.grid = a.grid;
-          lc.block = a.block;
-          lc.cluster = a.cluster;
-          lc.registers_per_thread = a.registers_per_thread;
-          lc.static_shared_bytes = a.static_shared_bytes;
-          lc.dynamic_shared_bytes = a.dynamic_shared_bytes;
-          lc.local_bytes_per_thread = a.local_bytes_per_thread;
-          window_.shapes.emplace(family.family_id, lc);
+          window_.shapes.emplace(family.family_id, shape_of(a));
         }
       } else {
         window_.truncated = true;
