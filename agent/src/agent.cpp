@@ -247,9 +247,9 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
   try {
     if (finished_.load(std::memory_order_relaxed)) return false;
     // Every launch is numbered, graph launches too: their kernels are in flight like any other.
-    const uint64_t number = quiet_.launch((event.context_id << 32) ^
-                                          static_cast<uint64_t>(reinterpret_cast<uintptr_t>(event.stream)) ^
-                                          (event.per_thread_stream ? 1U : 0U));
+    quiet_.launch(event.context_id, (event.context_id << 32) ^
+                                        static_cast<uint64_t>(reinterpret_cast<uintptr_t>(event.stream)) ^
+                                        (event.per_thread_stream ? 1U : 0U));
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
       return graph_profiler_.enter(event);
@@ -258,7 +258,6 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     if (family == nullptr) return false;
     profiler_.release_if_due();
     family->launches.fetch_add(1, std::memory_order_relaxed);
-    const uint64_t previous = family->last_launch_number.exchange(number, std::memory_order_relaxed);
     counts_.kernel_launches.fetch_add(1, std::memory_order_relaxed);
     const uint64_t launch_index = counts_.launches.fetch_add(1, std::memory_order_relaxed) + 1;
     if (family->names->matches_filter) selector_.count_matching_launch();
@@ -269,19 +268,21 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     if (trace_started_.load(std::memory_order_relaxed)) {
       nvtx_.note_launch(event.correlation_id);
       // Ranking needs a duration of this family, and a launched-again family may be worth
-      // profiling now. On the 2nd, 4th, 8th... launch of a family with no traced execution yet
-      // (a few calls per family at most), flush before this launch is recorded. With one global
-      // buffer queue an unforced flush hands back nothing until the buffer fills, and a forced
-      // one loses the record of a kernel still running (H200, cupti-facts.md). So the flush is
-      // forced only when the family's previous launch finished before a wait of the
-      // application's (a synchronizing loop: its earlier execution comes back now); launches
-      // queued back to back without waiting are ranked after them (the report says so, and
-      // `cutriage run` runs the program again).
-      const uint64_t n = family->launches.load(std::memory_order_relaxed);
-      if (!family->traced.load(std::memory_order_relaxed) && n >= 2 && (n & (n - 1)) == 0 &&
+      // profiling now. With one global buffer queue only a forced flush hands records back before
+      // a buffer fills, and a forced one loses the record of a kernel still running (H200,
+      // cupti-facts.md): so a family with no traced execution yet is noted here, and the flush
+      // is forced at the exit of the application's next wait that leaves nothing in flight
+      // (on_synchronize). The unforced flush on its 2nd, 4th, 8th... launch (a few calls per
+      // family at most) still brings in full buffers. Launches queued back to back without a
+      // wait are ranked after them (the report says so; `cutriage run` runs the program again).
+      if (!family->traced.load(std::memory_order_relaxed) &&
           (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
-        std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
-        if (gate.owns_lock()) platform_.flush_trace(quiet_.finished(previous));
+        if (!rank_pending_.load(std::memory_order_relaxed)) rank_pending_.store(true, std::memory_order_relaxed);
+        const uint64_t n = family->launches.load(std::memory_order_relaxed);
+        if (n >= 2 && (n & (n - 1)) == 0) {
+          std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
+          if (gate.owns_lock()) platform_.flush_trace(false);
+        }
       }
     }
     if (!family->candidate.load(std::memory_order_relaxed)) return false;
@@ -314,10 +315,27 @@ void Agent::on_nvtx(const collectors::NvtxEvent& event) {
 }
 
 void Agent::on_synchronize(bool enter, bool whole_context) {
-  if (enter) {
-    quiet_.wait_enter();
-  } else {
-    quiet_.wait_exit(whole_context);
+  try {
+    if (enter) {
+      quiet_.wait_enter();
+      return;
+    }
+    // Nothing is running now, so a forced flush loses no record: the families noted at launch
+    // get their first durations and are ranked before their next launch.
+    if (!rank_pending_.load(std::memory_order_relaxed) || !quiet_.wait_exit(whole_context)) return;
+    if (finished_.load(std::memory_order_relaxed) || !trace_started_.load(std::memory_order_relaxed)) return;
+    // At most one per kQuietFlushGapNs: a family whose launches all fell in the trace's pauses
+    // (always-on's duty cycle) stays untraced and would ask again at every wait.
+    const uint64_t now = monotonic_now();
+    const uint64_t last = last_quiet_flush_ns_.load(std::memory_order_relaxed);
+    if (last != 0 && now - last < kQuietFlushGapNs) return;
+    std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
+    if (!gate.owns_lock()) return;  // the next quiet wait flushes
+    rank_pending_.store(false, std::memory_order_relaxed);
+    last_quiet_flush_ns_.store(now == 0 ? 1 : now, std::memory_order_relaxed);
+    platform_.flush_trace(true);
+  } catch (...) {
+    log_.log_once(LogLevel::kError, "synchronize", "internal error in the wait callback");
   }
 }
 

@@ -178,7 +178,10 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   ContextTable contexts_;
   RecordOutput output_;
   NvtxTracker nvtx_;
-  QuietTracker quiet_;  // whether a family's earlier launch has finished (the trace's flushes)
+  QuietTracker quiet_;  // whether a wait left nothing in flight (the trace's forced flushes)
+  std::atomic<bool> rank_pending_{false};  // a family launched with no traced execution yet
+  std::atomic<uint64_t> last_quiet_flush_ns_{0};  // monotonic; 0 = none yet
+  static constexpr uint64_t kQuietFlushGapNs = 50'000'000;  // 50 ms between forced flushes at waits
   GraphTable graphs_;
   FamilyTable families_;
   EarlierRanking earlier_ranking_;  // CUTRIAGE_RANKING; loaded by start(), read-only after

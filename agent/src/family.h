@@ -48,7 +48,6 @@ struct Family {
 
   // The launch fast path's view (atomics).
   std::atomic<uint64_t> launches{0};        // launch callbacks seen
-  std::atomic<uint64_t> last_launch_number{0};  // QuietTracker's number of its latest launch
   std::atomic<uint64_t> not_replayable{0};  // cooperative or communication launches
   std::atomic<bool> candidate{false};       // the next launch goes through the selection
   std::atomic<bool> traced{false};          // an execution has been traced (durations known)

@@ -3,6 +3,7 @@
 // failures are injected per call. Thread-safe: the concurrency tests launch from many threads.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -78,6 +79,9 @@ struct FakeConfig {
   // false: an unforced flush_trace() delivers nothing. CUPTI hands a buffer back only once every
   // record in it is complete, so a script's launches queued back to back come back after them.
   bool deliver_on_flush = true;
+  // true: a forced flush_trace() drops the records of kernels still running, as CUPTI's global
+  // queue did on the H200 (cupti-facts.md). A kernel counts as running until a synchronize().
+  bool forced_flush_loses_running = false;
   Status range_profiler_status;      // returned by make_range_profiler
   Status begin_status;               // returned by every begin()
   int fail_end_on_call = 0;          // 1-based end() call that fails; 0 = none
@@ -456,6 +460,13 @@ class FakePlatform final : public collectors::Platform {
   }
   void flush_trace(bool forced) override {
     ++(forced ? forced_flushes : flushes);
+    if (forced && config.forced_flush_loses_running) {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      const auto running = std::stable_partition(pending_.begin(), pending_.end(),
+                                                 [](const Pending& p) { return p.finished; });
+      lost_records += static_cast<int>(pending_.end() - running);
+      pending_.erase(running, pending_.end());
+    }
     if (forced || config.deliver_on_flush) deliver();
   }
   // Like CUPTI with the kinds disabled: launches made while paused leave no record.
@@ -541,6 +552,7 @@ class FakePlatform final : public collectors::Platform {
   std::atomic<int> details_calls{0};
   std::atomic<int> flushes{0};         // default flushes (completed records only)
   std::atomic<int> forced_flushes{0};  // forced flushes (every record)
+  std::atomic<int> lost_records{0};    // records a forced flush dropped (forced_flush_loses_running)
   Result<std::unique_ptr<collectors::ProfilerHost>> make_profiler_host(const std::string&) override {
     ++stats.host_calls;
     if (!config.host_status.is_ok()) return config.host_status;
@@ -619,6 +631,10 @@ class FakePlatform final : public collectors::Platform {
   void synchronize(bool whole_context = false) {
     if (observer_ == nullptr) return;
     observer_->on_synchronize(true, whole_context);
+    {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      for (Pending& p : pending_) p.finished = true;
+    }
     observer_->on_synchronize(false, whole_context);
   }
 
@@ -631,7 +647,13 @@ class FakePlatform final : public collectors::Platform {
     if (observer_->on_launch_enter(ev)) {
       ++exits_wanted;
       replayed = std::exchange(began_on_this_thread(), false);
-      if (replayed) advance_clock(500000);  // the replay passes hold the GPU a while
+      if (replayed) {
+        advance_clock(500000);  // the replay passes hold the GPU a while
+        // A profiled launch ends with the context idle (the range ends with a synchronization),
+        // so every kernel queued before it has finished.
+        std::lock_guard<std::mutex> lock(trace_mutex_);
+        for (Pending& p : pending_) p.finished = true;
+      }
       observer_->on_launch_exit(ev);
     }
     if (ev.stream_capturing || ev.api == collectors::LaunchApi::kGraphLaunch) return;
@@ -730,6 +752,7 @@ class FakePlatform final : public collectors::Platform {
   struct Pending {
     std::string name;
     collectors::KernelActivity a;
+    bool finished = false;  // a synchronize() came after it (forced_flush_loses_running)
   };
   std::shared_ptr<const FakeCounters> counters_;
   collectors::LaunchObserver* observer_ = nullptr;

@@ -212,3 +212,64 @@ TEST_CASE("ranking: a loop that waits after each launch is ranked in time, once 
   REQUIRE(o.status == tools::ReadStatus::kOk);
   CHECK_FALSE(profiled(o, p.top.mangled));
 }
+
+TEST_CASE("ranking: a training loop that waits every few steps is ranked at its first wait, and no record is lost",
+          "[agent][ranking]") {
+  // bench/torch_loop.py's shape: each step launches the top family twice and another family once,
+  // and the loss is read (a stream wait) every 10 steps. The 2nd, 4th, 8th... launches of the top
+  // family never follow a wait directly, so only a flush at the wait's exit ranks it in time (H200:
+  // the directly injected loop profiled 1 launch without it). The fake drops the records of kernels
+  // still running at a forced flush, as CUPTI's global queue does: none may be lost.
+  Program p;
+  Harness h(top1(), counters_for({&p.init, &p.top}));
+  h.platform.config.deliver_each_launch = false;
+  h.platform.config.deliver_on_flush = false;
+  h.platform.config.forced_flush_loses_running = true;
+  h.platform.config.durations_ns[p.init.mangled] = 20000;
+  h.platform.config.durations_ns[p.top.mangled] = 900000;
+  REQUIRE(h.ag->start());
+  uint64_t corr = 0;
+  int launched = 0;
+  for (int step = 0; step < 20; ++step) {
+    h.platform.launch(make_launch(p.init.mangled, ++corr, p.init.launch.grid, p.init.launch.block));
+    for (int i = 0; i < 2; ++i) {
+      h.platform.launch(make_launch(p.top.mangled, ++corr, p.top.launch.grid, p.top.launch.block));
+      ++launched;
+    }
+    if (step % 10 == 9) h.platform.synchronize();
+  }
+  h.platform.synchronize(/*whole_context=*/true);
+  h.ag->finish();
+  CHECK(h.platform.lost_records.load() == 0);
+  CHECK(h.platform.forced_flushes.load() >= 1);
+  tools::ReadResult r = tools::read_cutriage_bytes(h.bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  CHECK(profiled(r, p.top.mangled));
+  const v1::FamilyStats* top = stats_of(r, p.top.mangled);
+  REQUIRE(top != nullptr);
+  CHECK(top->selection() != v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
+  // Every launch is accounted for: traced, or replayed by the profiler (no record lost).
+  CHECK(top->launches() == static_cast<uint64_t>(launched));
+}
+
+TEST_CASE("ranking: a wait does not force the flush while a launch may still run", "[agent][ranking]") {
+  // Launches on two streams and the application waits for one of them: the other stream's kernel
+  // may still be running, so the flush stays unforced. A context wait covers both streams.
+  Program p;
+  for (const bool whole_context : {false, true}) {
+    Harness h(top1(), counters_for({&p.init, &p.top}));
+    h.platform.config.deliver_each_launch = false;
+    h.platform.config.deliver_on_flush = false;
+    h.platform.config.forced_flush_loses_running = true;
+    REQUIRE(h.ag->start());
+    uint64_t corr = 0;
+    collectors::LaunchEvent side = make_launch(p.init.mangled, ++corr, p.init.launch.grid, p.init.launch.block);
+    side.stream = reinterpret_cast<void*>(uintptr_t{0x5000});  // NOLINT(performance-no-int-to-ptr)
+    h.platform.launch(side);
+    h.platform.launch(make_launch(p.top.mangled, ++corr, p.top.launch.grid, p.top.launch.block));
+    h.platform.synchronize(whole_context);
+    CHECK(h.platform.forced_flushes.load() == (whole_context ? 1 : 0));
+    h.ag->finish();
+    CHECK(h.platform.lost_records.load() == 0);
+  }
+}
