@@ -81,9 +81,16 @@ std::optional<PmWindow::Wanted> PmWindow::wanted(uint64_t now) {
     };
     std::vector<Candidate> all;
     for (const Family* f : p_.families.all_locked()) {
+      // Launched since the previous look: a window samples what runs now, and a family that ran
+      // only at the start (a model's random init, ranked first before the loop's records came
+      // back) would leave it empty (seen on the H200).
+      const uint64_t launches = f->launches.load(std::memory_order_relaxed);
+      auto seen = launches_seen_.try_emplace(f->family_id, launches);
+      const bool running = !seen.second && launches > seen.first->second;
+      seen.first->second = launches;
       // The trace's ranking gives the share (Selector::apply_ranking): 0 until it has run.
-      if (!(f->share >= kMinShare) || f->routed || f->complete || f->pm_routed || f->pm_windows_missed >= kMaxMisses ||
-          f->names->no_replay || !f->names->matches_filter) {
+      if (!running || !(f->share >= kMinShare) || f->routed || f->complete || f->pm_routed ||
+          f->pm_windows_missed >= kMaxMisses || f->names->no_replay || !f->names->matches_filter) {
         continue;
       }
       const triage::FamilyTimeStats* s = timeline.family(f->family_id);

@@ -126,6 +126,7 @@ class PmWindow {
   uint64_t begin_trace_ns_ = 0;
   uint64_t stop_trace_ns_ = 0;
   std::vector<uint64_t> sampled_for_;  // the wanted families when it began
+  std::map<uint64_t, uint64_t> launches_seen_;  // family id -> its launches at the previous look
   std::optional<collectors::PmSampleBatch> batch_;
   uint32_t failures_ = 0;
   uint64_t retry_after_ns_ = 0;

@@ -40,7 +40,7 @@ run_torch() {  # STEPS CONFIG(space-separated NAME=VALUE, empty: agent off) LOG
   fi
   local rc=$?
   t1=$(date +%s.%N)
-  echo "  exit $rc after $(echo "$t1 - $t0" | bc) s"
+  echo "  exit $rc after $(python3 -c "print('%.1f' % ($t1 - $t0))") s"
 }
 
 echo "== always-on at the default budget, ${steps} steps, the PM window on"
@@ -66,7 +66,7 @@ run_torch "$ab_steps" "CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_L
 on=$(sed -nE 's/^steps_per_s=([0-9.]+)/\1/p' "$out/ab-on.log" | tail -1)
 grep -E "PM window" "$out/ab-on.log" | cut -c1-300
 if [ -n "$off" ] && [ -n "$on" ]; then
-  echo "steps/s off $off, on $on: change $(echo "scale=3; 100 * ($on - $off) / $off" | bc)%"
+  echo "steps/s off $off, on $on: change $(python3 -c "print('%+.2f' % (100 * ($on - $off) / $off))")%"
 else
   echo "steps/s off ${off:-none}, on ${on:-none}: no comparison"
 fi

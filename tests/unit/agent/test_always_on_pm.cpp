@@ -190,6 +190,33 @@ TEST_CASE("PM window: every family with 5% of the GPU time routed from its own s
   CHECK(text.find("in one PM window of") != std::string::npos);
 }
 
+TEST_CASE("PM window: samples only families still launched, not one that ran only at the start",
+          "[agent][always_on][pm]") {
+  // Synthetic: a long kernel runs a few times at the start (a model's random init) and is ranked
+  // first before the loop's records come back; then only the loop runs. The window must wait for
+  // the loop's families, not spend itself on the init kernel (the H200 run did: 0 samples in it,
+  // and the budget's credit gone).
+  Workload w;
+  Captured init = capture_of("fp64_heavy");
+  FakeCounters counters = counters_for({&w.gemm, &w.load, &w.transpose, &init});
+  Harness h(always_on_default(), counters);
+  w.configure(h.platform);
+  h.platform.config.durations_ns[init.mangled] = 400'000'000;  // 0.4 s each: ranked first
+  REQUIRE(h.ag->start());
+  for (int i = 0; i < 3; ++i) h.platform.launch(make_launch(init.mangled, ++w.launches, init.launch.grid, init.launch.block));
+  h.ag->flush();
+  h.platform.mono_ns.store(h.platform.mono_ns.load() + 200'000'000);
+  h.ag->flush();
+  w.run(h, 30);
+  h.ag->finish();
+  REQUIRE(h.platform.stats.pm_begins.load() >= 1);
+  tools::ReadResult r = h.read();
+  const std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  CHECK(pm_record_of(r, ks, init.mangled) == nullptr);
+  CHECK(pm_record_of(r, ks, w.gemm.mangled) != nullptr);
+  CHECK(h.log_text().find("too few samples or not routed") == std::string::npos);
+}
+
 TEST_CASE("PM window: charged to the always-on budget", "[agent][always_on][pm]") {
   Workload w;
   Harness h(always_on_default(), w.counters());
