@@ -43,8 +43,12 @@ const std::vector<PmMapping>& pm_rule_mapping() {
   // Left out on purpose, though sampled:
   //  * LTS.TriageCompute.lts__throughput: another definition (37 where the rules' lts__throughput
   //    reads 66 on the DRAM-bound nodes); no L2 value reaches the rules;
-  //  * ..._alu_realtime, l1tex__data_pipe_lsu_wavefronts, tpc__warps_active_realtime,
-  //    sm__inst_executed_realtime: no range-profiler reference under the rules' names in the probe;
+  //  * ..._alu_realtime, l1tex__data_pipe_lsu_wavefronts, sm__inst_executed_realtime: no
+  //    range-profiler reference under the rules' names in the probe;
+  //  * tpc__warps_active_realtime, even over sm__cycles_active: not the achieved occupancy
+  //    (tests/data/graphs/pm-probe-occupancy.txt: 11.5 / 90.8 on the DRAM-bound node, 49.4 / 58.2
+  //    on the FMA one, 6.8 / 94.8 on the L2-resident one), so Decision 3's quadrant stays
+  //    "not evaluated" on PM samples;
   //  * the .sum counters and gpu__time_duration.sum: per sample (a 5 us window), not per kernel.
   static const auto* const mapping = new std::vector<PmMapping>{
       // SM throughput: PM 14.0 / range profiler 13.9 (DRAM-bound node), 93.9 / 93.5 (FMA),

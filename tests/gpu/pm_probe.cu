@@ -1271,6 +1271,8 @@ const std::vector<std::string> kRuleNames = {
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    // Decision 3's achieved occupancy: the agent derives it from PM's warps and SM active cycles.
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
 };
 
 // Per kernel: the PM set's names and the rules' names by the range profiler, each kernel launched
