@@ -2,6 +2,11 @@
 """The verdicts of a cutriage file, one line per kernel: what a change to the agent must not move.
 
     cutriage json FILE.pb | python3 tests/gpu/verdicts.py
+    python3 tests/gpu/verdicts.py --compare BEFORE AFTER    # two outputs of the above
+
+--compare prints the kernels whose verdict changed (exit 1 when any did) and, apart, those
+profiled in only one of the two runs: which families a run profiles depends on when the trace
+ranked them (a directly injected program is ranked at its first quiet wait), not on the engine.
 
 Reads `cutriage json` on stdin. A kernel's line is its last profiled record (the highest revision
 of its latest launch): the function name, the status, the classification, the primary limiter and
@@ -35,5 +40,23 @@ def main():
     return 0
 
 
+def compare(before_path, after_path):
+    def read(path):
+        with open(path) as f:
+            return {line.split(" | ", 1)[0]: line.rstrip("\n") for line in f if line.strip()}
+    before, after = read(before_path), read(after_path)
+    changed = sorted(k for k in before.keys() & after.keys() if before[k] != after[k])
+    for k in changed:
+        print("changed: " + before[k] + "\n     ->  " + after[k])
+    for k in sorted(before.keys() - after.keys()):
+        print("only before: " + k[:160])
+    for k in sorted(after.keys() - before.keys()):
+        print("only after: " + k[:160])
+    print("%d kernels in both, %d changed" % (len(before.keys() & after.keys()), len(changed)))
+    return 1 if changed else 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--compare":
+        sys.exit(compare(sys.argv[2], sys.argv[3]))
     sys.exit(main())
