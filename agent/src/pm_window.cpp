@@ -21,6 +21,12 @@ std::string us_text(uint64_t ns) {
   return b;
 }
 
+std::string ms_text(uint64_t ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", static_cast<double>(ns) / 1e6);
+  return b;
+}
+
 // The interval: a quarter of the shortest mean execution among the top wanted families, so that
 // each execution holds about three samples wholly inside it; never below the probe's 5 us, in
 // whole microseconds.
@@ -180,11 +186,15 @@ void PmWindow::stop(uint64_t now) {
     fail(batch.status(), "failed", now);
     return;
   }
-  // What the window cost: Start and Stop (the collector's own measure; the decode and evaluation
-  // ran on this thread, not the application's), and the assumed drag over its span.
+  // What the window cost the application: Start and Stop (the collector's own measure) and the
+  // assumed drag over its span. The decode and evaluation inside end() ran on this thread, not
+  // the application's: not charged.
   const collectors::PmSampleBatch& b = batch.value();
   const auto drag = static_cast<uint64_t>(kAssumedDrag * static_cast<double>(span_ns_));
-  p_.always_on.charge(CostKind::kPmWindow, std::max(measured, b.start_cost_ns + b.stop_cost_ns) + drag);
+  p_.always_on.charge(CostKind::kPmWindow, b.start_cost_ns + b.stop_cost_ns + drag);
+  p_.log.info("PM window costs: Start " + ms_text(b.start_cost_ns) + " ms, Stop " + ms_text(b.stop_cost_ns) +
+              " ms, assumed drag " + ms_text(drag) + " ms (charged); decode and evaluation " +
+              ms_text(b.decode_cost_ns) + " ms on the flush thread");
   if (b.samples.empty()) {
     p_.trace.unwatch_window();
     fail(collectors::Status(collectors::StatusCode::kUnavailable, "no sample came back"), "gave nothing", now);

@@ -375,6 +375,8 @@ class FakePmSampler final : public collectors::PmSampler {
       b.start_cost_ns = cfg_.pm_start_cost_ns;
       b.stop_cost_ns = cfg_.pm_stop_cost_ns;
       b.decode_cost_ns = cfg_.pm_decode_cost_ns;
+      // The decode runs inside end(), on the caller's thread: its time passes there.
+      if (cfg_.mono_ns != nullptr) *cfg_.mono_ns += cfg_.pm_decode_cost_ns;
     }
     if ((runs.empty() && !window) || options_.interval_ns == 0) return b;
     const uint64_t from = window ? window_from_ : runs.front().start_ns - 20000;

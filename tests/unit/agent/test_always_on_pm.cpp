@@ -230,6 +230,22 @@ TEST_CASE("PM window: charged to the always-on budget", "[agent][always_on][pm]"
   CHECK(h.ag->overhead()->spent_ns >= 3'010'000'000);
 }
 
+TEST_CASE("PM window: the decode on the flush thread is not charged to the application", "[agent][always_on][pm]") {
+  Workload w;
+  Harness h(always_on_default(), w.counters());
+  w.configure(h.platform);
+  h.platform.config.pm_decode_cost_ns = 2'000'000'000;  // synthetic: 2 s decoding inside end()
+  REQUIRE(h.ag->start());
+  w.run(h, 20);
+  REQUIRE(h.platform.stats.pm_begins.load() == 1);
+  h.ag->finish();
+  // Start 50 ms + Stop 10 ms + the drag, and the range profiler's first launch on credit; the
+  // 2 s of decoding are not among them.
+  CHECK(h.ag->overhead()->spent_ns < 2'000'000'000);
+  CHECK(h.log_text().find("PM window costs: Start 50 ms, Stop 10 ms") != std::string::npos);
+  CHECK(h.log_text().find("decode and evaluation 2e+03 ms on the flush thread") != std::string::npos);
+}
+
 TEST_CASE("PM window: a failing PM enable leaves always-on as before", "[agent][always_on][pm]") {
   Workload w;
   SECTION("HARDWARE_BUSY at begin: a reason, tried again later, the range profiler goes on") {
