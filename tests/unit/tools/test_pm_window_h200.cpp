@@ -113,7 +113,7 @@ TEST_CASE("H200 PM window: PyTorch's four GEMMs routed in seconds at the default
   CHECK(text.find("complete  not yet: routed from PM samples") != std::string::npos);
 }
 
-TEST_CASE("H200 PM window: the service's matmul routed in seconds; normalize_rows, concurrent with it, is not",
+TEST_CASE("H200 PM window: the service's matmul routed in seconds, not normalize_rows, which runs beside it",
           "[always_on][h200][pm]") {
   const tools::ReadResult on = load("pm-window/svc-pm-120s.pb");
   const tools::ReadResult deep = load("svc-deep.pb");
