@@ -9,6 +9,7 @@
 #include "agent_harness.h"
 #include "contexts.h"
 #include "cutriage/triage/engine.h"
+#include "pm_names.h"
 #include "pm_nodes.h"
 #include "pm_window.h"
 #include "record_support.h"
@@ -19,12 +20,6 @@ using namespace cutriage;
 using namespace cutriage::testing;
 
 namespace {
-
-const char* const kPmSm = "TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmL1 = "SM_A.TriageCompute.l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmFma = "TPC.TriageCompute.sm__inst_executed_pipe_fma_realtime.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmClock = "sm__cycles_elapsed.avg.per_second";
 
 // Synthetic workload: a GEMM, a strided load twice and a transpose a step, each as long as its
 // capture says (so the range profiler's durations agree with the traced ones).

@@ -13,6 +13,7 @@
 
 #include "agent_harness.h"
 #include "cutriage/triage/engine.h"
+#include "pm_names.h"
 #include "pm_nodes.h"
 #include "record_support.h"
 #include "report.h"
@@ -28,13 +29,6 @@ const char* const kGemm = "_Z4gemmPf";
 const char* const kNorm = "_Z4normPf";
 const char* const kGelu = "_Z4geluPf";
 const char* const kKey = "graph:11";
-
-const char* const kPmSm = "TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmL1 = "SM_A.TriageCompute.l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmL2 = "LTS.TriageCompute.lts__throughput.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmFma = "TPC.TriageCompute.sm__inst_executed_pipe_fma_realtime.avg.pct_of_peak_sustained_elapsed";
-const char* const kPmClock = "sm__cycles_elapsed.avg.per_second";
 
 AgentConfig top(uint32_t n) {
   AgentConfig c;
