@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -296,6 +298,33 @@ void check_tables_at_exit() {
   std::_Exit(g_tables_whole ? 0 : 3);
 }
 }  // namespace
+
+TEST_CASE("graph PM: the agent samples the one-pass set found offline for GH100, and maps only names in it",
+          "[agent][graphs][pm]") {
+  // tests/data/graphs/pm-metrics-gh100.txt, section 6 (tests/gpu/pm_metrics_list.sh, offline from
+  // CUPTI's tables): the greedy one-pass set. A name added to the agent's list without rerunning
+  // that tool could make the configuration two passes, which PM sampling refuses.
+  std::ifstream in(std::string(CUTRIAGE_TEST_DATA_DIR) + "/graphs/pm-metrics-gh100.txt");
+  REQUIRE(in);
+  std::vector<std::string> listed;
+  bool inside_set = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("greedy one-pass set, ", 0) == 0) {
+      inside_set = true;
+      continue;
+    }
+    if (!inside_set) continue;
+    if (line.rfind("  ", 0) != 0) break;
+    listed.push_back(line.substr(2));
+  }
+  REQUIRE(listed.size() == 20);
+  CHECK(agent::pm_node_metrics() == listed);
+  const std::set<std::string> sampled(listed.begin(), listed.end());
+  for (const agent::PmMapping& m : agent::pm_rule_mapping()) {
+    INFO(m.pm_name);
+    CHECK(sampled.count(std::string(m.pm_name)) == 1);
+  }
+}
 
 TEST_CASE("graph PM: the metric tables outlive static destruction (the agent attributes at exit)",
           "[agent][graphs][pm]") {
