@@ -15,16 +15,27 @@ namespace cutriage::tools::commands {
 // ---------------------------------------------------------------------------------------------
 // trace
 
-void bind_trace(CLI::App& app, TraceOptions& o) {
-  app.add_option("FILE.pb", o.files,
-                 "cutriage files written with the kernel trace on; several: the segments of one process are "
-                 "merged, processes are drawn apart on one clock")
-      ->required();
-  app.add_option("-o,--output", o.output,
-                 "where to write it (default: FILE.pb with .trace.json appended; required with several "
-                 "files; - for stdout)")
-      ->type_name("OUT.json")
+namespace {
+
+// An export's inputs and its -o: `files` says what the files must hold and how several are
+// combined, `suffix` what the default output's name appends to the input's.
+void bind_export_files(CLI::App& app, std::vector<std::string>& files, std::string& output, const std::string& files_help,
+                       const std::string& suffix) {
+  app.add_option("FILE.pb", files, files_help)->required();
+  app.add_option("-o,--output", output,
+                 "where to write it (default: FILE.pb with " + suffix +
+                     " appended; required with several files; - for stdout)")
+      ->type_name("OUT" + suffix.substr(suffix.find('.', 1)))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+}  // namespace
+
+void bind_trace(CLI::App& app, TraceOptions& o) {
+  bind_export_files(app, o.files, o.output,
+                    "cutriage files written with the kernel trace on; several: the segments of one process are "
+                    "merged, processes are drawn apart on one clock",
+                    ".trace.json");
 }
 
 namespace {
@@ -143,15 +154,10 @@ int cmd_trace(const TraceOptions& o) {
 // pprof
 
 void bind_pprof(CLI::App& app, PprofOptions& o) {
-  app.add_option("FILE.pb", o.files,
-                 "cutriage files with PC samples; several: the segments of one process are merged, each "
-                 "process's samples are labelled process=host:pid")
-      ->required();
-  app.add_option("-o,--output", o.output,
-                 "where to write it (default: FILE.pb with .pprof.pb.gz appended; required with several "
-                 "files; - for stdout)")
-      ->type_name("OUT.pb.gz")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  bind_export_files(app, o.files, o.output,
+                    "cutriage files with PC samples; several: the segments of one process are merged, each "
+                    "process's samples are labelled process=host:pid",
+                    ".pprof.pb.gz");
   app.add_option("--kernel", o.kernel, "only kernels whose mangled or demangled name contains NAME")
       ->type_name("NAME")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)

@@ -42,12 +42,18 @@ struct Run {
   std::string bytes;
   std::string log;
 };
-Run run(const Program& p, AgentConfig config, bool wait_each = false, bool other_stream_first = false) {
-  Harness h(std::move(config), counters_for({&p.init, &p.top}));
+// The fake as CUPTI's global queue on the H200: records come back only at a forced flush (or a
+// full buffer); the top family's executions are long, the init's short.
+void like_the_global_queue(Harness& h, const Program& p) {
   h.platform.config.deliver_each_launch = false;
   h.platform.config.deliver_on_flush = false;
   h.platform.config.durations_ns[p.init.mangled] = 20000;
   h.platform.config.durations_ns[p.top.mangled] = 900000;
+}
+
+Run run(const Program& p, AgentConfig config, bool wait_each = false, bool other_stream_first = false) {
+  Harness h(std::move(config), counters_for({&p.init, &p.top}));
+  like_the_global_queue(h, p);
   REQUIRE(h.ag->start());
   uint64_t corr = 0;
   collectors::LaunchEvent init = make_launch(p.init.mangled, ++corr, p.init.launch.grid, p.init.launch.block);
@@ -222,11 +228,8 @@ TEST_CASE("ranking: a training loop that waits every few steps is ranked at its 
   // still running at a forced flush, as CUPTI's global queue does: none may be lost.
   Program p;
   Harness h(top1(), counters_for({&p.init, &p.top}));
-  h.platform.config.deliver_each_launch = false;
-  h.platform.config.deliver_on_flush = false;
+  like_the_global_queue(h, p);
   h.platform.config.forced_flush_loses_running = true;
-  h.platform.config.durations_ns[p.init.mangled] = 20000;
-  h.platform.config.durations_ns[p.top.mangled] = 900000;
   REQUIRE(h.ag->start());
   uint64_t corr = 0;
   int launched = 0;
@@ -258,8 +261,7 @@ TEST_CASE("ranking: a wait does not force the flush while a launch may still run
   Program p;
   for (const bool whole_context : {false, true}) {
     Harness h(top1(), counters_for({&p.init, &p.top}));
-    h.platform.config.deliver_each_launch = false;
-    h.platform.config.deliver_on_flush = false;
+    like_the_global_queue(h, p);
     h.platform.config.forced_flush_loses_running = true;
     REQUIRE(h.ag->start());
     uint64_t corr = 0;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "always_on_captures.h"
 #include "capture_support.h"
 #include "catch.h"
 #include "cutriage/triage/engine.h"
@@ -26,24 +27,11 @@ using Catch::Approx;
 
 namespace {
 
-tools::ReadResult load(const char* name) {
-  const auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "always_on" / name;
-  tools::ReadResult r = tools::read_cutriage_file(path.string());
-  INFO(path.string() << ": " << r.message);
-  REQUIRE(r.status == tools::ReadStatus::kOk);
-  return r;
-}
+tools::ReadResult load(const char* name) { return testing::load_always_on(name); }
 
 // The latest profiled record of each function.
 std::map<std::string, const v1::KernelProfile*> latest(const tools::ReadResult& r) {
-  std::map<std::string, const v1::KernelProfile*> out;
-  for (const v1::KernelProfile* k : tools::current_kernels(r)) {
-    if (k->status() != v1::PROFILE_STATUS_PROFILED) continue;
-    const std::string fn(tools::lookup(r, k->function_name_iid()));
-    const v1::KernelProfile*& slot = out[fn];
-    if (slot == nullptr || k->launch_index() > slot->launch_index()) slot = k;
-  }
-  return out;
+  return testing::latest_profiled(r);
 }
 
 triage::Diagnosis retriage(const tools::ReadResult& r, const v1::KernelProfile& k) {

@@ -2,11 +2,11 @@
 // PyTorch loop and the example service at the default budget, about two minutes each. Replayed
 // through today's engine and reader: every family with 5% of the GPU time that the window could
 // sample is routed from its own PM samples within seconds, with deep mode's classification.
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "always_on_captures.h"
 #include "catch.h"
 #include "cutriage/triage/engine.h"
 #include "file_reader.h"
@@ -17,29 +17,12 @@ using namespace cutriage;
 
 namespace {
 
-tools::ReadResult load(const std::string& name) {
-  const auto path = std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / "always_on" / name;
-  tools::ReadResult r = tools::read_cutriage_file(path.string());
-  INFO(path.string() << ": " << r.message);
-  REQUIRE(r.status == tools::ReadStatus::kOk);
-  return r;
-}
-
-// Each kernel's PM-window record, and its latest profiled record of any kind, by mangled name.
+// Each kernel's PM-window record, by mangled name.
 std::map<std::string, const v1::KernelProfile*> pm_records(const tools::ReadResult& r) {
   std::map<std::string, const v1::KernelProfile*> out;
   for (int i : r.kernel_records) {
     const v1::KernelProfile& k = r.file.records(i).kernel();
     if (k.has_pm_window()) out[std::string(tools::lookup(r, k.mangled_name_iid()))] = &k;
-  }
-  return out;
-}
-std::map<std::string, const v1::KernelProfile*> latest(const tools::ReadResult& r) {
-  std::map<std::string, const v1::KernelProfile*> out;
-  for (const v1::KernelProfile* k : tools::current_kernels(r)) {
-    if (k->status() != v1::PROFILE_STATUS_PROFILED) continue;
-    const v1::KernelProfile*& slot = out[std::string(tools::lookup(r, k->mangled_name_iid()))];
-    if (slot == nullptr || k->launch_index() > slot->launch_index()) slot = k;
   }
   return out;
 }
@@ -92,7 +75,7 @@ void expect_routed_like_deep(const tools::ReadResult& on, const tools::ReadResul
   const triage::Diagnosis again = retriage(on, k);
   CHECK(static_cast<int>(again.classification) == static_cast<int>(k.diagnosis().classification()));
   CHECK(again.headline == k.diagnosis().headline());
-  const auto d = latest(deep);
+  const auto d = testing::latest_profiled(deep, /*by_mangled=*/true);
   REQUIRE(d.count(mangled) == 1);
   const triage::Diagnosis dd = retriage(deep, *d.at(mangled));
   INFO("PM window: " << again.headline << "\ndeep: " << dd.headline);
@@ -103,8 +86,8 @@ void expect_routed_like_deep(const tools::ReadResult& on, const tools::ReadResul
 }  // namespace
 
 TEST_CASE("H200 PM window: PyTorch's four GEMMs routed in seconds at the default budget", "[always_on][h200][pm]") {
-  const tools::ReadResult on = load("pm-window/torch-pm-122s.pb");
-  const tools::ReadResult deep = load("torch-deep.pb");
+  const tools::ReadResult on = testing::load_always_on("pm-window/torch-pm-122s.pb");
+  const tools::ReadResult deep = testing::load_always_on("torch-deep.pb");
   const std::vector<std::string> top = families_over(on, 0.05);
   REQUIRE(top.size() == 4);  // two sm80 xmma GEMMs and two CUTLASS SIMT GEMMs
   for (const std::string& f : top) expect_routed_like_deep(on, deep, f, 120);
@@ -115,8 +98,8 @@ TEST_CASE("H200 PM window: PyTorch's four GEMMs routed in seconds at the default
 
 TEST_CASE("H200 PM window: the service's matmul routed in seconds, not normalize_rows, which runs beside it",
           "[always_on][h200][pm]") {
-  const tools::ReadResult on = load("pm-window/svc-pm-120s.pb");
-  const tools::ReadResult deep = load("svc-deep.pb");
+  const tools::ReadResult on = testing::load_always_on("pm-window/svc-pm-120s.pb");
+  const tools::ReadResult deep = testing::load_always_on("svc-deep.pb");
   const std::vector<std::string> top = families_over(on, 0.05);
   REQUIRE(top.size() == 2);
   REQUIRE(top[0].find("matmul_tiled") != std::string::npos);
