@@ -1,5 +1,7 @@
 // The export commands: `trace` (Chrome trace JSON) and `pprof` (a pprof profile of the PC samples).
 #include <iostream>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,26 @@ void bind_export_files(CLI::App& app, std::vector<std::string>& files, std::stri
                      " appended; required with several files; - for stdout)")
       ->type_name("OUT" + suffix.substr(suffix.find('.', 1)))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+}
+
+// Runs `write` (an export returning its error, if any) on stdout for "-", else on `out_path`,
+// committed only when complete: a failed write leaves the name as it was (output_file.h). Returns
+// the exit code when the file cannot be opened (said on stderr), kOk otherwise with `error` set.
+template <typename Write>
+int export_to(const std::string& out_path, std::optional<tools::TraceExportError>& error, Write write) {
+  if (out_path == "-") {
+    error = write(std::cout);
+    return kOk;
+  }
+  tools::OutputFile out;
+  std::string why;
+  if (!out.open(out_path, &why)) {
+    std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
+    return kWriteFailed;
+  }
+  error = write(out.stream());
+  if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
+  return kOk;
 }
 
 }  // namespace
@@ -71,17 +93,11 @@ int trace_several(const TraceOptions& o) {
   std::optional<tools::TraceExportError> error;
   tools::TraceExportStats stats;
   std::vector<std::string> notes;
-  if (out_path == "-") {
-    error = tools::export_chrome_trace_runs(read.processes, std::cout, &stats, &notes);
-  } else {
-    tools::OutputFile out;
-    std::string why;
-    if (!out.open(out_path, &why)) {
-      std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
-      return kWriteFailed;
-    }
-    error = tools::export_chrome_trace_runs(read.processes, out.stream(), &stats, &notes);
-    if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
+  if (const int rc = export_to(out_path, error, [&](std::ostream& os) {
+        return tools::export_chrome_trace_runs(read.processes, os, &stats, &notes);
+      });
+      rc != kOk) {
+    return rc;
   }
   for (const std::string& note : notes) std::cerr << "cutriage: note: " << note << "\n";
   if (error) return export_failed(out_path, *error, "");
@@ -125,18 +141,11 @@ int cmd_trace(const TraceOptions& o) {
   }
   std::optional<tools::TraceExportError> error;
   tools::TraceExportStats stats;
-  if (out_path == "-") {
-    error = tools::export_chrome_trace(r, std::cout, &stats, &paths);
-  } else {
-    // Committed only when complete: a failed write leaves the name as it was (output_file.h).
-    tools::OutputFile out;
-    std::string why;
-    if (!out.open(out_path, &why)) {
-      std::cerr << "cutriage: cannot write '" << out_path << "': " << why << "\n";
-      return kWriteFailed;
-    }
-    error = tools::export_chrome_trace(r, out.stream(), &stats, &paths);
-    if (!error && !out.commit(&why)) error = tools::TraceExportError{tools::TraceExportError::Kind::kWriteFailed, why};
+  if (const int rc = export_to(out_path, error, [&](std::ostream& os) {
+        return tools::export_chrome_trace(r, os, &stats, &paths);
+      });
+      rc != kOk) {
+    return rc;
   }
   if (error) return export_failed(out_path, *error, path + ": ");
   if (out_path != "-") {
