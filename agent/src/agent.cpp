@@ -277,7 +277,11 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
       // wait are ranked after them (the report says so; `cutriage run` runs the program again).
       if (!family->traced.load(std::memory_order_relaxed) &&
           (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
-        if (!rank_pending_.load(std::memory_order_relaxed)) rank_pending_.store(true, std::memory_order_relaxed);
+        // Not while the duty cycle has the trace paused: the launch leaves no record to flush,
+        // and a family launched only then would ask at every wait.
+        if (!rank_pending_.load(std::memory_order_relaxed) && !trace_.paused_now()) {
+          rank_pending_.store(true, std::memory_order_relaxed);
+        }
         const uint64_t n = family->launches.load(std::memory_order_relaxed);
         if (n >= 2 && (n & (n - 1)) == 0) {
           std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
@@ -324,8 +328,9 @@ void Agent::on_synchronize(bool enter, bool whole_context) {
     // get their first durations and are ranked before their next launch.
     if (!rank_pending_.load(std::memory_order_relaxed) || !quiet_.wait_exit(whole_context)) return;
     if (finished_.load(std::memory_order_relaxed) || !trace_started_.load(std::memory_order_relaxed)) return;
-    // At most one per kQuietFlushGapNs: a family whose launches all fell in the trace's pauses
-    // (always-on's duty cycle) stays untraced and would ask again at every wait.
+    if (trace_.paused_now()) return;
+    // At most one per kQuietFlushGapNs: a flush costs the waiting thread, and a family whose
+    // launches keep coming back untraced would ask again at every wait.
     const uint64_t now = monotonic_now();
     const uint64_t last = last_quiet_flush_ns_.load(std::memory_order_relaxed);
     if (last != 0 && now - last < kQuietFlushGapNs) return;

@@ -67,6 +67,8 @@ class TraceFolder {
   void close();
   // Time spent paused (ended pauses), trace clock.
   [[nodiscard]] uint64_t paused_ns() const { return paused_ns_.load(std::memory_order_relaxed); }
+  // Whether the duty cycle has the trace paused now (always-on): launches leave no record.
+  [[nodiscard]] bool paused_now() const { return paused_.load(std::memory_order_relaxed); }
 
   [[nodiscard]] std::unique_lock<std::mutex> lock() const { return std::unique_lock<std::mutex>(mutex_); }
   [[nodiscard]] const triage::TimelineAccumulator& timeline_locked() const { return timeline_; }
@@ -185,7 +187,7 @@ class TraceFolder {
 
   // The duty cycle (the flush thread's alone): windows count from cycle_start_mono_ns_.
   uint64_t cycle_start_mono_ns_ = 0;
-  bool paused_ = false;
+  std::atomic<bool> paused_{false};  // written under gate_; read by launch callbacks too
   uint64_t paused_at_ns_ = 0;  // trace clock
   bool duty_noticed_ = false;  // the trace_duty notice is written once
 };

@@ -1491,3 +1491,29 @@ TEST_CASE("verdict_routed: classified, with the counters of routing and of the l
   none.classification = triage::Classification::kInconclusive;
   CHECK_FALSE(triage::verdict_routed(none, {}));
 }
+
+TEST_CASE("always-on: no forced flush at the application's waits while the duty cycle has the trace paused",
+          "[agent][always_on][trace_duty]") {
+  // A family first launched while the trace is paused leaves no record, so it stays untraced:
+  // flushing at each of the application's waits would cost the waiting thread for nothing, every
+  // 50 ms for as long as the pause lasts.
+  AgentConfig cfg = duty_config();
+  cfg.select = agent::SelectMode::kTop;  // as shipped: ranked by the trace
+  Service s = make_service("strided_load", cfg);
+  testing::FakePlatform& p = s.h->platform;
+  s.h->ag->set_paused(true);  // nothing profiled: only the trace's flushes count
+  serve(s, 10, 50'000'000);
+  p.synchronize(/*whole_context=*/true);
+  p.mono_ns += 1'000'000'000;  // past the traced second
+  REQUIRE(wait_for_trace(p, true));
+  const int before = p.forced_flushes.load();
+  const Captured other = capture_of("transpose");
+  for (int i = 0; i < 20; ++i) {
+    p.mono_ns += 60'000'000;  // more than the 50 ms between forced flushes
+    p.launch(make_launch(other.mangled.c_str(), ++s.launches, other.launch.grid, other.launch.block));
+    p.synchronize(/*whole_context=*/true);
+  }
+  CHECK(p.trace_paused.load());
+  CHECK(p.forced_flushes.load() == before);
+  s.h->ag->finish();
+}
