@@ -246,7 +246,7 @@ void Agent::on_module_loaded(const collectors::ModuleEvent& event) {
 bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
   try {
     if (finished_.load(std::memory_order_relaxed)) return false;
-    // Every launch is numbered, graph launches too: their kernels are in flight like any other.
+    // Every launch is counted, graph launches too: their kernels are in flight like any other.
     quiet_.launch(event.context_id, (event.context_id << 32) ^
                                         static_cast<uint64_t>(reinterpret_cast<uintptr_t>(event.stream)) ^
                                         (event.per_thread_stream ? 1U : 0U));
