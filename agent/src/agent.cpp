@@ -166,7 +166,7 @@ bool Agent::start() {
       } else {
         // Profiling still works by name; ranking needs the trace.
         std::string what = "the kernel trace could not start (" + t.message() + ")";
-        if (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare) {
+        if (ranks_by_trace()) {
           what += "; every kernel is profiled from its first launch instead of the top ones";
         }
         log_.warn(what);
@@ -247,9 +247,13 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
   try {
     if (finished_.load(std::memory_order_relaxed)) return false;
     // Every launch is counted, graph launches too: their kernels are in flight like any other.
-    quiet_.launch(event.context_id, (event.context_id << 32) ^
-                                        static_cast<uint64_t>(reinterpret_cast<uintptr_t>(event.stream)) ^
-                                        (event.per_thread_stream ? 1U : 0U));
+    // Only a ranking by the trace reads the count (on_synchronize): the shared counter stays off
+    // the launch path of every other selection.
+    if (ranks_by_trace()) {
+      quiet_.launch(event.context_id, (event.context_id << 32) ^
+                                          static_cast<uint64_t>(reinterpret_cast<uintptr_t>(event.stream)) ^
+                                          (event.per_thread_stream ? 1U : 0U));
+    }
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
       return graph_profiler_.enter(event);
@@ -275,8 +279,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
       // (on_synchronize). The unforced flush on its 2nd, 4th, 8th... launch (a few calls per
       // family at most) still brings in full buffers. Launches queued back to back without a
       // wait are ranked after them (the report says so; `cutriage run` runs the program again).
-      if (!family->traced.load(std::memory_order_relaxed) &&
-          (config_.select == SelectMode::kTop || config_.select == SelectMode::kShare)) {
+      if (!family->traced.load(std::memory_order_relaxed) && ranks_by_trace()) {
         // Not while the duty cycle has the trace paused: the launch leaves no record to flush,
         // and a family launched only then would ask at every wait.
         if (!rank_pending_.load(std::memory_order_relaxed) && !trace_.paused_now()) {

@@ -142,6 +142,10 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void set_inactive(wire::AgentState state, const std::string& detail);
   [[nodiscard]] wire::SessionInfo session_header(uint32_t segment_index);
   [[nodiscard]] uint64_t monotonic_now() const { return process_.monotonic_ns(); }
+  // The selection ranks families by their traced time (top:K, share:P).
+  [[nodiscard]] bool ranks_by_trace() const {
+    return config_.select == SelectMode::kTop || config_.select == SelectMode::kShare;
+  }
 
   AgentConfig config_;
   collectors::Platform& platform_;
