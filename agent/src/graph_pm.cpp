@@ -30,6 +30,10 @@ void GraphProfiler::after_node_sampling_locked(Target& t) const {
 }
 
 bool GraphProfiler::begin_node_sampling(const LaunchEvent& event, Target& t, uint64_t started_mono) {
+  // Samples are attributed through the launch's traced executions, which always-on's duty cycle
+  // does not record while it has the trace paused: a launch in the next traced window is sampled
+  // instead.
+  if (p_.trace.paused_now()) return false;
   std::string chip;
   if (std::optional<collectors::DeviceInfo> d = p_.devices.known(event.device)) chip = d->limits.chip;
   if (p_.always_on && !p_.always_on->admit_graph(CostKind::kPcSampling)) return false;

@@ -535,8 +535,10 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
   std::map<uint64_t, FamilyPmValues> pm;
   uint32_t pm_launch_samples = 0;
   std::optional<double> pm_span;
+  bool pm_untraced = false;  // the sampled launch has no traced execution (yet)
   if (t.pm_batch) {
     const std::vector<NodeExecution> executions = p_.trace.graph_launch_executions(t.pm_correlation_id);
+    pm_untraced = executions.empty();
     if (!executions.empty()) {
       pm = attribute_pm_samples(*t.pm_batch, executions);
       pm_launch_samples = samples_in_launch(*t.pm_batch, executions);
@@ -622,6 +624,9 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
           in.graph_scope->replays_profiled = 1;
         } else if (!t.pm_error.empty()) {
           pm_reason = t.pm_error;
+        } else if (pm_untraced) {
+          pm_reason = "PM sampling: the trace holds no execution of the sampled launch (graph launch " +
+                      std::to_string(t.pm_correlation_id) + ") yet, so its samples are not attributed";
         } else if (t.pm_batch && !pm.empty()) {
           const uint32_t n = own != pm.end() ? own->second.samples : 0;
           pm_reason = n < kMinNodeSamples

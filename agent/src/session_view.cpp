@@ -130,6 +130,16 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
       o.selection_detail = "profiled through CUDA graph " + std::to_string(g.graph_id) +
                            ": its counters are the whole graph launch's, over " + std::to_string(g.replays_profiled) +
                            " of the application's launches of it (CUPTI 13.0 cannot count one node)";
+      if (g.node_sampling) {
+        o.selection_detail = "profiled through CUDA graph " + std::to_string(g.graph_id) +
+                             ": its counters are its own PM samples over one of the graph's launches, not replayed";
+      }
+      o.direct_launches_before_rank = direct_launches_before_rank(k);
+      if (o.direct_launches_before_rank > 0) {
+        o.selection_detail += "; its " + std::to_string(o.direct_launches_before_rank) +
+                              " direct launches all came before its rank was known; `cutriage run` runs the program "
+                              "again with this ranking (CUTRIAGE_RANKING) to profile them";
+      }
     }
   } else if (k.not_replayable.load() > 0) {
     o.selection = S::kNotReplayable;
@@ -148,6 +158,7 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   } else if (f.graph_launches > 0 && 2 * f.graph_launches >= f.launches) {
     o.selection = f.graph_launches == f.launches ? S::kGraphOnly : S::kMostlyInGraphs;
     o.selection_detail = graph_detail_locked(k, f);
+    o.direct_launches_before_rank = direct_launches_before_rank(k);
   } else if (p_.always_on != nullptr && (k.ranked || p_.config.select == SelectMode::kAll)) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.rank) +
@@ -197,6 +208,16 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
     if (path < paths.size() && o.nvtx_paths.size() < 8) o.nvtx_paths.push_back(paths[path]);
   }
   return o;
+}
+
+uint64_t SessionView::direct_launches_before_rank(const Family& k) {
+  // Launched directly too (a warm-up before the capture, say), but only before the trace had
+  // ranked it: a run with this ranking profiles those launches for counters of its own. Not in a
+  // run that has an earlier ranking already.
+  const uint64_t callbacks = k.launches.load(std::memory_order_relaxed);
+  const uint64_t direct = callbacks - std::min(callbacks, k.stats.captured);
+  const bool before_rank = k.launches_when_ranked >= callbacks;
+  return k.ranked && k.earlier == nullptr && before_rank ? direct : 0;
 }
 
 std::string SessionView::graph_detail_locked(const Family& k, const triage::FamilyTimeStats& f) const {

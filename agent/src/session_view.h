@@ -69,6 +69,10 @@ class SessionView {
   // Launches the application made of a family (FamilyStats.application_launches); `f` may be null
   // (never traced).
   static uint64_t application_launches(const Family& k, const triage::FamilyTimeStats* f);
+  // FamilyStats.direct_launches_before_rank's count, for a family whose counters (if any) are
+  // its graph's: its direct launches when all came before its rank was known; 0 otherwise. The
+  // table's lock held.
+  static uint64_t direct_launches_before_rank(const Family& k);
   [[nodiscard]] wire::SessionEnd session_end(const std::string& state_detail) const;
   [[nodiscard]] std::vector<KernelSummary> kernels() const;
   [[nodiscard]] PromSnapshot prometheus_snapshot(uint64_t sampled_launches) const;

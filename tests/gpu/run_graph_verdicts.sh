@@ -38,8 +38,14 @@ run_one() {  # LABEL CMD...: the workload's own lines into the summary
   local rc=$?
   echo "$label: exit $rc, $(python3 -c "print('%.1f' % ($(date +%s.%N) - $s))") s: $(grep -E '^(graph_mlp|compile_reduce_overhead):' "$logs/$label.out") $(grep -E '_per_s=' "$logs/$label.err")" >>"$sum"
 }
-same() {  # A B: whether two runs printed the same output line
-  if [ "$(grep -E '^(graph_mlp|compile)' "$logs/$1.out")" = "$(grep -E '^(graph_mlp|compile)' "$logs/$2.out")" ]; then
+same() {  # A B: whether two runs printed the same output checksums (a `cutriage run` that ran the
+          # program again printed one line per run)
+  local a b
+  a=$(grep -oE 'sha256 [0-9a-f]+' "$logs/$1.out" | sort -u)
+  b=$(grep -oE 'sha256 [0-9a-f]+' "$logs/$2.out" | sort -u)
+  if [ -z "$a" ] || [ -z "$b" ]; then
+    echo "$1 vs $2: NO CHECKSUM printed" >>"$sum"
+  elif [ "$a" = "$b" ]; then
     echo "$1 vs $2: outputs identical" >>"$sum"
   else
     echo "$1 vs $2: outputs DIFFER" >>"$sum"

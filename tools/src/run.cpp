@@ -246,7 +246,13 @@ RerunNeed rerun_need(const ReadResult& r) {
     const bool older = f.selection() == v1::FamilyStats::SELECTION_TOO_FEW_LAUNCHES &&
                        f.selection_detail().find("not launched again after its rank was known") != std::string::npos &&
                        f.application_launches() == 0;
-    if (f.selection() != v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH && !older) continue;
+    // Counters of its graph only, its direct launches all before the ranking: the next run
+    // profiles those for counters of its own.
+    const bool graph_only_counters = f.direct_launches_before_rank() > 0;
+    if (f.selection() != v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH && !older && !graph_only_counters) {
+      continue;
+    }
+    if (graph_only_counters) ++need.graph_scoped;
     ++need.families;
     need.time_share += f.time_share();
     if (need.first.empty()) need.first = family_name(r, f.family_id());
@@ -511,7 +517,11 @@ int cmd_run(const RunOptions& o) {
           std::cerr << "cutriage run: " << terminal_safe(need.first, false)
                     << (need.families > 1 ? " and " + std::to_string(need.families - 1) + " more" : std::string())
                     << " (" << share << " of the GPU time) ran before the trace had ranked "
-                    << (need.families > 1 ? "them" : "it") << "; running " << o.app[0]
+                    << (need.families > 1 ? "them" : "it")
+                    << (need.graph_scoped > 0 ? " (" + std::to_string(need.graph_scoped) +
+                                                    " with only its graph's counters otherwise)"
+                                              : std::string())
+                    << "; running " << o.app[0]
                     << " again with this run's ranking (--rerun never: run once)\n";
         } else {
           std::cerr << "cutriage run: running " << o.app[0] << " again with this run's ranking (--rerun always)\n";

@@ -40,9 +40,11 @@ struct RunOptions {
 };
 
 // What the first run's file says about running the program again with its ranking: the families
-// ranked (selected) but never profiled because their launches were over before the ranking came.
+// ranked (selected) but never profiled because their launches were over before the ranking came,
+// and those whose direct launches were, leaving them only their graph's counters.
 struct RerunNeed {
   uint32_t families = 0;
+  uint32_t graph_scoped = 0;  // of them, those with only their graph's counters (direct launches unprofiled)
   double time_share = 0;  // theirs, summed
   std::string first;      // the first one's name, for the message
 };

@@ -738,6 +738,7 @@ std::string RecordEncoder::trace_summary(const TraceSummary& summary) {
           if (!n.capture_nvtx_path.empty()) put_u64(gn, GN::kCaptureNvtxPathIid, capture_paths[n.capture_nvtx_path]);
         }
         put_u64(fs, FS::kApplicationLaunches, o->second.application_launches);
+        put_u64(fs, FS::kDirectLaunchesBeforeRank, o->second.direct_launches_before_rank);
       }
     }
     for (const triage::DeviceTimeStats& d : t.devices) {

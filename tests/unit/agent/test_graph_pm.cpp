@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_harness.h"
@@ -220,6 +222,67 @@ TEST_CASE("graph PM: a failing PM enable gives a reason, the graph's counters st
     replay(h, correlation, 40);
     h.ag->finish();
     CHECK(h.platform.stats.pm_begins.load() == 0);
+  }
+}
+
+namespace {
+
+// Waits (up to 4 s) for the flush thread to bring the trace to `paused`.
+bool wait_for_trace(FakePlatform& p, bool paused) {
+  for (int i = 0; i < 2000 && p.trace_paused.load() != paused; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return p.trace_paused.load() == paused;
+}
+
+}  // namespace
+
+TEST_CASE("graph PM: always-on samples a launch only while the trace runs, whose executions the samples need",
+          "[agent][graphs][pm][trace_duty]") {
+  Run run;
+  AgentConfig c = top(3);
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.budget_fraction = 0.2;
+  c.summary = false;
+  c.trace_flush_ms = 5;  // the flush thread switches the trace: on 1 s of every 4 s
+  c.trace_duty = 0.25;
+  c.trace_period_s = 4;
+  Harness h(c, run.counters());
+  set_pm_values(h.platform.config);
+  const uint64_t start = h.platform.mono_ns.load();
+  REQUIRE(h.ag->start());
+  uint64_t correlation = 100;
+  // The first traced second: the graph is traced, ranked and bridged to its exec.
+  for (int i = 0; i < 20; ++i) {
+    replay(h, correlation, 1);
+    h.platform.mono_ns += 10'000'000;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // The pause: the counter stages go on over the application's launches (they read no trace),
+  // but a PM-sampled launch there would have no executions to attribute its samples to.
+  h.platform.mono_ns = start + 1'500'000'000;
+  REQUIRE(wait_for_trace(h.platform, true));
+  const int begins_before = h.platform.stats.begins.load();
+  for (int i = 0; i < 2000; ++i) {  // two seconds of replays, a millisecond apart
+    replay(h, correlation, 1);
+    h.platform.mono_ns += 1'000'000;
+  }
+  CHECK(h.platform.stats.begins.load() > begins_before);  // the stages ran in the pause
+  CHECK(h.platform.stats.pm_begins.load() == 0);
+  // The next traced window: one launch sampled, and attributed.
+  h.platform.mono_ns = start + 4'100'000'000;
+  REQUIRE(wait_for_trace(h.platform, false));
+  replay(h, correlation, 5);
+  h.ag->finish();
+  CHECK(h.platform.stats.pm_begins.load() == 1);
+  tools::ReadResult r = h.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  for (const char* name : {kNorm, kGelu}) {
+    INFO(name);
+    const v1::KernelProfile* k = record_of(r, ks, name);
+    REQUIRE(k != nullptr);
+    REQUIRE(k->has_graph_scope());
+    CHECK(k->graph_scope().has_node_sampling());
   }
 }
 

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "agent_harness.h"
+#include "file_reader.h"
 #include "report.h"
+#include "run.h"
 
 using namespace cutriage;
 using namespace cutriage::testing;
@@ -64,6 +66,16 @@ const v1::KernelProfile* record_of(const tools::ReadResult& r, const std::vector
                                    const std::string& mangled) {
   for (const v1::KernelProfile* k : ks) {
     if (tools::lookup(r, k->mangled_name_iid()) == mangled) return k;
+  }
+  return nullptr;
+}
+
+const v1::FamilyStats* family_stats(const tools::ReadResult& r, const std::string& mangled) {
+  const v1::TraceSummary* s = tools::trace_summary(r);
+  REQUIRE(s != nullptr);
+  for (const v1::FamilyStats& f : s->families()) {
+    const v1::KernelFamily* k = tools::find_family(r, f.family_id());
+    if (k != nullptr && tools::lookup(r, k->mangled_name_iid()) == mangled) return &f;
   }
   return nullptr;
 }
@@ -187,6 +199,46 @@ TEST_CASE("graphs: a kernel launched directly keeps the counters of its own laun
       CHECK(!k->has_graph_scope());
     }
   }
+  // Its direct launch came after its rank: a second run has nothing to add.
+  const v1::FamilyStats* g = family_stats(r, kGemm);
+  REQUIRE(g != nullptr);
+  CHECK(g->direct_launches_before_rank() == 0);
+  CHECK(tools::rerun_need(r).families == 0);
+}
+
+TEST_CASE("graphs: a kernel launched directly only before its rank was known asks for a run with the ranking",
+          "[agent][graphs]") {
+  GraphRun run;
+  Harness h(top(2), run.counters());
+  // A warm-up launch of the GEMM before the capture, its record back only with the graph's (as a
+  // warm-up right before a capture has it): ranked after it. Then the graph, profiled as a whole.
+  h.platform.config.deliver_each_launch = false;
+  h.platform.config.durations_ns[kGemm] = 800000;
+  REQUIRE(h.ag->start());
+  uint64_t correlation = 100;
+  h.platform.launch(make_launch(kGemm, ++correlation, {132, 1, 1}, {256, 1, 1}));
+  replay(h, correlation, 40);
+  h.platform.deliver();
+  h.ag->finish();
+
+  tools::ReadResult r = h.read();
+  const v1::KernelProfile* gemm = record_of(r, kernel_records(r), kGemm);
+  REQUIRE(gemm != nullptr);
+  REQUIRE(gemm->has_graph_scope());  // its counters are the graph's only
+  const v1::FamilyStats* g = family_stats(r, kGemm);
+  REQUIRE(g != nullptr);
+  CHECK(g->selection() == v1::FamilyStats::SELECTION_PROFILED);
+  CHECK(g->direct_launches_before_rank() == 1);
+  CHECK(g->selection_detail().find("its 1 direct launches all came before its rank was known") != std::string::npos);
+  // Never launched directly: nothing a second run could add.
+  const v1::FamilyStats* norm = family_stats(r, kNorm);
+  REQUIRE(norm != nullptr);
+  CHECK(norm->direct_launches_before_rank() == 0);
+  // `cutriage run --rerun auto` runs the program again for it.
+  const tools::RerunNeed need = tools::rerun_need(r);
+  CHECK(need.families == 1);
+  CHECK(need.graph_scoped == 1);
+  CHECK(need.first == tools::family_name(r, g->family_id()));
 }
 
 TEST_CASE("graphs: always-on profiles a ranked graph within its budget, stages spaced by their cost",

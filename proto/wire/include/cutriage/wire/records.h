@@ -268,6 +268,7 @@ struct FamilyOutcome {
   std::vector<std::string> nvtx_paths;  // most launches first
   std::vector<GraphNodeRef> graph_nodes;  // most time first, at most 8
   uint64_t application_launches = 0;  // FamilyStats.application_launches
+  uint64_t direct_launches_before_rank = 0;  // FamilyStats.direct_launches_before_rank
 };
 
 // RankingSource in the schema: the earlier run whose ranking chose this run's families.
