@@ -49,6 +49,10 @@ struct Family {
   // The launch fast path's view (atomics).
   std::atomic<uint64_t> launches{0};        // launch callbacks seen
   std::atomic<uint64_t> not_replayable{0};  // cooperative or communication launches
+  // Launches that reached the selection and were let pass: the process's first matching launches
+  // (CUTRIAGE_LAUNCH_SKIP), and those made outside the NVTX filter. The report's reasons.
+  std::atomic<uint64_t> skipped{0};
+  std::atomic<uint64_t> nvtx_excluded{0};
   std::atomic<bool> candidate{false};       // the next launch goes through the selection
   std::atomic<bool> traced{false};          // an execution has been traced (durations known)
   // Always-on: its launches skip the selection until then (monotonic ns): it waits for a switch

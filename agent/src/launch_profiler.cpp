@@ -115,7 +115,10 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
     const uint64_t started_mono = p_.always_on ? entered : 0;
     LaunchEvent event = fast_event;
     p_.platform.fill_launch_details(event);
-    if (!p_.nvtx.allows(p_.config.nvtx_include, p_.config.nvtx_exclude)) return false;
+    if (!p_.nvtx.allows(p_.config.nvtx_include, p_.config.nvtx_exclude)) {
+      family.nvtx_excluded.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
     if (single_pass_ != nullptr && event.launch && family.resume_pending.load(std::memory_order_relaxed)) {
       // The record of a family resumed here routes on this process's launch (Decision 1's
       // occupancy needs the function's registers and shared memory); once per resumed family.

@@ -42,7 +42,10 @@ Selection Selector::select(const collectors::LaunchEvent& event, uint64_t launch
     return {};
   }
   if (f->resumed_record) update_candidate_locked(*f);
-  if (!deep && matching_launches_.load() <= config_.launch_skip) return {};
+  if (!deep && matching_launches_.load() <= config_.launch_skip) {
+    f->skipped.fetch_add(1, std::memory_order_relaxed);
+    return {};
+  }
   if (event.cooperative || f->names->no_replay) {
     // Record why, once, without profiling (counted on the fast path). Never sampled either:
     // kernel-serialized sampling would serialize a kernel whose blocks or peers wait on each other.

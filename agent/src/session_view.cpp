@@ -169,8 +169,8 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   } else if (k.ranked && k.earlier != nullptr) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.earlier->rank) +
-                         " by the earlier run (CUTRIAGE_RANKING), but none of its launches in this run could be "
-                         "profiled (captured, skipped or limited)";
+                         " by the earlier run (CUTRIAGE_RANKING), but none of its launches in this run was "
+                         "profiled" + unprofiled_launches_locked(k);
   } else if (k.ranked && k.launches_when_ranked > 0 &&
              k.launches_when_ranked >= k.launches.load(std::memory_order_relaxed)) {
     o.selection = S::kRankedAfterLastLaunch;
@@ -180,12 +180,20 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
                          "again with this ranking (CUTRIAGE_RANKING) to profile it from its first launch";
   } else if (k.ranked || p_.config.select == SelectMode::kAll) {
     o.selection = S::kTooFewLaunches;
-    o.selection_detail = "ranked #" + std::to_string(k.rank) +
-                         " but not launched again after its rank was known (or its launches were "
-                         "captured, skipped or limited); CUTRIAGE_SELECT=all profiles from the first launch";
-    if (!p_.config.nvtx_include.empty() || !p_.config.nvtx_exclude.empty()) {
-      o.selection_detail += "; the NVTX filter may have excluded its launches";
+    const uint64_t callbacks = k.launches.load(std::memory_order_relaxed);
+    const uint64_t after = callbacks - std::min(callbacks, k.launches_when_ranked);
+    o.selection_detail = "ranked #" + std::to_string(k.rank);
+    if (p_.config.select == SelectMode::kAll) {
+      o.selection_detail = "selected from its first launch (CUTRIAGE_SELECT=all), but none of its " +
+                           std::to_string(callbacks) + " launches was profiled";
+    } else if (after == 0) {
+      o.selection_detail += " but not launched again after its rank was known; CUTRIAGE_SELECT=all profiles from "
+                            "the first launch";
+    } else {
+      o.selection_detail += "; " + std::to_string(after) + " of its launches came after its rank was known, none "
+                            "profiled";
     }
+    o.selection_detail += unprofiled_launches_locked(k);
   } else if (p_.earlier.loaded()) {
     o.selection = S::kNotRanked;
     o.selection_detail = k.earlier == nullptr
@@ -236,12 +244,31 @@ std::string SessionView::graph_detail_locked(const Family& k, const triage::Fami
     } else if (k.launches_when_ranked >= callbacks) {
       d += "; its direct launches all came before its rank was known";
     } else {
-      d += "; its direct launches after its rank was known were captured, skipped or limited";
+      d += "; " + std::to_string(callbacks - std::min(callbacks, k.launches_when_ranked)) +
+           " of its direct launches came after its rank was known, none profiled";
     }
   }
+  return d + unprofiled_launches_locked(k);
+}
+
+std::string SessionView::unprofiled_launches_locked(const Family& k) const {
+  // Each count is the family's own, over the whole run.
+  std::string d;
   if (k.stats.captured > 0) {
     d += "; " + std::to_string(k.stats.captured) + " of its launches were made into a capturing stream (they run "
          "only when the graph is launched)";
+  }
+  if (const uint64_t n = k.skipped.load(std::memory_order_relaxed); n > 0) {
+    d += "; " + std::to_string(n) + " were skipped (CUTRIAGE_LAUNCH_SKIP=" + std::to_string(p_.config.launch_skip) +
+         ": the process's first matching launches)";
+  }
+  if (const uint64_t n = k.nvtx_excluded.load(std::memory_order_relaxed); n > 0) {
+    d += "; " + std::to_string(n) + " were made outside the NVTX filter";
+  }
+  const uint64_t started = p_.families.totals_locked().profiles_started;
+  if (p_.config.launch_count > 0 && started >= p_.config.launch_count) {
+    d += "; CUTRIAGE_LAUNCH_COUNT=" + std::to_string(p_.config.launch_count) +
+         " was reached (no launch is profiled after that many)";
   }
   return d;
 }

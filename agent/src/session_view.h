@@ -73,6 +73,10 @@ class SessionView {
   // its graph's: its direct launches when all came before its rank was known; 0 otherwise. The
   // table's lock held.
   static uint64_t direct_launches_before_rank(const Family& k);
+  // "; N of its launches were ..." for each way its launches went unprofiled that the run counted
+  // (captured, skipped, outside the NVTX filter, the launch count reached); empty when none did.
+  // The table's lock held.
+  std::string unprofiled_launches_locked(const Family& k) const;
   [[nodiscard]] wire::SessionEnd session_end(const std::string& state_detail) const;
   [[nodiscard]] std::vector<KernelSummary> kernels() const;
   [[nodiscard]] PromSnapshot prometheus_snapshot(uint64_t sampled_launches) const;

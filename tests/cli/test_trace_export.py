@@ -244,9 +244,37 @@ def check_events(where, recs, events, processes, threads):
     check(where, set(placed) == want_placed and all(n == 1 for n in placed.values()),
           f"profiled launches without an execution: want {sorted(want_placed)[:5]}, "
           f"drawn {sorted(placed.items())[:5]}")
-    x_events = sum(1 for e in events if e["ph"] == "X" and not e["args"].get("placed"))
+    x_events = sum(1 for e in events if e["ph"] == "X" and not e["args"].get("placed") and e.get("cat") != "graph")
     check(where, x_events == len(recs.kernels) + len(recs.copies) + len(recs.ranges),
           f"{x_events} events for {len(recs.kernels)} kernels, {len(recs.copies)} copies, {len(recs.ranges)} ranges")
+
+    # Each CUDA graph launch is one "graph" slice on its graph's track, spanning its nodes.
+    launches = {}
+    for kind, items in (("kernels", recs.kernels), ("copies", recs.copies)):
+        for x in items:
+            g = int(x.get("graphId", 0))
+            if g == 0:
+                continue
+            dev = recs.family_device(u64(x, "familyId")) if kind == "kernels" else int(x.get("device", 0))
+            span = launches.setdefault((dev, g, u64(x, "correlationId")), {"start": None, "end": 0, "kernels": 0, "copies": 0})
+            start, end = u64(x, "startNs") - recs.origin, u64(x, "endNs") - recs.origin
+            span["start"] = start if span["start"] is None else min(span["start"], start)
+            span["end"] = max(span["end"], end)
+            span[kind] += 1
+    drawn = {}
+    for e in events:
+        if e["ph"] != "X" or e.get("cat") != "graph":
+            continue
+        a = e["args"]
+        check(where, threads.get((e["pid"], e["tid"]), "").startswith(f"CUDA graph {a['graph_id']} (its launches)"),
+              f"graph slice on thread {threads.get((e['pid'], e['tid']))!r}: {e}")
+        drawn[(device_of(e["pid"]), a["graph_id"], a["correlation_id"])] = (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]),
+                                                                             a["kernels"], a["copies"])
+    check(where, set(drawn) == set(launches), f"graph launches drawn {sorted(drawn)[:5]}, want {sorted(launches)[:5]}")
+    for key, want in launches.items():
+        if key in drawn:
+            check(where, drawn[key] == (want["start"], want["end"], want["kernels"], want["copies"]),
+                  f"graph launch {key}: drawn {drawn[key]}, want {want}")
 
 
 def check_synthetic(where, recs, doc, events, processes, threads):

@@ -9,7 +9,8 @@
 #   PHASE=always bash tests/gpu/run_graph_verdicts.sh   # always-on at the default budget: the MLP
 #                                                       # loop timed plain and under the agent
 #   PHASE=always-compile bash ...                       # the same for torch.compile reduce-overhead
-# On the device, carry .carry (protozero headers). AO_SECONDS (default 240) sets the always-on run.
+# On the device, carry .carry (protozero headers). AO_SECONDS (default 240) sets the always-on run,
+# PLAIN_SECONDS (default 60) the plain timed run it is compared with.
 set -u -o pipefail
 out="${OUT:-$PWD/gpu-out}"
 mkdir -p "$out"
@@ -102,7 +103,7 @@ if [ "$phase" = always ] || [ "$phase" = always-compile ]; then
     export TORCHINDUCTOR_CACHE_DIR="$logs/inductor"
     run_one c.fill python3 "$w/$wl.py" 50
   fi
-  run_one "$name.plain.timed" python3 "$w/$wl.py" 0 60
+  run_one "$name.plain.timed" python3 "$w/$wl.py" 0 "${PLAIN_SECONDS:-60}"
   run_one "$name.ao" env CUTRIAGE_MODE=always-on CUTRIAGE_TRACE_MAX_EVENTS=20000 CUTRIAGE_LOG_LEVEL=info \
     CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run -o "$out/$name-always-on.pb" -- python3 "$w/$wl.py" 0 "$secs"
   verdicts "$out/$name-always-on.pb"

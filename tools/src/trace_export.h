@@ -13,7 +13,10 @@
 // A track never holds events that overlap without nesting (Perfetto would drop them): kernels of
 // one stream that ran at the same time (nodes of one CUDA graph) go to extra threads
 // "stream 7 (concurrent 2)"; NVTX ranges that cross instead of nesting (start/end ranges) to
-// "thread 1234 (overlapping 2)". Profiled launches (replayed: their durations include the
+// "thread 1234 (overlapping 2)". Each CUDA graph launch is also one slice (category "graph") on
+// its graph's track in the GPU's process, "CUDA graph 2 (its launches)", from its first node's
+// start to its last node's end, with its kernels, copies and kernel time in its args; these
+// slices come after the other events. Profiled launches (replayed: their durations include the
 // profiler's replay) carry the category "profiled" and "replayed": true in their args. Files of
 // agents before 2026-12-01 hold no execution of a profiled launch (CUPTI delivers its record
 // without timestamps and those agents dropped it): such a launch is drawn from its KernelProfile
@@ -39,6 +42,7 @@ struct TraceExportStats {
   uint64_t nvtx_ranges = 0;
   uint64_t extra_tracks = 0;  // overflow threads for overlapping events (see above)
   uint64_t trace_pauses = 0;  // pauses of a duty-cycled trace, on the "cutriage" track
+  uint64_t graph_launches = 0;  // CUDA graph launches drawn as workloads on their graphs' tracks
   // Profiled launches without an execution in the trace (files of agents before 2026-12-01),
   // drawn from their KernelProfile records in the gap their replay left; and those left out
   // (no other event on their stream to place them by).

@@ -142,7 +142,43 @@ TEST_CASE("session view: outcomes say why a family was not profiled", "[componen
     CHECK_FALSE(rig.launch(make_launch("ranked_skipped", 2)));
     const wire::FamilyOutcome o = outcome(rig.view.trace_summary(), id_of(rig, "ranked_skipped"));
     CHECK(o.selection == S::kTooFewLaunches);
-    CHECK(o.selection_detail.find("captured, skipped or limited") != std::string::npos);
+    // The reason, exact: how many came after the rank, and what happened to them.
+    CHECK(o.selection_detail.find("ranked #1; 1 of its launches came after its rank was known, none profiled") !=
+          std::string::npos);
+    CHECK(o.selection_detail.find("; 1 were skipped (CUTRIAGE_LAUNCH_SKIP=100") != std::string::npos);
+    CHECK(o.selection_detail.find("capturing stream") == std::string::npos);
+    CHECK(o.selection_detail.find("CUTRIAGE_LAUNCH_COUNT") == std::string::npos);
+  }
+  SECTION("select=top: ranked, and its later launches captured into a graph") {
+    AgentConfig c = deep(agent::SelectMode::kTop);
+    c.select_top = 1;
+    ComponentRig rig(c);
+    started(rig);
+    (void)rig.count_launch(make_launch("ranked_captured", 1));
+    trace(rig, "ranked_captured", 1, 50000);
+    collectors::LaunchEvent captured = make_launch("ranked_captured", 2);
+    captured.stream_capturing = true;
+    CHECK_FALSE(rig.launch(captured));
+    const wire::FamilyOutcome o = outcome(rig.view.trace_summary(), id_of(rig, "ranked_captured"));
+    CHECK(o.selection == S::kTooFewLaunches);
+    CHECK(o.selection_detail.find("; 1 of its launches were made into a capturing stream") != std::string::npos);
+    CHECK(o.selection_detail.find("skipped") == std::string::npos);
+  }
+  SECTION("select=top: ranked, its later launches past CUTRIAGE_LAUNCH_COUNT") {
+    AgentConfig c = deep(agent::SelectMode::kTop);
+    c.select_top = 2;
+    c.launch_count = 1;
+    ComponentRig rig(c);
+    started(rig);
+    (void)rig.count_launch(make_launch("first_profiled", 1));
+    (void)rig.count_launch(make_launch("second_limited", 2));
+    trace(rig, "first_profiled", 1, 50000);
+    trace(rig, "second_limited", 1, 40000);
+    CHECK(rig.launch(make_launch("first_profiled", 3)));  // takes the one launch the count allows
+    CHECK_FALSE(rig.launch(make_launch("second_limited", 4)));
+    const wire::FamilyOutcome o = outcome(rig.view.trace_summary(), id_of(rig, "second_limited"));
+    CHECK(o.selection == S::kTooFewLaunches);
+    CHECK(o.selection_detail.find("CUTRIAGE_LAUNCH_COUNT=1 was reached") != std::string::npos);
   }
   SECTION("launched only from graphs") {
     ComponentRig rig(deep(agent::SelectMode::kAll));

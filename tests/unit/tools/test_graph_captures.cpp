@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "catch.h"
@@ -15,6 +16,7 @@
 #include "file_reader.h"
 #include "record_support.h"
 #include "report.h"
+#include "trace_export.h"
 
 using namespace cutriage;
 
@@ -232,4 +234,32 @@ TEST_CASE("graph captures: always-on at the default budget completes the graph's
     ++checked;
   }
   CHECK(checked == 3);
+}
+
+TEST_CASE("graph captures: the trace export draws each graph launch as one workload on its graph's track",
+          "[graphs][h200][trace_export]") {
+  // graph_mlp in deep mode: 300 launches of a 12-kernel graph, 20 of them profiled (19 counter
+  // passes and the PC-sampled launch); the summary's replays leave the profiled ones out.
+  const tools::ReadResult r = load("graph_mlp-deep.pb");
+  const v1::TraceSummary& s = summary_of(r);
+  REQUIRE(s.graphs_size() == 1);
+  const uint64_t replays = s.graphs(0).replays();
+  std::ostringstream out;
+  tools::TraceExportStats stats;
+  REQUIRE(!tools::export_chrome_trace(r, out, &stats).has_value());
+  const std::string text = out.str();
+  auto count = [&text](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(stats.graph_launches == 300);
+  CHECK(count("\"cat\":\"graph\"") == 300);
+  CHECK(count("\"name\":\"graph 2\",\"cat\":\"graph\",\"args\":{\"graph_id\":2,") == 300);
+  CHECK(count("\"kernels\":12,") == 300);
+  CHECK(count("\"profiled\":true") == 300 - replays);
+  CHECK(300 - replays == 20);
+  // One track, no overlapping launches: no extra lane.
+  CHECK(count("\"name\":\"CUDA graph 2 (its launches)\"") == 1);
+  CHECK(count("CUDA graph 2 (its launches) (concurrent") == 0);
 }
