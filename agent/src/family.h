@@ -72,6 +72,7 @@ struct Family {
   bool ranked = false;
   uint32_t rank = 0;   // 1-based rank by traced GPU time; 0 = not ranked yet
   uint64_t launches_when_ranked = 0;  // launch callbacks seen when it was first ranked (the report's reasons)
+  uint64_t captured_when_ranked = 0;  // of them, made into a capturing stream
   double share = 0.0;  // its share of the traced GPU time (always-on's switches)
   // CUTRIAGE_RANKING's entry for it (owned by EarlierRanking, set at creation); null: none.
   const wire::RankedFamily* earlier = nullptr;

@@ -214,6 +214,7 @@ void Selector::apply_ranking(const triage::TimelineAccumulator& timeline) {
       f->ranked = config_.select == SelectMode::kTop ? i < config_.select_top : f->share >= config_.select_min_share;
       if (f->ranked && !was_ranked && f->launches_when_ranked == 0) {
         f->launches_when_ranked = f->launches.load(std::memory_order_relaxed);
+        f->captured_when_ranked = f->stats.captured;
       }
     }
     if (ranks || deep_) update_candidate_locked(*f);

@@ -217,6 +217,15 @@ TEST_CASE("graphs: a kernel launched directly only before its rank was known ask
   REQUIRE(h.ag->start());
   uint64_t correlation = 100;
   h.platform.launch(make_launch(kGemm, ++correlation, {132, 1, 1}, {256, 1, 1}));
+  SECTION("the capture comes before the ranking") {}
+  SECTION("the ranking comes between the warm-up and the capture") {
+    // The capture's launch of the GEMM is a launch callback after the rank, but not a direct one.
+    h.platform.deliver();
+    h.ag->flush();
+    collectors::LaunchEvent captured = make_launch(kGemm, ++correlation, {132, 1, 1}, {256, 1, 1});
+    captured.stream_capturing = true;
+    h.platform.launch(captured);
+  }
   replay(h, correlation, 40);
   h.platform.deliver();
   h.ag->finish();
