@@ -197,23 +197,27 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
     // minutes while the switches went to four smaller families' routing groups).
     bool routing_wanted = false;
     for (size_t g = 0; g < n_groups; ++g) routing_wanted = routing_wanted || demand.unrouted_weight[g] > 0;
-    size_t best_score = 0;
+    std::vector<size_t> ranked;
     for (size_t g = 0; g < n_groups; ++g) {
       if (own[g] == 0 && demand.counters[g] == 0) continue;  // nobody's
       if (routing_wanted && demand.unrouted_weight[g] == 0) continue;
-      const size_t score = own[g] + demand.counters[g];
-      bool better = best < 0;
-      if (!better) {
-        const auto b = static_cast<size_t>(best);
-        better = demand.unrouted_weight[g] != demand.unrouted_weight[b] ? demand.unrouted_weight[g] > demand.unrouted_weight[b]
-                 : demand.weight[g] != demand.weight[b]                 ? demand.weight[g] > demand.weight[b]
-                 : score != best_score                                  ? score > best_score
-                                                                        : own[g] > own[b];
-      }
-      if (better) {
-        best = static_cast<int>(g);
-        best_score = score;
-      }
+      ranked.push_back(g);
+    }
+    // Best first; equals keep the groups' order.
+    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t g, size_t b) {
+      const size_t score_g = own[g] + demand.counters[g];
+      const size_t score_b = own[b] + demand.counters[b];
+      return demand.unrouted_weight[g] != demand.unrouted_weight[b] ? demand.unrouted_weight[g] > demand.unrouted_weight[b]
+             : demand.weight[g] != demand.weight[b]                 ? demand.weight[g] > demand.weight[b]
+             : score_g != score_b                                   ? score_g > score_b
+                                                                    : own[g] > own[b];
+    });
+    // CUTRIAGE_REPLICA=K/N: replica K takes the group K/N of the way down the ranking, so that the
+    // replicas of a service measure different groups at once (their files merged by `cutriage
+    // merge`); replica 0, and a process alone, takes the best.
+    if (!ranked.empty()) {
+      const size_t at = static_cast<size_t>(config_.replica_index) * ranked.size() / std::max(config_.replica_count, 1U);
+      best = static_cast<int>(ranked[std::min(at, ranked.size() - 1)]);
     }
     if (best < 0 || own[static_cast<size_t>(best)] == 0) {
       // Another family's group comes first: the switch is left to that family's launch.

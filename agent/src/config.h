@@ -176,6 +176,11 @@ struct AgentConfig {
   // Always-on and application replay: an earlier output of the program to resume the families'
   // counters from (empty: off).
   std::string resume_path;
+  // Always-on: this process is replica `replica_index` of `replica_count` of one service. Its group
+  // switches start at its own place in each choice's ranked groups, so that the replicas measure
+  // different groups at once and `cutriage merge` assembles the fleet's counters sooner (1: alone).
+  uint32_t replica_index = 0;
+  uint32_t replica_count = 1;
   // Deep captures on request (cutriage_request_deep_capture, the control file, the signal).
   std::string control_file;  // polled by the flush thread; empty: off
   ControlSignal control_signal = ControlSignal::kOff;

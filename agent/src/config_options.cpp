@@ -183,7 +183,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 44> kOptions = {{
+const std::array<Option, 45> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -477,6 +477,22 @@ const std::array<Option, 44> kOptions = {{
       "missing file starts afresh"},
      "a file path",
      [](std::string_view v, AgentConfig& c) { return apply_path(v, c.resume_path); }},
+    {{"CUTRIAGE_REPLICA", "--replica", "K/N", "(off)",
+      "always-on: this process is replica K (from 0) of N of one service; each replica takes its metric "
+      "groups in another order, so that N replicas measure different groups at once and `cutriage merge` "
+      "of their files assembles each family's counters up to N times sooner"},
+     "K/N with N from 1 to 1024 and K from 0 to N-1, such as 0/4 or 3/4",
+     [](std::string_view v, AgentConfig& c) {
+       const std::string_view t = trim(v);
+       const size_t slash = t.find('/');
+       if (slash == std::string_view::npos) return bad();
+       const std::optional<uint64_t> k = parse_unsigned(t.substr(0, slash), 1023);
+       const std::optional<uint64_t> n = parse_unsigned(t.substr(slash + 1), 1024);
+       if (!k || !n || *n < 1 || *k >= *n) return bad();
+       c.replica_index = static_cast<uint32_t>(*k);
+       c.replica_count = static_cast<uint32_t>(*n);
+       return ok();
+     }},
     {{"CUTRIAGE_CONTROL_FILE", "--control-file", "PATH", "(off)",
       "a file the agent checks every trace flush; writing \"deep [SECONDS] [TARGET]\" to it requests a "
       "deep capture (the agent deletes it when read)"},

@@ -1517,3 +1517,37 @@ TEST_CASE("always-on: no forced flush at the application's waits while the duty 
   CHECK(p.forced_flushes.load() == before);
   s.h->ag->finish();
 }
+
+TEST_CASE("always-on: replicas take their metric groups in different orders, so that together they measure more",
+          "[agent][always_on][replica]") {
+  // Replicas of one service (CUTRIAGE_REPLICA=K/N), each for the same short stretch of traffic:
+  // the groups each one configured, in order.
+  auto groups_of = [](uint32_t index, uint32_t count) {
+    AgentConfig c = always_on(0.01);
+    c.replica_index = index;
+    c.replica_count = count;
+    Service s = make_service("strided_load", c);
+    serve(s, 40, 1'000'000'000);
+    s.h->ag->finish();
+    std::vector<std::vector<std::string>> begun;
+    std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+    for (const auto& metrics : s.h->platform.stats.begin_metrics) {
+      if (begun.empty() || begun.back() != metrics) begun.push_back(metrics);
+    }
+    return begun;
+  };
+  const auto alone = groups_of(0, 1);
+  const auto first = groups_of(0, 2);
+  const auto second = groups_of(1, 2);
+  REQUIRE(alone.size() >= 2);
+  REQUIRE(second.size() >= 2);
+  CHECK(first == alone);  // replica 0 takes the best group, as a process alone does
+  CHECK(second.front() != first.front());
+  // Together they configured more distinct groups than either alone in the same time.
+  const std::set<std::vector<std::string>> a(first.begin(), first.end());
+  const std::set<std::vector<std::string>> b(second.begin(), second.end());
+  std::set<std::vector<std::string>> both = a;
+  both.insert(b.begin(), b.end());
+  INFO("replica 0: " << a.size() << " groups, replica 1: " << b.size() << ", together " << both.size());
+  CHECK(both.size() > std::max(a.size(), b.size()));
+}

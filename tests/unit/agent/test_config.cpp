@@ -83,6 +83,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_PC_SAMPLING_INTERVAL") return "0";
   if (env == "CUTRIAGE_RELEASE_MS") return "0";
   if (env == "CUTRIAGE_RESUME") return "/var/log/svc/cutriage.pb";
+  if (env == "CUTRIAGE_REPLICA") return "1/4";
   if (env == "CUTRIAGE_RANKING") return "/tmp/first-run.pb";
   if (env == "CUTRIAGE_CONTROL_FILE") return "/run/svc/cutriage.control";
   if (env == "CUTRIAGE_CONTROL_SIGNAL") return "usr2";
@@ -180,6 +181,12 @@ TEST_CASE("config: every option is parsed", "[config]") {
   CHECK_FALSE(c.summary);
   CHECK(c.thresholds_file == "my thresholds.txt");
   CHECK(c.prometheus_dcgm_labels);
+  CHECK(c.replica_index == 0);  // alone unless told
+  CHECK(c.replica_count == 1);
+  const ConfigResult replica = parse_config({{"CUTRIAGE_REPLICA", " 3/8 "}});
+  REQUIRE(replica.ok());
+  CHECK(replica.config.replica_index == 3);
+  CHECK(replica.config.replica_count == 8);
 }
 
 TEST_CASE("config: booleans accept every spelling, any case, surrounding whitespace", "[config]") {
@@ -272,6 +279,12 @@ TEST_CASE("config: each bad value is one error naming the variable, the value an
       {"CUTRIAGE_LOG_LEVEL", "verbose", "off, error, warn, info or debug"},
       {"CUTRIAGE_LOG_FILE", "  ", "a file path"},
       {"CUTRIAGE_THRESHOLDS", " ", "a file path"},
+      {"CUTRIAGE_REPLICA", "4/4", "K/N with N from 1 to 1024 and K from 0 to N-1"},
+      {"CUTRIAGE_REPLICA", "3", "K/N with N from 1 to 1024"},
+      {"CUTRIAGE_REPLICA", "0/0", "K/N with N from 1 to 1024"},
+      {"CUTRIAGE_REPLICA", "1/2000", "K/N with N from 1 to 1024"},
+      {"CUTRIAGE_REPLICA", "-1/4", "K/N with N from 1 to 1024"},
+      {"CUTRIAGE_REPLICA", "1.5/4", "K/N with N from 1 to 1024"},
   };
   for (const Case& c : cases) {
     INFO(c.env << "=" << c.value);
@@ -438,7 +451,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 44);
+  REQUIRE(options.size() == 45);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -492,6 +505,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.control_file != d.control_file || c.control_signal != d.control_signal ||
                          c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target ||
                          c.release_ms != d.release_ms || c.resume_path != d.resume_path ||
+                         c.replica_index != d.replica_index || c.replica_count != d.replica_count ||
                          c.ranking_path != d.ranking_path ||
                          c.output_mode != d.output_mode || c.prometheus_dcgm_labels != d.prometheus_dcgm_labels;
     CHECK(changed);
@@ -512,7 +526,8 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_MODE", "CUTRIAGE_REPLAY", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
                                        "CUTRIAGE_PC_SAMPLING_INTERVAL", "CUTRIAGE_CONTROL_FILE",
                                        "CUTRIAGE_CONTROL_SIGNAL", "CUTRIAGE_DEEP_SECONDS", "CUTRIAGE_DEEP_TARGET",
-                                       "CUTRIAGE_RELEASE_MS", "CUTRIAGE_RESUME", "CUTRIAGE_PROMETHEUS_DCGM_LABELS"});
+                                       "CUTRIAGE_RELEASE_MS", "CUTRIAGE_RESUME", "CUTRIAGE_REPLICA",
+                                       "CUTRIAGE_PROMETHEUS_DCGM_LABELS"});
   for (const auto& option : options) {
     if (option.env == "CUTRIAGE_OUTPUT") CHECK(option.flag == "-o, --output");
   }
