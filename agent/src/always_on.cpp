@@ -136,7 +136,10 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
   }
   // Groups only for the stage the family is at: routing, then its verdict's limiter, then depth.
   const std::set<std::string> all_wanted = stage_wants(f, wanted);
-  std::set<std::string> want(f.ao_wanted.begin(), f.ao_wanted.end());
+  // A replica other than the first (CUTRIAGE_REPLICA) spreads over its whole route at once: the
+  // first routes the families, staged, and the others measure what the merged file needs next.
+  const bool spread = config_.replica_count > 1 && config_.replica_index > 0;
+  std::set<std::string> want = spread ? all_wanted : std::set<std::string>(f.ao_wanted.begin(), f.ao_wanted.end());
   const size_t n_groups = groups->plans.size();
   std::vector<size_t> own(n_groups, 0);
   auto count_own = [&] {
@@ -200,7 +203,7 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
     std::vector<size_t> ranked;
     for (size_t g = 0; g < n_groups; ++g) {
       if (own[g] == 0 && demand.counters[g] == 0) continue;  // nobody's
-      if (routing_wanted && demand.unrouted_weight[g] == 0) continue;
+      if (routing_wanted && !spread && demand.unrouted_weight[g] == 0) continue;
       ranked.push_back(g);
     }
     // Best first; equals keep the groups' order.

@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,10 +24,13 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "agent.h"
 #include "agent_rig.h"
 #include "fake_platform.h"
 #include "file_reader.h"
+#include "merge.h"
 #include "pm_nodes.h"
 
 namespace cutriage::testing::sim {
@@ -56,6 +61,12 @@ struct Options {
   uint64_t pm_stop_ns = 10'000'000;
   uint64_t pm_app_ns = 0;  // of start + stop on the application's thread: none (flush thread)
   double pm_drag = 0.10;
+  // A fleet: this process is replica `replica_index` of `replica_count` (CUTRIAGE_REPLICA), with
+  // its own pid, resuming from `resume_path` when set (CUTRIAGE_RESUME).
+  uint32_t replica_index = 0;
+  uint32_t replica_count = 1;
+  uint64_t pid = 4242;
+  std::string resume_path;
 };
 
 struct FamilyResult {
@@ -78,6 +89,7 @@ struct Result {
   std::vector<FamilyResult> families;
   std::vector<std::string> notices;  // always_on_routed and always_on_complete, in order
   wire::OverheadStats overhead;
+  std::string bytes;  // the agent's output file
   double first_admitted_s = -1;  // the first profiled launch of any family
 };
 
@@ -165,8 +177,11 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   cfg.trace_flush_ms = 0;  // no flush thread: the loop below ticks
   cfg.pc_sampling = false;  // counters only: what the verdicts need
   cfg.pm_window = o.pm_window;
+  cfg.replica_index = o.replica_index;
+  cfg.replica_count = o.replica_count;
+  cfg.resume_path = o.resume_path;
   rig.make_agent(std::move(cfg),
-                 agent::ProcessInfo{4242, "sim", {"./sim"}, [] { return uint64_t{1700000000000000000}; }, {}});
+                 agent::ProcessInfo{o.pid, "sim", {"./sim"}, [] { return uint64_t{1700000000000000000}; }, {}});
   agent::Agent& ag = *rig.ag;
   if (!ag.start()) std::abort();
 
@@ -202,6 +217,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   ag.finish();
 
   Result out;
+  out.bytes = rig.bytes;
   out.overhead = *ag.overhead();
   out.pm_windows = platform.stats.pm_begins.load();
   tools::ReadResult r = rig.read();
@@ -317,6 +333,60 @@ inline std::string table(const Options& o, const Result& r) {
 inline std::vector<FamilySpec> issue_workload() {
   return {{"cublas_gemm", 0.60}, {"strided_load", 0.20}, {"transpose", 0.10}, {"fma_chain", 0.05},
           {"vector_add", 0.05}};
+}
+
+// A fleet (issue 22): `replicas` processes of the service (CUTRIAGE_REPLICA=K/N, pids 5000+K) run
+// `o.seconds` each, their files are merged (`cutriage merge`), and a new process resumed from the
+// merged file (CUTRIAGE_RESUME) runs `resume_seconds`: a family complete there at once had its
+// counters complete across the fleet. One replica is a process alone, resumed from its own file.
+struct FleetResult {
+  uint32_t replicas = 0;
+  size_t merged_families = 0;
+  size_t across_processes = 0;       // families whose counters came from more than one replica
+  std::vector<std::string> complete;  // families complete in the resumed process
+  std::string resumed_bytes;          // that process's output file
+};
+
+inline FleetResult run_fleet(const Options& o, const std::vector<FamilySpec>& specs, uint32_t replicas,
+                             uint64_t resume_seconds = 2) {
+  FleetResult out;
+  out.replicas = replicas;
+  std::vector<tools::MergeInput> inputs;
+  for (uint32_t k = 0; k < replicas; ++k) {
+    Options r = o;
+    r.replica_index = k;
+    r.replica_count = replicas;
+    r.pid = 5000 + k;
+    inputs.push_back({"replica-" + std::to_string(k), run(r, specs).bytes});
+  }
+  std::string merged;
+  if (replicas == 1) {
+    merged = inputs.front().bytes;  // alone: its own file
+  } else {
+    const tools::MergeResult m = tools::merge_always_on(inputs);
+    if (m.status != tools::MergeStatus::kOk) std::abort();
+    merged = m.bytes;
+    out.merged_families = m.families;
+    out.across_processes = m.across_processes;
+  }
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("cutriage-fleet-" + std::to_string(::getpid()) + "-" + std::to_string(replicas) + ".pb");
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(merged.data(), static_cast<std::streamsize>(merged.size()));
+  }
+  Options after = o;
+  after.seconds = resume_seconds;
+  after.resume_path = path.string();
+  after.pid = 6000;
+  after.pm_window = false;  // what the fleet measured, not a new window
+  const Result resumed = run(after, specs);
+  std::filesystem::remove(path);
+  for (const FamilyResult& f : resumed.families) {
+    if (f.complete_s >= 0) out.complete.push_back(f.program);
+  }
+  out.resumed_bytes = resumed.bytes;
+  return out;
 }
 
 }  // namespace cutriage::testing::sim

@@ -21,6 +21,7 @@
 #include "html_report.h"
 #include "html_timeline.h"
 #include "import.h"
+#include "merge.h"
 #include "multi_file.h"
 #include "ncu_csv.h"
 #include "output_file.h"
@@ -35,6 +36,9 @@ namespace {
 
 // As the agent's CUTRIAGE_THRESHOLDS (agent/src/injection.cpp): a real file is a few dozen lines.
 constexpr size_t kMaxThresholdsFileBytes = size_t{1} << 20;
+// `merge` holds each input whole (wire::parse_prior_run reads bytes): an always-on file is a few
+// MB, a resuming agent reads at most 256 MiB of one.
+constexpr size_t kMaxMergeInputBytes = size_t{1} << 30;
 
 }  // namespace
 
@@ -413,6 +417,62 @@ int cmd_json(const JsonOptions& o) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// merge
+
+void bind_merge(CLI::App& app, MergeOptions& o) {
+  app.add_option("FILE.pb", o.files,
+                 "the always-on files of several processes of one program (two or more; files written in "
+                 "another mode are skipped with a warning)")
+      ->required();
+  app.add_option("-o,--output", o.output, "the merged cutriage file to write (required; not one of the inputs)")
+      ->type_name("OUT.pb")
+      ->required()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->check(cli::not_empty());
+}
+
+int cmd_merge(const MergeOptions& o) {
+  if (o.files.size() < 2) {
+    return usage_error("merge", "merge takes two files or more: the always-on files of several processes");
+  }
+  if (const int rc = refuse_input_as_output(o.output, o.files); rc != kOk) return rc;
+  try {
+    std::vector<tools::MergeInput> inputs;
+    for (const std::string& path : o.files) {
+      base::Result<std::string> read = base::read_regular_file(path, kMaxMergeInputBytes);
+      if (!read.is_ok()) {
+        std::cerr << "cutriage: " << path << ": " << read.status().message() << "\n";
+        return kUnreadable;
+      }
+      inputs.push_back({path, std::move(read).value()});
+    }
+    const tools::MergeResult merged = tools::merge_always_on(inputs);
+    for (const std::string& w : merged.warnings) std::cerr << "cutriage merge: " << tools::terminal_safe(w, false) << "\n";
+    if (merged.status != tools::MergeStatus::kOk) {
+      std::cerr << "cutriage merge: " << tools::terminal_safe(merged.error, false) << "\n";
+      return merged.status == tools::MergeStatus::kNotCutriage ? kNotCutriage : kUsage;
+    }
+    tools::OutputFile out;
+    std::string error;
+    if (out.open(o.output, &error)) {
+      out.stream().write(merged.bytes.data(), static_cast<std::streamsize>(merged.bytes.size()));
+      (void)out.commit(&error);
+    }
+    if (!error.empty()) {
+      std::cerr << "cutriage: cannot write '" << o.output << "': " << error << "\n";
+      return kWriteFailed;
+    }
+    std::cerr << "cutriage merge: " << merged.families << (merged.families == 1 ? " family" : " families") << " from "
+              << merged.files << (merged.files == 1 ? " file" : " files") << " (" << merged.across_processes
+              << " assembled across processes) -> " << o.output << "\n";
+    return kOk;
+  } catch (const std::exception& e) {
+    std::cerr << "cutriage merge: internal error: " << e.what() << "\n";
+    return kUnreadable;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // rules, metrics
 
 void bind_rules(CLI::App& /*app*/, RulesOptions& /*o*/) {}
@@ -558,6 +618,24 @@ cli::Command pprof_command(std::function<int(const PprofOptions&)> run) {
       bind_pprof, std::move(run));
 }
 
+cli::Command merge_command(std::function<int(const MergeOptions&)> run) {
+  return cli::make_command<MergeOptions>(
+      {"merge", "several processes' always-on counters in one file (replicas; CUTRIAGE_RESUME)", "-o OUT.pb FILE.pb FILE.pb [FILE.pb...]",
+       "Assembles each kernel family's always-on counters from several processes of one program (replicas of "
+       "a service on GPUs of one chip, which measure different metric groups) into one new cutriage file: per "
+       "family (same mangled name, chip, block and grid; other launch shapes are never combined) the union of "
+       "the counters they measured, the launches each process measured them on, with its pid, and today's "
+       "verdict from the merged counters; one notice per family says which process gave how many counters. "
+       "A process restarted with CUTRIAGE_RESUME=OUT.pb continues from them. A counter several processes "
+       "measured keeps the value of the process with the most counters of that family (ties: the lowest "
+       "pid). Files not written in always-on mode (nor under application replay) are skipped with a warning; "
+       "a file cut short is used up to the cut.",
+       "exit codes: 1 fewer than two files, -o missing or naming an input, or no always-on input; 2 an input "
+       "cannot be read; 3 an input is not a cutriage file; 6 the output cannot be written.",
+       false, false, {}},
+      bind_merge, std::move(run));
+}
+
 cli::Command rules_command(std::function<int(const RulesOptions&)> run) {
   return cli::make_command<RulesOptions>(
       {"rules", "list the triage rules and their thresholds", "",
@@ -586,8 +664,8 @@ cli::Program program() {
       "CSV, 6 cannot write output, 7 bad thresholds file, 10 no trace in the file (`trace`), no PC samples "
       "(`pprof`), 11 `diff --fail-if-slower` tripped; `run` returns the application's own status (8 agent library not found, 9 application "
       "could not be started).";
-  p.commands = {run_command_entry(), triage_command(), report_command(), diff_command(),   json_command(),
-                trace_command(),     pprof_command(),  rules_command(),  metrics_command()};
+  p.commands = {run_command_entry(), triage_command(), report_command(), diff_command(),  json_command(),
+                trace_command(),     pprof_command(),  merge_command(),  rules_command(), metrics_command()};
   return p;
 }
 

@@ -90,6 +90,13 @@ struct PprofOptions {
 void bind_pprof(CLI::App& app, PprofOptions& o);
 int cmd_pprof(const PprofOptions& o);
 
+struct MergeOptions {
+  std::vector<std::string> files;  // always-on files of several processes (merge.h)
+  std::string output;              // -o OUT.pb, required
+};
+void bind_merge(CLI::App& app, MergeOptions& o);
+int cmd_merge(const MergeOptions& o);
+
 struct RulesOptions {};
 void bind_rules(CLI::App& app, RulesOptions& o);
 int cmd_rules(const RulesOptions& o);
@@ -107,6 +114,7 @@ cli::Command diff_command(std::function<int(const DiffOptions&)> run = cmd_diff)
 cli::Command json_command(std::function<int(const JsonOptions&)> run = cmd_json);
 cli::Command trace_command(std::function<int(const TraceOptions&)> run = cmd_trace);
 cli::Command pprof_command(std::function<int(const PprofOptions&)> run = cmd_pprof);
+cli::Command merge_command(std::function<int(const MergeOptions&)> run = cmd_merge);
 cli::Command rules_command(std::function<int(const RulesOptions&)> run = cmd_rules);
 cli::Command metrics_command(std::function<int(const MetricsOptions&)> run = cmd_metrics);
 

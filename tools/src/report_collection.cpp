@@ -54,6 +54,11 @@ void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
       if (earlier_pids.size() > kShown) text += " and " + std::to_string(earlier_pids.size() - kShown) + " more";
       text += earlier_pids.size() < runs ? ", and this run)" : ")";
     }
+  } else if (earlier > 0 && earlier == n && earlier_pids.size() > 1) {
+    // A file of `cutriage merge`: every launch is another process's.
+    text += ", by " + std::to_string(earlier_pids.size()) + " processes (merged; pid";
+    for (uint64_t pid : earlier_pids) text += " " + std::to_string(pid);
+    text += ")";
   } else if (earlier > 0) {
     text += ", " + std::to_string(earlier) + " of them by an earlier process (resumed; pid";
     for (uint64_t pid : earlier_pids) text += " " + std::to_string(pid);

@@ -2,6 +2,7 @@
 // five-family workload at the default budget, with BENCHMARKS.md's switch costs, on the fake
 // platform. bench/always_on_sim.sh prints the same table.
 #include <iostream>
+#include <set>
 
 #include "always_on_sim.h"
 #include "catch.h"
@@ -57,4 +58,27 @@ TEST_CASE("always-on sim: without the PM window, routing by GPU share", "[agent]
     INFO(f.program);
     CHECK((f.routed_s < 0 || f.routed_s >= top.routed_s));
   }
+}
+
+TEST_CASE("always-on sim: a fleet's files merged, a process resumed from them continues from every replica's counters",
+          "[agent][always_on][sim][fleet]") {
+  // Two replicas (CUTRIAGE_REPLICA=0/2 and 1/2, pids 5000 and 5001) of the synthetic service for
+  // ten simulated minutes each, `cutriage merge`, then a third process with CUTRIAGE_RESUME on the
+  // merged file: its records hold launches of both replicas, and what they measured is not asked
+  // again.
+  sim::Options o;
+  o.seconds = 600;
+  const sim::FleetResult f = sim::run_fleet(o, sim::issue_workload(), 2);
+  CHECK(f.merged_families == 5);
+  CHECK(f.across_processes >= 2);
+  const tools::ReadResult r = tools::read_cutriage_bytes(f.resumed_bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  size_t both = 0;
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_kernel()) continue;
+    std::set<uint64_t> pids;
+    for (const v1::AssembledLaunch& a : rec.kernel().assembled_launches()) pids.insert(a.earlier_pid());
+    if (pids.count(5000) > 0 && pids.count(5001) > 0) ++both;
+  }
+  CHECK(both >= 2);
 }

@@ -253,7 +253,7 @@ TEST_CASE("cli: every command has help, through --help, -h and `help COMMAND`", 
     }
     CHECK(column > 0);
   }
-  CHECK(names == std::set<std::string>{"run", "triage", "report", "diff", "json", "trace", "pprof", "rules", "metrics"});
+  CHECK(names == std::set<std::string>{"run", "triage", "report", "diff", "json", "trace", "pprof", "merge", "rules", "metrics"});
   const Outcome m = run_real({"help"});
   CHECK(m.code == 0);
   for (const std::string& n : names) CHECK(contains(m.out, "\n  " + n + " "));
