@@ -149,6 +149,11 @@ struct AgentConfig {
   bool pc_sampling = true;
   // A graph's kernels below half of its time PM-sampled per node over one launch (graph_profiler).
   bool graph_pm_sampling = true;
+  // A graph's launch PC-sampled after its counters, the samples split by function. Off: CUPTI 13.0
+  // hands over no PC across a graph launch while the kernel trace runs or on a context whose range
+  // profiler was used (docs/graphs.md), which is always the agent's case, so the launch only cost
+  // time (and, always-on, delayed the graph's "complete" by a budget period).
+  bool graph_pc_sampling = false;
   // Always-on: one PM-sampled window over the application's own launches routes every family that
   // ran in it from its own samples (pm_window.h, docs/always-on.md).
   bool pm_window = true;

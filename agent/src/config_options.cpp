@@ -183,7 +183,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 45> kOptions = {{
+const std::array<Option, 46> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -347,6 +347,17 @@ const std::array<Option, 45> kOptions = {{
        const std::optional<bool> b = parse_bool(v);
        if (!b) return bad();
        c.graph_pm_sampling = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_GRAPH_PC_SAMPLING", "--graph-pc-sampling", "1|0", "0",
+      "after a graph's counters, PC-sample one of its launches for its kernels' stall reasons and hot "
+      "lines (off: CUPTI 13.0 returns no PC across a graph launch while the kernel trace runs, "
+      "docs/graphs.md)"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.graph_pc_sampling = *b;
        return ok();
      }},
     {{"CUTRIAGE_PM_WINDOW", "--pm-window", "1|0", "1",

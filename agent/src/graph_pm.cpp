@@ -26,7 +26,12 @@ void GraphProfiler::after_counters_locked(Target& t) {
 }
 
 void GraphProfiler::after_node_sampling_locked(Target& t) const {
-  t.phase = p_.config.pc_sampling ? Target::Phase::kSampling : Target::Phase::kDone;
+  if (p_.config.pc_sampling && !p_.config.graph_pc_sampling) {
+    t.sample_error =
+        "not PC-sampled: CUPTI 13.0 hands over no PC across a graph launch while the kernel trace runs "
+        "(docs/graphs.md); CUTRIAGE_GRAPH_PC_SAMPLING=1 tries";
+  }
+  t.phase = p_.config.pc_sampling && p_.config.graph_pc_sampling ? Target::Phase::kSampling : Target::Phase::kDone;
 }
 
 bool GraphProfiler::begin_node_sampling(const LaunchEvent& event, Target& t, uint64_t started_mono) {

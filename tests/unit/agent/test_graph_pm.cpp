@@ -177,7 +177,9 @@ TEST_CASE("graph PM: a failing PM enable gives a reason, the graph's counters st
           "[agent][graphs][pm]") {
   Run run;
   SECTION("the sampler cannot be made (HARDWARE_BUSY)") {
-    Harness h(top(3), run.counters());
+    AgentConfig c = top(3);
+    c.graph_pc_sampling = true;  // to see that PC sampling still follows
+    Harness h(c, run.counters());
     set_pm_values(h.platform.config);
     h.platform.config.pm_sampler_status =
         collectors::Status(collectors::StatusCode::kUnavailable, "cuptiPmSamplingEnable: CUPTI_ERROR_HARDWARE_BUSY");
