@@ -218,17 +218,20 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   return o;
 }
 
+SessionView::DirectLaunches SessionView::direct_launches(const Family& k) {
+  // Launch callbacks less those made into a capturing stream (they run in the graph, and may come
+  // after the rank: a warm-up, then the ranking, then the capture).
+  const uint64_t callbacks = k.launches.load(std::memory_order_relaxed);
+  return {callbacks - std::min(callbacks, k.stats.captured),
+          k.launches_when_ranked - std::min(k.launches_when_ranked, k.captured_when_ranked)};
+}
+
 uint64_t SessionView::direct_launches_before_rank(const Family& k) {
   // Launched directly too (a warm-up before the capture, say), but only before the trace had
   // ranked it: a run with this ranking profiles those launches for counters of its own. Not in a
   // run that has an earlier ranking already.
-  // Direct launches only: those made into a capturing stream (they run in the graph) may come
-  // after the rank, as a warm-up, then the ranking, then the capture has them.
-  const uint64_t callbacks = k.launches.load(std::memory_order_relaxed);
-  const uint64_t direct = callbacks - std::min(callbacks, k.stats.captured);
-  const uint64_t direct_when_ranked =
-      k.launches_when_ranked - std::min(k.launches_when_ranked, k.captured_when_ranked);
-  return k.ranked && k.earlier == nullptr && direct > 0 && direct_when_ranked >= direct ? direct : 0;
+  const DirectLaunches d = direct_launches(k);
+  return k.ranked && k.earlier == nullptr && d.all > 0 && d.when_ranked >= d.all ? d.all : 0;
 }
 
 std::string SessionView::graph_detail_locked(const Family& k, const triage::FamilyTimeStats& f) const {
@@ -240,18 +243,13 @@ std::string SessionView::graph_detail_locked(const Family& k, const triage::Fami
        "launch, docs/graphs.md); this one's graph was not: it was not launched again once the kernel was "
        "ranked, or other graphs took the agent's graph slots";
   if (direct > 0) {
-    // Launch callbacks seen when it was first ranked came before its rank was known; of both,
-    // those made into a capturing stream are not direct launches.
-    const uint64_t callbacks = k.launches.load(std::memory_order_relaxed);
-    const uint64_t direct_calls = callbacks - std::min(callbacks, k.stats.captured);
-    const uint64_t direct_when_ranked =
-        k.launches_when_ranked - std::min(k.launches_when_ranked, k.captured_when_ranked);
+    const DirectLaunches calls = direct_launches(k);
     if (!k.ranked && p_.config.select != SelectMode::kAll) {
       d += "; its direct launches were not selected (not ranked)";
-    } else if (direct_when_ranked >= direct_calls) {
+    } else if (calls.when_ranked >= calls.all) {
       d += "; its direct launches all came before its rank was known";
     } else {
-      d += "; " + std::to_string(direct_calls - direct_when_ranked) +
+      d += "; " + std::to_string(calls.all - calls.when_ranked) +
            " of its direct launches came after its rank was known, none profiled";
     }
   }

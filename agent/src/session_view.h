@@ -73,6 +73,13 @@ class SessionView {
   // its graph's: its direct launches when all came before its rank was known; 0 otherwise. The
   // table's lock held.
   static uint64_t direct_launches_before_rank(const Family& k);
+  // Its direct launch callbacks (not into a capturing stream), all and those seen when it was
+  // first ranked. The table's lock held.
+  struct DirectLaunches {
+    uint64_t all = 0;
+    uint64_t when_ranked = 0;
+  };
+  static DirectLaunches direct_launches(const Family& k);
   // "; N of its launches were ..." for each way its launches went unprofiled that the run counted
   // (captured, skipped, outside the NVTX filter, the launch count reached); empty when none did.
   // The table's lock held.

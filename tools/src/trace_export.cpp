@@ -15,6 +15,7 @@
 
 #include "cutriage/triage/timeline.h"
 #include "cutriage/wire/utf8.h"
+#include "trace_graphs.h"
 #include "trace_lanes.h"
 #include "trace_placement.h"
 
@@ -228,23 +229,6 @@ uint32_t device_of(const ReadResult& file, uint64_t family_id) {
   return fam != nullptr ? fam->device() : kUnknownDevice;
 }
 
-// One launch of a CUDA graph as one workload: from its first node's start to its last node's end
-// (kernels and memsets with the launch's correlation id), drawn on its graph's track.
-struct GraphLaunchKey {
-  uint32_t device = 0;
-  uint32_t graph_id = 0;
-  uint64_t correlation = 0;
-  auto operator<=>(const GraphLaunchKey&) const = default;
-};
-struct GraphLaunch {
-  uint64_t start = std::numeric_limits<uint64_t>::max();
-  uint64_t end = 0;
-  uint64_t kernels = 0;
-  uint64_t copies = 0;
-  uint64_t kernel_ns = 0;  // the nodes' durations summed (nodes that ran at once count twice)
-  bool profiled = false;   // a launch the agent collected counters over (its nodes marked replayed)
-};
-
 // What the first pass over the trace finds: the output's zero, the tracks, the launches to place,
 // the graph launches (a few dozen bytes each, the only per-launch state the export holds).
 struct Scan {
@@ -254,22 +238,8 @@ struct Scan {
   std::map<uint32_t, CpuTrack> cpu;
   std::vector<PlacedLaunch> placed;
   uint64_t unplaced = 0;
-  std::map<GraphLaunchKey, GraphLaunch> graph_launches;
+  GraphLaunches graph_launches;
 };
-
-void add_to_graph_launch(Scan& s, const GraphLaunchKey& key, uint64_t start, uint64_t end, bool kernel,
-                         bool profiled) {
-  GraphLaunch& g = s.graph_launches[key];
-  g.profiled = g.profiled || profiled;
-  g.start = std::min(g.start, start);
-  g.end = std::max(g.end, std::max(start, end));
-  if (kernel) {
-    ++g.kernels;
-    g.kernel_ns += end > start ? end - start : 0;
-  } else {
-    ++g.copies;
-  }
-}
 
 // Pass 1: the earliest event (the output's zero), every track, and where the profiled launches
 // without an execution go. Holds the tracks and those launches, not the events.
@@ -288,8 +258,8 @@ std::optional<std::string> scan(const ProcessTrace& p, Scan& s) {
       if (!pause_starts.empty()) triage::cut_at_pause(span, pause_starts);
       placer.kernel(key, k.correlation_id(), span.start_ns, span.end_ns);
       if (k.graph_id() != 0) {
-        add_to_graph_launch(s, {key.device, k.graph_id(), k.correlation_id()}, span.start_ns, span.end_ns, true,
-                            k.replayed());
+        s.graph_launches.add_kernel({key.device, k.graph_id(), k.correlation_id()}, span.start_ns, span.end_ns,
+                                    k.replayed());
       }
     }
     for (const v1::CopyExecution& c : chunk.copies()) {
@@ -297,9 +267,7 @@ std::optional<std::string> scan(const ProcessTrace& p, Scan& s) {
       s.gpu.try_emplace(key).first->second.key = key;
       s.origin = std::min(s.origin, c.start_ns());
       placer.copy(key, c.correlation_id(), c.start_ns(), c.end_ns());
-      if (c.graph_id() != 0) {
-        add_to_graph_launch(s, {c.device(), c.graph_id(), c.correlation_id()}, c.start_ns(), c.end_ns(), false, false);
-      }
+      if (c.graph_id() != 0) s.graph_launches.add_copy({c.device(), c.graph_id(), c.correlation_id()}, c.start_ns(), c.end_ns());
     }
     for (const v1::NvtxRange& n : chunk.nvtx_ranges()) {
       s.cpu.try_emplace(n.thread_id()).first->second.thread = n.thread_id();
@@ -413,7 +381,7 @@ std::optional<std::string> write_process(const ProcessTrace& p, Scan& s, const P
   // Process metadata: names, and an order (CPU first, then GPUs by device).
   std::set<uint32_t> devices;
   for (const auto& [key, t] : s.gpu) devices.insert(key.device);
-  for (const auto& [key, g] : s.graph_launches) devices.insert(key.device);
+  devices.merge(s.graph_launches.devices());
   auto process = [&](uint32_t pid, const std::string& name, uint64_t sort) {
     begin_event() += "{\"ph\":\"M\",\"pid\":";
     append_u64(b, place.pid_base + pid);
@@ -710,33 +678,14 @@ std::optional<std::string> write_process(const ProcessTrace& p, Scan& s, const P
     counts.extra_tracks += lanes - 1;
   }
   if (!pauses.empty()) threads.push_back({kAgentPid, 1, "kernel trace paused (CUTRIAGE_TRACE_DUTY)", threads.size()});
-  // Each graph's launches as workloads, one track per (device, graph) under the GPU's streams;
-  // launches of one graph that overlapped (two streams) go to extra lanes.
-  struct GraphTrack {
-    DisjointLanes lanes{0};
-    std::vector<uint32_t> tids;
-  };
-  std::map<std::pair<uint32_t, uint32_t>, GraphTrack> graph_tracks;
-  std::vector<std::pair<const GraphLaunchKey*, const GraphLaunch*>> graph_order;
-  graph_order.reserve(s.graph_launches.size());
-  for (const auto& [key, g] : s.graph_launches) graph_order.emplace_back(&key, &g);
-  std::stable_sort(graph_order.begin(), graph_order.end(),
-                   [](const auto& x, const auto& y) { return x.second->start < y.second->start; });
-  std::vector<std::pair<uint32_t, uint32_t>> graph_lane_of(graph_order.size());  // (pid, tid) per launch
-  for (size_t i = 0; i < graph_order.size(); ++i) {
-    const GraphLaunchKey& key = *graph_order[i].first;
-    const GraphLaunch& g = *graph_order[i].second;
-    GraphTrack& t = graph_tracks[{key.device, key.graph_id}];
-    const uint32_t pid = gpu_pid(key.device);
-    const uint32_t lane = t.lanes.place(g.start, g.end);
-    graph_lane_of[i] = {pid, lane_tid(t.tids, pid, lane)};
-  }
-  for (auto& [key, t] : graph_tracks) {
-    const uint32_t lanes = std::max(t.lanes.end_lane(), 1u);
+  // Each graph's launches as workloads, one track per (device, graph) under the GPU's streams.
+  const GraphLaunches::Placement graphs = s.graph_launches.place();
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> graph_tids;  // per track, per lane
+  for (const auto& [track, lanes] : graphs.lanes) {
+    const uint32_t pid = gpu_pid(track.first);
     for (uint32_t lane = 0; lane < lanes; ++lane) {
-      std::string name = "CUDA graph " + std::to_string(key.second) + " (its launches)";
-      if (lane > 0) name += " (concurrent " + std::to_string(lane + 1) + ")";
-      threads.push_back({gpu_pid(key.first), lane_tid(t.tids, gpu_pid(key.first), lane), std::move(name), threads.size()});
+      threads.push_back({pid, lane_tid(graph_tids[track], pid, lane), GraphLaunches::track_name(track.second, lane),
+                         threads.size()});
     }
     counts.extra_tracks += lanes - 1;
   }
@@ -765,28 +714,13 @@ std::optional<std::string> write_process(const ProcessTrace& p, Scan& s, const P
     w.maybe_flush();
   }
   counts.trace_pauses = pauses.size();
-  for (size_t i = 0; i < graph_order.size(); ++i) {
-    const GraphLaunchKey& key = *graph_order[i].first;
-    const GraphLaunch& g = *graph_order[i].second;
-    begin_x(g.start, g.end, graph_lane_of[i].first, graph_lane_of[i].second);
-    b += ",\"name\":\"graph " + std::to_string(key.graph_id) + "\",\"cat\":\"graph\",\"args\":{\"graph_id\":";
-    append_u64(b, key.graph_id);
-    b += ",\"correlation_id\":";
-    append_u64(b, key.correlation);
-    b += ",\"kernels\":";
-    append_u64(b, g.kernels);
-    b += ",\"copies\":";
-    append_u64(b, g.copies);
-    b += ",\"span_ns\":";
-    append_u64(b, g.end > g.start ? g.end - g.start : 0);
-    b += ",\"kernel_ns\":";
-    append_u64(b, g.kernel_ns);
-    if (g.profiled) b += ",\"profiled\":true";
-    b += ",\"note\":\"one launch of the graph as one workload: from its first node's start to its last node's "
-         "end; kernel_ns sums its kernel nodes' durations (of a profiled launch, with the profiler's cost)\"}}";
+  for (const GraphLaunches::Placed& g : graphs.launches) {
+    const uint32_t pid = gpu_pid(g.key->device);
+    begin_x(g.launch->start, g.launch->end, pid, graph_tids[{g.key->device, g.key->graph_id}][g.lane]);
+    b += GraphLaunches::slice_fields(*g.key, *g.launch);
     w.maybe_flush();
   }
-  counts.graph_launches = graph_order.size();
+  counts.graph_launches = graphs.launches.size();
   return problem;
 }
 
