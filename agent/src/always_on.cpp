@@ -232,8 +232,8 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std
   }
   // A launch of the configured group goes on credit: the profiler is still enabled (it is released
   // release_ms after the last profiled launch), and a family that waited for the allowance would
-  // find it released and pay a switch (10-40x dearer) instead. Each family takes a group once, so
-  // the credit is bounded by the families that want the group.
+  // find it released and pay a switch (10-40x dearer) instead. Each family takes a group once, and
+  // the debt stops at one full allowance (budget.h).
   const uint64_t now = clocks_.monotonic_ns();
   if (!budget_.admit(now, choice.cost, choice.cost == CostKind::kSameGroup)) {
     // Back when the budget could pay it (a switch) or the rate limit allows (on credit).

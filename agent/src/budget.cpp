@@ -36,7 +36,8 @@ Budget::Budget(BudgetOptions options, uint64_t now_ns)
   if (options_.window_ns == 0) options_.window_ns = 1'000'000'000;
   // A full allowance from the start (issue 22: the first verdict within minutes, not after a
   // window's wait): the first launch goes at once. The bound is the one a full allowance later in
-  // the run gives anyway: over any T, spent <= fraction * (T + window) + one misestimate.
+  // the run gives anyway: over any T, spent <= fraction * (T + 2 * window) + one misestimate (the
+  // second window: the debt launches on credit may leave).
   allowance_ns_ = cap();
   update_next(now_ns, 0);
 }
@@ -68,8 +69,9 @@ bool Budget::admit(uint64_t now_ns, CostKind kind, bool on_credit) {
   const uint64_t spacing = spacing_ns();
   const double estimate = static_cast<double>(estimate_[static_cast<size_t>(kind)]);
   // A launch dearer than the allowance cap goes once the allowance is full and leaves a debt that
-  // later launches wait out: the long-run share stays the budget.
-  const double needed = on_credit ? 0.0 : std::min(estimate, cap());
+  // later launches wait out: the long-run share stays the budget. On credit, the debt may reach
+  // one full allowance.
+  const double needed = on_credit ? -cap() : std::min(estimate, cap());
   if ((admitted_any_ && now_ns < last_admit_ns_ + spacing) || allowance_ns_ < needed) {
     ++deferred_;
     // The fast path stays closed until this launch's kind could go: a family waiting for a costly

@@ -7,9 +7,10 @@
 // allowance starts full, at `fraction * window` (the first launch goes at once instead of a
 // window later), and time accrues it at `fraction` of wall time up to that cap; a launch is admitted
 // when the allowance covers its estimated cost and the rate limit allows, and its measured cost
-// is charged when it ends (the estimate is trued up then). So over any stretch of time T the
-// agent spends at most fraction * T + fraction * window plus one launch's misestimate (from the
-// start too: a full allowance later in the run allows the same burst), and when
+// is charged when it ends (the estimate is trued up then). Launches of the group the profiler has
+// configured may go on credit, into a debt of at most one full allowance. So over any stretch of
+// time T the agent spends at most fraction * T + 2 * fraction * window plus one launch's
+// misestimate (from the start too: a full allowance later in the run allows the same burst), and when
 // launches get dearer (a busier GPU makes the wait longer) fewer are admitted: the budget backs
 // off by itself.
 //
@@ -61,8 +62,11 @@ class Budget {
   // The minimum spacing of admitted launches (the rate limit).
   [[nodiscard]] uint64_t spacing_ns() const { return static_cast<uint64_t>(1e9 / options_.max_per_second); }
   // Whether a launch of `kind` may go now; reserves its estimated cost when it may. With
-  // `on_credit` the allowance is not checked (only the rate limit): the launch may leave a debt
-  // that later launches wait out, so the long-run share still holds.
+  // `on_credit` the allowance need only be above minus the cap (the rate limit holds as ever): the
+  // launch may leave a debt of up to one full allowance that later launches wait out, so the
+  // long-run share still holds. At the default budget a group switch costs more than the cap, so
+  // the allowance is below zero after every switch: credit that stopped at zero served no second
+  // family.
   bool admit(uint64_t now_ns, CostKind kind, bool on_credit = false);
   // Admits without the allowance or the rate limit, reserving the estimate all the same: for work
   // the caller spaces itself by its measured cost (graph stages, AlwaysOnPolicy::admit_graph). The

@@ -78,7 +78,7 @@ struct FamilyResult {
   double routed_s = -1;    // simulated seconds to the always_on_routed notice (or complete); -1 never
   double complete_s = -1;  // to always_on_complete; -1 never
   double first_profiled_s = -1;
-  uint32_t profiled_launches = 0;  // assembled launches of its last record
+  uint32_t profiled_launches = 0;  // assembled launches of its last record that has any
   uint32_t groups = 0;             // distinct metric groups among them
   // Its assembled launches: (simulated seconds, 1-based metric group).
   std::vector<std::pair<double, uint32_t>> steps;
@@ -239,19 +239,21 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
       auto it = by_name.find(std::string(tools::lookup(r, k.mangled_name_iid())));
       if (it == by_name.end()) continue;
       FamilyResult& f = out.families[it->second];
-      std::set<uint32_t> groups;
-      f.steps.clear();
-      for (const v1::AssembledLaunch& l : k.assembled_launches()) {
-        groups.insert(l.metric_group());
-        f.steps.emplace_back(at(l.launch_index()), l.metric_group());
-      }
+      // The launches and groups from the latest record that has them: a PM window's record,
+      // written again after each partial range-profiler record while it stands, has none.
       if (k.assembled_launches_size() > 0) {
+        std::set<uint32_t> groups;
+        f.steps.clear();
+        for (const v1::AssembledLaunch& l : k.assembled_launches()) {
+          groups.insert(l.metric_group());
+          f.steps.emplace_back(at(l.launch_index()), l.metric_group());
+        }
         const double first = at(k.assembled_launches(0).launch_index());
         if (f.first_profiled_s < 0 || first < f.first_profiled_s) f.first_profiled_s = first;
         if (out.first_admitted_s < 0 || first < out.first_admitted_s) out.first_admitted_s = first;
+        f.profiled_launches = static_cast<uint32_t>(k.assembled_launches_size());
+        f.groups = static_cast<uint32_t>(groups.size());
       }
-      f.profiled_launches = static_cast<uint32_t>(k.assembled_launches_size());
-      f.groups = static_cast<uint32_t>(groups.size());
       f.headline = k.diagnosis().headline();
       f.classification = v1::Classification_Name(k.diagnosis().classification());
     }

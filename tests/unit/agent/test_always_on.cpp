@@ -601,6 +601,26 @@ TEST_CASE("budget: a launch on credit waits only for the rate limit, and its deb
   CHECK(b.stats(8'100'000'000).spent_ns == 640'000'000);  // with the starting allowance's 600 ms
 }
 
+TEST_CASE("budget: launches on credit may go into a debt of up to one window's allowance", "[agent][always_on][budget]") {
+  // At the default budget a group switch (~200 ms) costs more than the allowance cap (0.4% of 60 s
+  // = 240 ms): every switch leaves the allowance below zero. The launches of the configured group
+  // on credit must still go then, or no switch ever serves a second family.
+  BudgetOptions o;
+  o.fraction = 0.004;
+  o.max_per_second = 2;
+  Budget b(o, 0);
+  CHECK(b.admit(0, CostKind::kGroupSwitch));  // on the full allowance (240 ms), a 750 ms guess
+  b.charge(200'000'000, CostKind::kGroupSwitch, 300'000'000);  // 60 ms in debt
+  CHECK_FALSE(b.admit(600'000'000, CostKind::kSameGroup));    // no allowance
+  CHECK(b.admit(600'000'000, CostKind::kSameGroup, true));    // on credit, in debt
+  b.charge(650'000'000, CostKind::kSameGroup, 100'000'000);
+  CHECK(b.admit(1'100'000'000, CostKind::kSameGroup, true));  // 160 ms in debt, less the 20 ms guess
+  b.charge(1'200'000'000, CostKind::kSameGroup, 100'000'000);  // 260 ms: beyond one window's allowance
+  CHECK_FALSE(b.admit(1'700'000'000, CostKind::kSameGroup, true));
+  // Paid back at 0.4%: back within -240 ms after about 5 s.
+  CHECK(b.admit(7'000'000'000, CostKind::kSameGroup, true));
+}
+
 TEST_CASE("always-on: while the profiler may be taken on credit, a family's launches skip the selection", "[agent][always_on]") {
   // After a group switch the fast path lets candidate launches through (others may take the
   // group on credit), but a family that cannot go now waits behind its own not-before time: its
@@ -777,14 +797,14 @@ tools::ReadResult an_hour_of(const Captured& a, const Captured& c, const Beside&
 
 TEST_CASE("always-on: an unrouted family that stopped launching does not hold the others back", "[agent][always_on]") {
   // C launches a few times while the budget waits out the debt of the first profiled launch
-  // (A's, on the full allowance the budget starts with, paying a CUPTI start-up of 600 ms), never
-  // to be profiled, then stops. Routing first must not wait for it: A takes the same groups in the
+  // (A's, on the full allowance the budget starts with, paying a CUPTI start-up of 1.5 s: a debt
+  // deeper than launches on credit may go), never to be profiled, then stops. Routing first must not wait for it: A takes the same groups in the
   // same order as in a run without C, and completes.
   Captured a = capture_of("strided_load");
   Captured c = capture_of("fma_chain");
   auto run = [&](bool with_c) {
     const Beside before = [&](Harness& h, uint64_t& n, int) {
-      h.platform.config.cost_first_begin_ns = 600'000'000;
+      h.platform.config.cost_first_begin_ns = 1'500'000'000;
       h.platform.mono_ns += 1'000'000'000;
       h.platform.launch(make_launch(a.mangled.c_str(), ++n, a.launch.grid, a.launch.block));
       REQUIRE(h.platform.stats.begins.load() == 1);
