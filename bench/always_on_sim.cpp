@@ -1,6 +1,7 @@
 // Prints the always-on simulation's table (tests/support/always_on_sim.h): the issue's synthetic
 // workload at the default budget on the fake platform. Optional arguments: BUDGET (a fraction,
-// 0.004), SECONDS (900) and "nopm" (without the PM routing window). bench/always_on_sim.sh builds and runs it.
+// 0.004), SECONDS (900), "nopm" (without the PM routing window) and "stages" (CUTRIAGE_STAGE_PASSES=1).
+// bench/always_on_sim.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,8 +20,19 @@ int main(int argc, char** argv) {
     }
   }
   if (argc > 2) o.seconds = std::strtoull(argv[2], nullptr, 10);
-  // A third argument "nopm": without the PM routing window (CUTRIAGE_PM_WINDOW=0), for comparison.
-  if (argc > 3 && std::string(argv[3]) == "nopm") o.pm_window = false;
+  // Further arguments: "nopm" (without the PM routing window, CUTRIAGE_PM_WINDOW=0) and "stages"
+  // (CUTRIAGE_STAGE_PASSES=1), for comparison.
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "nopm") {
+      o.pm_window = false;
+    } else if (a == "stages") {
+      o.stage_passes = true;
+    } else {
+      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages)\n", argv[i]);
+      return 1;
+    }
+  }
   const cutriage::testing::sim::Result r = cutriage::testing::sim::run(o, cutriage::testing::sim::issue_workload());
   std::fputs(cutriage::testing::sim::table(o, r).c_str(), stdout);
   if (std::getenv("SIM_VERBOSE") != nullptr) {  // every assembled launch, and the notices

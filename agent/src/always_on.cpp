@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "contexts.h"
 #include "cutriage/triage/plan.h"
+#include "stages.h"
 
 namespace cutriage::agent {
 namespace {
@@ -14,6 +16,8 @@ constexpr uint64_t kHoldGroupNs = 5'000'000'000;
 // A family counts as still launching this long after its latest launch. Switches are chosen for
 // those only: a family that stopped launching must not hold the others back.
 constexpr uint64_t kRecentLaunchNs = 30'000'000'000;
+// CUTRIAGE_STAGE_PASSES: after this many stages abandoned halfway, a family takes groups instead.
+constexpr uint32_t kMaxAbandonedStages = 2;
 // How long a family that declined a switch (another family's group ranked first) waits before its
 // launches come to the selection again.
 constexpr uint64_t kRoutingFirstWaitNs = 1'000'000'000;
@@ -62,7 +66,7 @@ bool AlwaysOnPolicy::admits_fast(Family& f) {
   // then held by their own not_before_ns.
   const uint64_t now = clocks_.monotonic_ns();
   f.seen_mono_ns.store(now, std::memory_order_relaxed);
-  if (f.resume_pending.load(std::memory_order_relaxed)) return true;
+  if (f.resume_pending.load(std::memory_order_relaxed) || f.stage_open.load(std::memory_order_relaxed)) return true;
   if (now < f.not_before_ns.load(std::memory_order_relaxed)) return false;
   return budget_.ready(now) || now < credit_until_ns_.load(std::memory_order_relaxed);
 }
@@ -81,11 +85,100 @@ bool AlwaysOnPolicy::admit_sampling_locked(Family& f) {
   return false;
 }
 
-std::vector<std::string> AlwaysOnPolicy::first_counters(const std::string&) const {
-  // The routing counters alone: the riders of the first stage fill replay passes that are paid
-  // anyway; without replay each group is a launch of its own, and the route decides which of them
-  // it needs (computed once, breakdowns expanded).
+std::vector<std::string> AlwaysOnPolicy::first_counters(const std::string& chip) const {
+  // Stages: deep mode's first stage, the routing counters with the riders that take no pass of
+  // their own beside them.
+  if (config_.stage_passes) return first_stage_counters(chip);
+  // Groups: the routing counters alone: the riders of the first stage fill replay passes that are
+  // paid anyway; without replay each group is a launch of its own, and the route decides which of
+  // them it needs (computed once, breakdowns expanded).
   return routing_counters_expanded();
+}
+
+bool AlwaysOnPolicy::first_for_stage_locked(const Family& family, uint64_t now_ns) const {
+  // Routing first, then impact: a family without any routed verdict (neither its counters nor the
+  // PM window routed it) before one that has one, and by GPU time among those.
+  const auto unrouted = [](const Family& f) { return !f.routed && !f.pm_routed; };
+  const bool mine_unrouted = unrouted(family);
+  const double mine = switch_weight(family.share);
+  for (const Family* f : families_.all_locked()) {
+    if (f == &family || f->complete || f->device != family.device || !f->candidate.load(std::memory_order_relaxed)) {
+      continue;
+    }
+    const uint64_t seen = f->seen_mono_ns.load(std::memory_order_relaxed);
+    if (seen == 0 || now_ns >= seen + kRecentLaunchNs) continue;  // stopped launching: serves nobody
+    if (f->profiles_started >= max_counter_launches()) continue;
+    const bool theirs_unrouted = unrouted(*f);
+    if (theirs_unrouted != mine_unrouted) {
+      if (theirs_unrouted) return false;
+      continue;
+    }
+    const double theirs = switch_weight(f->share);
+    // Ties by family id, so that two families never each leave the stage to the other.
+    if (theirs > mine || (theirs == mine && f->family_id < family.family_id)) return false;
+  }
+  return true;
+}
+
+SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vector<std::string> wanted,
+                                                            const ContextGroups& context) {
+  const uint64_t now = clocks_.monotonic_ns();
+  Choice choice;
+  choice.stage_pass = true;
+  // The stage's collection is intact while its context still names it: a release, a PC-sampled
+  // launch, a graph's stage or another configuration clears that (and CUPTI starts over).
+  const bool intact = context.stage_family == f.family_id;
+  if (!f.ao_stage.empty()) {
+    if (intact && !f.ao_stage_launches.empty()) {
+      // The stage's next pass, at once: a stage left halfway is wasted. Charged all the same; the
+      // debt holds the next stage back, so the long-run share stays the budget.
+      budget_.admit_spaced(now, CostKind::kSameGroup);
+      choice.metrics = f.ao_stage;
+      return choice;
+    }
+    // Not begun after all (its context was taken), or abandoned: its context was reconfigured or
+    // released between two passes, and CUPTI started its collection over. Its counters are wanted
+    // again, in a new stage.
+    if (!f.ao_stage_launches.empty()) ++f.ao_stages_abandoned;
+    for (const std::string& m : f.ao_stage) {
+      if (!f.measured.has(m) && f.attempted.erase(m) > 0) wanted.push_back(m);
+    }
+    f.ao_stage.clear();
+    f.ao_stage_launches.clear();
+    f.stage_open.store(false, std::memory_order_relaxed);
+    // A family whose stages keep being abandoned (it launches more than the hold apart, so its
+    // idle profiler is released between passes) goes on with single-pass groups: no pass lost.
+    if (f.ao_stages_abandoned >= kMaxAbandonedStages) return choose_group_locked(f, wanted, context);
+  }
+  if (wanted.empty()) {
+    choice.kind = Choice::Kind::kComplete;
+    return choice;
+  }
+  // Every stage measures the launch's duration too, as every group does: Decision 0 compares the
+  // launches a diagnosis is assembled from.
+  wanted.insert(wanted.end(), in_every_group().begin(), in_every_group().end());
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  if (!first_for_stage_locked(f, now) ||
+      (context.stage_family != 0 && context.stage_family != f.family_id &&
+       now < context.stage_pass_ns + ContextState::kGraphHoldNs)) {
+    // A family with more of the GPU time takes the next stage, or another family's stage holds
+    // the context: back in a while.
+    f.not_before_ns.store(now + kRoutingFirstWaitNs, std::memory_order_relaxed);
+    choice.kind = Choice::Kind::kWait;
+    return choice;
+  }
+  // A new stage configures the profiler: admitted like a group switch.
+  if (!budget_.admit(now, CostKind::kGroupSwitch)) {
+    f.not_before_ns.store(budget_.next_ns(), std::memory_order_relaxed);
+    choice.kind = Choice::Kind::kWait;
+    return choice;
+  }
+  f.ao_stage = wanted;
+  f.stage_open.store(true, std::memory_order_relaxed);
+  choice.metrics = std::move(wanted);
+  choice.cost = CostKind::kGroupSwitch;
+  return choice;
 }
 
 AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& family, const MetricGroups& groups,
@@ -128,6 +221,14 @@ AlwaysOnPolicy::GroupDemand AlwaysOnPolicy::group_demand_locked(const Family& fa
 
 SelectionPolicy::Choice AlwaysOnPolicy::choose_locked(Family& f, std::vector<std::string> wanted,
                                                       const ContextGroups& context) {
+  if (config_.stage_passes && f.ao_stages_abandoned < kMaxAbandonedStages) {
+    return choose_stage_locked(f, std::move(wanted), context);
+  }
+  return choose_group_locked(f, wanted, context);
+}
+
+SelectionPolicy::Choice AlwaysOnPolicy::choose_group_locked(Family& f, const std::vector<std::string>& wanted,
+                                                            const ContextGroups& context) {
   Choice choice;
   const MetricGroups* groups = context.groups;
   if (groups == nullptr) {  // no groups for this chip: said once by groups_for
@@ -299,16 +400,22 @@ namespace {
 // "N launches without replay (G metric groups...)": what a family's verdict was assembled from.
 std::string assembled_from(const Family& f) {
   std::set<uint32_t> groups;
+  size_t stages = 0;  // CUTRIAGE_STAGE_PASSES: a stage's last pass carries its values (group 0)
   size_t earlier = 0;
   for (const triage::AssembledLaunch& a : f.assembled) {
-    groups.insert(a.metric_group);
+    if (a.metric_group != 0) groups.insert(a.metric_group);
+    if (a.metric_group == 0 && a.metrics > 0) ++stages;
     earlier += a.from_earlier_process() ? 1 : 0;
   }
   if (f.assembled.empty() && f.deep_request != 0) {
     return "deep capture " + std::to_string(f.deep_request) + " (one launch, replayed)";
   }
-  return std::to_string(f.assembled.size()) + " launches without replay (" + std::to_string(groups.size()) +
-         " metric groups" +
+  std::string how = std::to_string(groups.size()) + " metric groups";
+  if (stages > 0) {
+    how = groups.empty() ? std::to_string(stages) + " stages of one pass a launch"
+                         : how + ", " + std::to_string(stages) + " stages of one pass a launch";
+  }
+  return std::to_string(f.assembled.size()) + " launches without replay (" + how +
          (earlier > 0 ? "; " + std::to_string(earlier) + " of the launches by an earlier process, resumed" : "") + ")";
 }
 

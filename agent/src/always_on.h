@@ -3,6 +3,16 @@
 // most GPU time still without a verdict; families resumed from an earlier process's output
 // (CUTRIAGE_RESUME, single_pass.h). Owns the budget.
 //
+// With CUTRIAGE_STAGE_PASSES, a family's counters come in stages instead, as deep mode's adaptive
+// route stages them (routing counters and their riders first, then what the route still reads),
+// each stage one multi-pass configuration (PlanReplay::kLaunches) with one pass on each of the
+// family's next launches: as graphs are profiled over their own replays (graph_profiler.h). Why:
+// the costly part of always-on is the switch to a new configuration (140-200 ms on the H200),
+// paid once a stage here, against once a group (about 16 groups for a complete verdict). The
+// family with the most GPU time takes the next stage; the context stays with it until the stage
+// ends (ContextState::stage_family), and a stage whose context was reconfigured or released
+// between two passes is started again.
+//
 // Threading: the budget and the families' fields sit behind the family table's lock (the
 // `_locked` members); the metric groups behind the base's groups mutex, which comes before it
 // (planning charges the budget).
@@ -45,6 +55,9 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   bool admit_sampling_locked(Family& family) override;
   [[nodiscard]] std::vector<std::string> first_counters(const std::string& chip) const override;
   Choice choose_locked(Family& family, std::vector<std::string> wanted, const ContextGroups& context) override;
+  [[nodiscard]] bool stage_in_progress_locked(const Family& family) const override {
+    return config_.stage_passes && !family.ao_stage.empty();
+  }
 
   // A graph launch the graph profiler would make a pass of (the first of a stage: kGroupSwitch;
   // the stage's later passes: kSameGroup, at once, since a stage abandoned halfway is wasted) or
@@ -83,6 +96,13 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // Per group, what the other candidate families on the device that are still launching want.
   struct GroupDemand;
   GroupDemand group_demand_locked(const Family& family, const MetricGroups& groups, uint64_t now_ns) const;
+  // One single-pass group for this launch (the default), or a wait.
+  Choice choose_group_locked(Family& family, const std::vector<std::string>& wanted, const ContextGroups& context);
+  // CUTRIAGE_STAGE_PASSES: the next pass of the family's stage, or a new stage.
+  Choice choose_stage_locked(Family& family, std::vector<std::string> wanted, const ContextGroups& context);
+  // Whether no other family still launching on the device, with counters left, holds more of the
+  // GPU time (it takes the next stage: impact first).
+  [[nodiscard]] bool first_for_stage_locked(const Family& family, uint64_t now_ns) const;
 
   const uint64_t started_ns_;
   Budget budget_;

@@ -157,6 +157,10 @@ struct AgentConfig {
   // Always-on: one PM-sampled window over the application's own launches routes every family that
   // ran in it from its own samples (pm_window.h, docs/always-on.md).
   bool pm_window = true;
+  // Always-on: a family's counters in stages of one multi-pass configuration each, one pass on each
+  // of its next launches (always_on.h), instead of one single-pass group a launch: a stage pays one
+  // switch for what takes the groups one switch each. Off until the H200 has measured it.
+  bool stage_passes = false;
   uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
   uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.

@@ -183,7 +183,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 46> kOptions = {{
+const std::array<Option, 47> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -369,6 +369,17 @@ const std::array<Option, 46> kOptions = {{
        const std::optional<bool> b = parse_bool(v);
        if (!b) return bad();
        c.pm_window = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_STAGE_PASSES", "--stage-passes", "1|0", "0",
+      "always-on: collect a family's counters in stages, each one multi-pass configuration with one pass "
+      "on each of the family's next launches (no replay), instead of one single-pass group a launch: one "
+      "costly switch a stage instead of one a group (docs/always-on.md); experimental"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.stage_passes = *b;
        return ok();
      }},
     {{"CUTRIAGE_PC_SAMPLING_PERIOD", "--pc-sampling-period", "auto|N", "auto",

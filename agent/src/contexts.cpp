@@ -6,6 +6,7 @@ void ContextState::release_locked() {
   if (profiler) (void)profiler->disable();
   configured_group.store(-1);
   profiled_end_mono_ns.store(0);
+  stage_family.store(0);
 }
 
 collectors::Status ContextState::ensure_range_profiler_locked(collectors::Platform& platform, bool* failed_now) {
@@ -29,6 +30,7 @@ collectors::Status ContextState::begin_sampling_locked(collectors::Platform& pla
   *failed_now = false;
   if (profiler) (void)profiler->disable();
   configured_group.store(-1);
+  stage_family.store(0);
   if (!sampler && !sampler_failed) {
     collectors::Result<std::unique_ptr<collectors::PcSampler>> made = platform.make_pc_sampler(event);
     if (made.is_ok()) {
@@ -47,6 +49,7 @@ collectors::Status ContextState::begin_pm_sampling_locked(collectors::Platform& 
   if (profiler) (void)profiler->disable();
   configured_group.store(-1);
   profiled_end_mono_ns.store(0);
+  stage_family.store(0);
   if (!pm_sampler && !pm_failed) {
     collectors::Result<std::unique_ptr<collectors::PmSampler>> made = platform.make_pm_sampler(event, chip);
     if (made.is_ok()) {
@@ -96,9 +99,11 @@ std::shared_ptr<ContextState> ContextTable::for_launch(const collectors::LaunchE
 }
 
 std::shared_ptr<ContextState> ContextTable::claim(const collectors::LaunchEvent& event, uint32_t graph_exec,
-                                                  uint64_t now_ns) {
+                                                  uint64_t now_ns, uint64_t family) {
   std::shared_ptr<ContextState> ctx = for_launch(event);
-  if (ctx->held_by_graph(graph_exec, now_ns)) return nullptr;
+  if (ctx->held_by_graph(graph_exec, now_ns) || ctx->held_by_stage(graph_exec != 0 ? 0 : family, now_ns)) {
+    return nullptr;
+  }
   bool expected = false;
   if (!ctx->busy.compare_exchange_strong(expected, true)) return nullptr;
   if (!claim_device(ctx, now_ns)) {
@@ -116,7 +121,10 @@ std::shared_ptr<ContextState> ContextTable::claim_for_window(uint32_t device, ui
       if (!ctx || ctx->event.device != device) continue;
       // A range profiler not yet released (a stage may still be collecting on it), a graph
       // stage's hold, or a launch in flight: not now.
-      if (ctx->profiled_end_mono_ns.load() != 0 || ctx->busy.load() || ctx->held_by_graph(0, now_ns)) return nullptr;
+      if (ctx->profiled_end_mono_ns.load() != 0 || ctx->busy.load() || ctx->held_by_graph(0, now_ns) ||
+          ctx->held_by_stage(0, now_ns)) {
+        return nullptr;
+      }
       if (!pick && ctx->event.context != nullptr) pick = ctx;
     }
   }
@@ -142,9 +150,10 @@ bool ContextTable::claim_device(const std::shared_ptr<ContextState>& ctx, uint64
     // busy is re-read under the other context's lock: its owner sets busy before taking the
     // lock to begin, so a profile that started meanwhile is seen here and never disabled.
     std::lock_guard<std::mutex> lock(other->profiler_mutex);
-    if (other->busy.load() || other->held_by_graph(0, now_ns)) return false;
+    if (other->busy.load() || other->held_by_graph(0, now_ns) || other->held_by_stage(0, now_ns)) return false;
     if (other->profiler) (void)other->profiler->disable();
     other->configured_group.store(-1);
+    other->stage_family.store(0);
   }
   return true;
 }
@@ -154,7 +163,10 @@ std::vector<std::shared_ptr<ContextState>> ContextTable::idle_since(uint64_t now
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [id, ctx] : contexts_) {
     const uint64_t ended = ctx ? ctx->profiled_end_mono_ns.load() : 0;
-    if (ended != 0 && now_ns >= ended + idle_ns && !ctx->held_by_graph(UINT32_MAX, now_ns)) idle.push_back(ctx);
+    if (ended != 0 && now_ns >= ended + idle_ns && !ctx->held_by_graph(UINT32_MAX, now_ns) &&
+        !ctx->held_by_stage(0, now_ns)) {
+      idle.push_back(ctx);
+    }
   }
   return idle;
 }

@@ -55,7 +55,21 @@ struct ContextState {
     return holder != 0 && holder != exec && now_ns < graph_pass_mono_ns.load() + kGraphHoldNs;
   }
 
-  // Disables the range profiler and forgets its group (profiler_mutex held).
+  // Always-on with CUTRIAGE_STAGE_PASSES: a family's stage in progress over its own launches (the
+  // family's id; 0 = none). Like a graph's, its range profiler holds the stage's configuration
+  // between the passes, so other launches leave the context alone until the stage ends or the
+  // family has not been profiled for kGraphHoldNs (stage_pass_mono_ns: the last pass). Cleared when
+  // the profiler is disabled, which abandons the stage.
+  std::atomic<uint64_t> stage_family{0};
+  std::atomic<uint64_t> stage_pass_mono_ns{0};
+  // Whether a family's stage holds the context from a launch of another family (`family` 0: a
+  // graph launch, a window or another context's claim) at `now_ns`.
+  [[nodiscard]] bool held_by_stage(uint64_t family, uint64_t now_ns) const {
+    const uint64_t holder = stage_family.load();
+    return holder != 0 && holder != family && now_ns < stage_pass_mono_ns.load() + kGraphHoldNs;
+  }
+
+  // Disables the range profiler and forgets its group and stage (profiler_mutex held).
   void release_locked();
   // The range profiler, made on first use (profiler_mutex held). Not ok when there is none:
   // *failed_now set when making it failed just now (the status is CUPTI's: permission denied, ...;
@@ -85,9 +99,10 @@ class ContextTable {
   // The launch's context, marked busy, with the device's other contexts' range profilers
   // disabled; null when this context or another one of the device has a profile in flight.
   // A graph stage's hold (ContextState::graph_exec) refuses launches of other execs and kernel
-  // launches (`graph_exec` 0) until it lapses at `now_ns`.
+  // launches (`graph_exec` 0) until it lapses at `now_ns`; a family's stage (stage_family) refuses
+  // launches of other families (`family` 0: a graph launch) the same way.
   std::shared_ptr<ContextState> claim(const collectors::LaunchEvent& event, uint32_t graph_exec = 0,
-                                      uint64_t now_ns = 0);
+                                      uint64_t now_ns = 0, uint64_t family = 0);
   // Always-on's PM window (pm_window.h), from the flush thread: a context of `device`, marked busy,
   // while no context of the device has a range profiler still enabled after a profiled launch
   // (released when idle: CUTRIAGE_RELEASE_MS), a graph stage holding it, or a launch in flight

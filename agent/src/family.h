@@ -66,6 +66,9 @@ struct Family {
   // Always-on: the earlier output has this family (name and block): its first candidate launch
   // comes to the selection whatever the budget says, to take it (nothing is profiled for that).
   std::atomic<bool> resume_pending{false};
+  // Always-on (CUTRIAGE_STAGE_PASSES): a stage is in progress (ao_stage non-empty), so the fast
+  // path lets each launch through for its next pass whatever the budget says.
+  std::atomic<bool> stage_open{false};
   std::atomic<bool> resumed_unwritten{false};  // resumed_record waits to be written
 
   // Ranking (from the trace's ranking, under the table's lock).
@@ -111,6 +114,12 @@ struct Family {
   // What the selection last found this family still wants (breakdown parts expanded), sorted;
   // other families' group choices count it, so that one switch serves several.
   std::vector<std::string> ao_wanted;
+  // CUTRIAGE_STAGE_PASSES: the stage in progress (its counters, sorted; empty: none), the launches
+  // its passes ran on so far, and the stages abandoned halfway (their context reconfigured or
+  // released between two passes).
+  std::vector<std::string> ao_stage;
+  std::vector<uint64_t> ao_stage_launches;
+  uint32_t ao_stages_abandoned = 0;
   bool complete_noted = false;   // the "diagnosis complete" notice was written
   bool routed_noted = false;     // the "routed" notice was written
   bool resume_checked = false;   // CUTRIAGE_RESUME was looked up for this family

@@ -225,8 +225,10 @@ bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t sta
     s = ctx->ensure_range_profiler_locked(p_.platform, &failed_now);
     if (s.is_ok()) {
       s = ctx->profiler->begin(*plan);
-      // The configuration is the graph's now: always-on's group bookkeeping must not reuse it.
+      // The configuration is the graph's now: always-on's group bookkeeping must not reuse it, and
+      // a family's stage on it is over (abandoned: its hold had lapsed).
       ctx->configured_group.store(-1);
+      ctx->stage_family.store(0);
     }
   }
   if (!s.is_ok()) {

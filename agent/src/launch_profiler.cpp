@@ -56,6 +56,7 @@ struct LaunchProfiler::Active {
   bool budgeted = false;
   CostKind cost = CostKind::kSameGroup;
   int group = -1;     // single-pass group (always-on, application replay), -1 otherwise
+  bool stage_pass = false;  // one pass of the family's stage (CUTRIAGE_STAGE_PASSES)
   std::shared_ptr<const MetricGroups> groups;  // the chip's single-pass groups, when group >= 0
   uint64_t deep = 0;  // deep-capture request id, 0 = none
   // ProfileCost's phases (monotonic ns): launch entry, the collector's start and its return, the
@@ -141,6 +142,8 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
       context.groups = groups.get();
       context.configured = ctx->configured_group.load();
       context.configured_since_ns = ctx->configured_mono_ns.load();
+      context.stage_family = ctx->stage_family.load();
+      context.stage_pass_ns = ctx->stage_pass_mono_ns.load();
     }
     Selection selection = p_.selector.select(event, launch_index, chip, family, context);
     if (family.resumed_unwritten.exchange(false)) {
@@ -194,7 +197,7 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
 void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, uint64_t launch_index,
                                     const Selection& selection, const std::shared_ptr<const MetricGroups>& groups,
                                     uint64_t started_mono) {
-  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, 0, p_.monotonic_ns());
+  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, 0, p_.monotonic_ns(), family.family_id);
   if (!ctx) {
     // Undo the selection's bookkeeping: this launch ends up unprofiled after all.
     std::lock_guard<std::mutex> lock(p_.families.mutex());
@@ -209,6 +212,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
   }
   std::unique_ptr<Active> active = new_active(ctx, family, event, launch_index);
   active->group = selection.group;
+  active->stage_pass = selection.stage_pass;
   active->deep = selection.deep;
 
   auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
@@ -240,6 +244,9 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
       return;
     }
     active->plan = std::move(plan).value();
+    // A stage's pass: one on this launch as the application issued it, the next ones on the
+    // family's next launches (nothing replayed, saved or restored).
+    if (selection.stage_pass) active->plan.replay = collectors::PlanReplay::kLaunches;
   }
   if (active->event.launch) {
     collectors::Status s = p_.platform.complete_launch_config(event, &*active->event.launch);
@@ -276,6 +283,10 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     active->started_ns = p_.monotonic_ns();
     if (!s.is_ok() || ctx->configured_group.load() != selection.group) ctx->configured_mono_ns.store(started_mono);
     ctx->configured_group.store(s.is_ok() ? selection.group : -1);
+    // A stage holds the context for its family between its passes; any other configuration ends
+    // a stage that was in progress on it.
+    ctx->stage_family.store(s.is_ok() && selection.stage_pass ? family.family_id : 0);
+    if (s.is_ok() && selection.stage_pass) ctx->stage_pass_mono_ns.store(started_mono);
     if (s.is_ok() && selection.group >= 0 && p_.config.release_ms > 0 && p_.always_on) {
       // The profiler stays configured until release_ms after this launch: other families may take
       // the group on credit meanwhile, so their launches must reach the selection.
@@ -401,12 +412,17 @@ void LaunchProfiler::complete_counters(Active& active) {
     ContextState& ctx = *active.context;
     std::lock_guard<std::mutex> lock(ctx.profiler_mutex);
     collectors::Result<collectors::CounterData> ended = ctx.profiler->end();
+    const bool passes_pending = ended.is_ok() && ended.value().passes_pending > 0;
+    // A stage's pass that failed ends the stage: the family starts it again.
+    if (active.stage_pass && !ended.is_ok()) ctx.stage_family.store(0);
     if (p_.always_on) {
       // An enabled profiler slows every launch on the context: released now (within this launch's
       // measured cost) or, after release_ms without another profiled launch, by the flush thread
       // (or cutriage_flush; without a flush thread by the first launch after that, see
       // release_if_due; at the latest when the agent finishes).
-      if (p_.config.release_ms == 0) {
+      // A stage with passes still to run keeps its configuration (ContextTable::idle_since leaves
+      // the context alone while the stage holds it).
+      if (p_.config.release_ms == 0 && !passes_pending) {
         ctx.release_locked();
       } else {
         const uint64_t now = p_.monotonic_ns();
@@ -418,6 +434,12 @@ void LaunchProfiler::complete_counters(Active& active) {
   }();
   if (!data.is_ok()) {
     record_failure(active, "range profiler stop/decode: " + data.status().message());
+    return;
+  }
+  if (data.value().passes_pending > 0) {
+    // A stage's pass with more to come on the family's next launches: no values, no record yet.
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    active.family->ao_stage_launches.push_back(active.launch_index);
     return;
   }
   collectors::Result<std::vector<collectors::MetricReading>> readings = active.host->evaluate(active.plan, data.value());
@@ -455,6 +477,32 @@ void LaunchProfiler::complete_counters(Active& active) {
       a.metrics = static_cast<uint32_t>(readings.value().size());
       f.assembled.push_back(a);
     }
+    if (active.stage_pass) {
+      // The stage's launches, one pass each: the values are the stage's, evaluated after its last
+      // pass (this launch), which carries them and the duration; Decision 0 compares that with the
+      // family's other stages and groups, as it compares the groups' launches.
+      std::vector<uint64_t> passes = std::move(f.ao_stage_launches);
+      passes.push_back(active.launch_index);
+      for (uint64_t li : passes) {
+        triage::AssembledLaunch a;
+        a.launch_index = li;
+        if (active.event.launch) {
+          a.grid = active.event.launch->grid;
+          a.block = active.event.launch->block;
+          a.dynamic_shared_bytes = active.event.launch->dynamic_shared_bytes;
+        }
+        if (li == active.launch_index) {
+          for (const collectors::MetricReading& r : readings.value()) {
+            if (r.name == "gpu__time_duration.sum") a.duration_ns = r.value;
+          }
+          a.metrics = static_cast<uint32_t>(readings.value().size());
+        }
+        f.assembled.push_back(a);
+      }
+      f.ao_stage.clear();
+      f.ao_stage_launches.clear();
+      f.stage_open.store(false, std::memory_order_relaxed);
+    }
     for (const collectors::MetricReading& r : readings.value()) {
       f.measured.set(r.name, r.value, unit_for(r.name));
       f.measured_on[r.name] = active.launch_index;
@@ -468,7 +516,7 @@ void LaunchProfiler::complete_counters(Active& active) {
       }
       f.note_rejected(rj.name);
     }
-    if (active.group >= 0) {
+    if (active.group >= 0 || active.stage_pass) {
       // A counter of the group that gave no value is not asked for again (attempted); the record
       // says so, so that a process resuming from it (CUTRIAGE_RESUME) does not ask either.
       for (const std::string& m : active.plan.metrics) {
@@ -498,6 +546,10 @@ void LaunchProfiler::complete_counters(Active& active) {
   if (active.group >= 0) {
     // One pass on the launch as the application ran it: caches as it left them.
     record.input.collection.replay_mode = triage::ReplayMode::kNone;
+    record.input.collection.cache_control = "none";
+  } else if (active.stage_pass) {
+    // The stage's passes were the family's own launches, each run once as the application ran it.
+    record.input.collection.replay_mode = triage::ReplayMode::kApplication;
     record.input.collection.cache_control = "none";
   } else {
     record.input.collection.replay_mode = triage::ReplayMode::kKernel;

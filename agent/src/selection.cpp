@@ -74,12 +74,13 @@ Selection Selector::select(const collectors::LaunchEvent& event, uint64_t launch
 
   std::vector<std::string> wanted = wanted_locked(*f, chip);
   Selection selection{Selection::Kind::kCounters, {}};
-  if (!wanted.empty()) {
+  if (!wanted.empty() || policy_.stage_in_progress_locked(*f)) {
     SelectionPolicy::Choice choice = policy_.choose_locked(*f, std::move(wanted), context);
     if (choice.kind == SelectionPolicy::Choice::Kind::kWait) return {};
     if (choice.kind == SelectionPolicy::Choice::Kind::kComplete) choice.metrics.clear();
     wanted = std::move(choice.metrics);
     selection.group = choice.group;
+    selection.stage_pass = choice.stage_pass;
     selection.cost = choice.cost;
   }
   if (wanted.empty()) {

@@ -40,6 +40,9 @@ struct Selection {
   Kind kind = Kind::kSkip;
   std::vector<std::string> metrics;
   int group = -1;     // always-on: index of the single-pass group
+  // Always-on with CUTRIAGE_STAGE_PASSES: `metrics` are a stage's, one pass on this launch (the
+  // plan is PlanReplay::kLaunches; always_on.h).
+  bool stage_pass = false;
   uint64_t deep = 0;  // id of the deep-capture request this launch serves; 0 = none
   CostKind cost = CostKind::kSameGroup;  // always-on: what the budget reserved for it
 };
@@ -49,6 +52,8 @@ struct ContextGroups {
   const MetricGroups* groups = nullptr;  // the chip's single-pass groups (null: none yet)
   int configured = -1;                   // the group the context has configured
   uint64_t configured_since_ns = 0;
+  uint64_t stage_family = 0;    // the family whose stage the context holds (0: none)
+  uint64_t stage_pass_ns = 0;   // that stage's last pass (monotonic)
 };
 
 // A deep-capture window (one at a time), guarded by the family table's lock.
@@ -68,6 +73,7 @@ class SelectionPolicy {
     enum class Kind : uint8_t { kCollect, kWait, kComplete } kind = Kind::kCollect;
     std::vector<std::string> metrics;
     int group = -1;
+    bool stage_pass = false;
     CostKind cost = CostKind::kSameGroup;
   };
   virtual ~SelectionPolicy() = default;
@@ -89,8 +95,11 @@ class SelectionPolicy {
   virtual bool admit_sampling_locked(Family& family) = 0;
   // The counters of a family's first profiled launch under adaptive collection.
   [[nodiscard]] virtual std::vector<std::string> first_counters(const std::string& chip) const = 0;
-  // What this launch collects of `wanted` (non-empty).
+  // What this launch collects of `wanted` (non-empty, unless a stage is in progress).
   virtual Choice choose_locked(Family& family, std::vector<std::string> wanted, const ContextGroups& context) = 0;
+  // Whether the family has a stage in progress whose passes are not all done (always-on with
+  // CUTRIAGE_STAGE_PASSES): its launches go to choose_locked even when nothing else is wanted.
+  [[nodiscard]] virtual bool stage_in_progress_locked(const Family& /*family*/) const { return false; }
 };
 
 class Selector {

@@ -20,6 +20,9 @@
 // repeats of the workload): begin() Start + PushRange, end() PopRange + Stop; after the pass that
 // Stop reports as the last, DecodeData. Seen on the H200: a 9-pass plan over 9 graph launches gave
 // one range with every value, and the graph's results intact.
+//
+// PlanReplay::kLaunches (always-on's stages over a kernel's own launches): the same pass loop with
+// auto range and no push/pop, one kernel launch per pass. Not yet run on the H200.
 
 //
 // One enabled object serves one config (seen on the H200, CUDA 13.0, driver 580): SetConfig again
@@ -121,7 +124,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
       return Status(StatusCode::kInvalidArgument,
                     "RangeProfiler::begin(): the plan has no metrics or no config image");
     }
-    if (plan.replay == PlanReplay::kApplication && plan.passes == 0) {
+    if (passes_over_repeats(plan.replay) && plan.passes == 0) {
       return Status(StatusCode::kInvalidArgument, "RangeProfiler::begin(): the plan has no passes");
     }
     if (plan.replay == PlanReplay::kNone && plan.passes != 1) {
@@ -164,10 +167,10 @@ class CuptiRangeProfiler final : public RangeProfiler {
 
  private:
   Status configure_and_start(const MetricPlan& plan) {
-    if (replay_ == PlanReplay::kApplication && pass_ > 0 && configured_) {
+    if (passes_over_repeats(replay_) && pass_ > 0 && configured_) {
       // The next pass of the collection in progress: the same config and image, no SetConfig.
       CUTRIAGE_RETURN_IF_ERROR(start_object());
-      return push_range();
+      return replay_ == PlanReplay::kApplication ? push_range() : Status::ok();
     }
     // The counter-data image's size depends on the metric names; an object only ever serves one
     // plan (see the top of the file), so size it once per object.
@@ -214,7 +217,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     config.range = replay_ == PlanReplay::kApplication ? CUPTI_UserRange : CUPTI_AutoRange;
     // User replay with a single-pass config: the one Start..Stop is the only pass, so the launch
     // runs once and nothing is saved or restored (what always-on collection relies on). With
-    // kApplication each pass is one of the application's own repeats.
+    // kApplication and kLaunches each pass is one of the application's own repeats.
     config.replayMode = replay_ == PlanReplay::kKernel ? CUPTI_KernelReplay : CUPTI_UserReplay;
     config.maxRangesPerPass = options_.max_ranges;
     config.numNestingLevels = 1;  // auto range: must be 1 (header)
@@ -280,7 +283,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
     stop.pRangeProfilerObject = object_;
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerStop(&stop));
-    if (replay_ == PlanReplay::kApplication && stop.isAllPassSubmitted == 0) {
+    if (passes_over_repeats(replay_) && stop.isAllPassSubmitted == 0) {
       // Pass `pass_` done; CUPTI says which comes next (seen on the H200: 1, 2, ... then 0 with
       // all submitted after the last).
       ++pass_;

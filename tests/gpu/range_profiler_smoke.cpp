@@ -11,7 +11,9 @@
 //      config on one object crashed), then disable() and A again (re-enable)
 //   3. keep_enabled = false profiler: Enable/Disable around one launch (the sequence the shared
 //      notes saw working on the H200)
-//   4. with --probe-empty-range: begin()/end() with no kernel in between (the H200 crashed once
+//   4. a multi-pass plan over the kernel's consecutive launches, one pass each (always-on's
+//      stages, PlanReplay::kLaunches), an unprofiled launch between two passes
+//   5. with --probe-empty-range: begin()/end() with no kernel in between (the H200 crashed once
 //      in DecodeData there: opt-in, last)
 // After every profiled launch the in-place kernel's output is checked: kernel replay must restore
 // device memory between passes.
@@ -281,6 +283,33 @@ int run(bool probe_empty_range) {
       throw Failure{"a multi-pass plan without replay must be refused"};
     }
     check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after no-replay C (kernel replay again)"));
+  }
+  {
+    // Always-on's stages (CUTRIAGE_STAGE_PASSES): a multi-pass plan collected over the kernel's
+    // own consecutive launches, one pass each (auto range + user replay, PlanReplay::kLaunches),
+    // an unprofiled launch between two passes. The same counts as kernel replay's.
+    cc::MetricPlan stage = plan_a;
+    stage.replay = cc::PlanReplay::kLaunches;
+    std::printf("plan A over launches: %u passes\n", stage.passes);
+    if (stage.passes < 2) throw Failure{"plan A should take several passes"};
+    auto profiler = take(cc::make_cupti_range_profiler(ctx), "make_cupti_range_profiler (passes over launches)");
+    cc::CounterData data;
+    for (uint32_t pass = 0; pass < stage.passes; ++pass) {
+      const auto start = std::chrono::steady_clock::now();
+      check_status(profiler->begin(stage), "begin() (a pass)");
+      const double begin_ms = ms_since(start);
+      launch_and_verify(b);
+      const auto ended = std::chrono::steady_clock::now();
+      data = take(profiler->end(), "end() (a pass)");
+      std::printf("  pass %u: begin %.1f ms, end %.1f ms, passes pending %u\n", pass, begin_ms, ms_since(ended),
+                  data.passes_pending);
+      if (pass + 1 < stage.passes && data.passes_pending == 0) throw Failure{"CUPTI called the stage done early"};
+      if (pass == 0) launch_and_verify(b);  // unprofiled, between two passes
+    }
+    if (data.passes_pending != 0) throw Failure{"passes still pending after the plan's passes"};
+    auto readings = take(host->evaluate(stage, data, 0), "evaluate() (passes over launches)");
+    print_readings(readings);
+    check_plan_a(readings);
   }
   launch_and_verify(b);  // unprofiled again after the profilers are gone
 

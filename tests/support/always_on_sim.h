@@ -29,7 +29,9 @@
 #include "agent.h"
 #include "agent_rig.h"
 #include "fake_platform.h"
+#include "cutriage/triage/plan.h"
 #include "file_reader.h"
+#include "groups.h"
 #include "merge.h"
 #include "pm_nodes.h"
 
@@ -67,7 +69,26 @@ struct Options {
   uint32_t replica_count = 1;
   uint64_t pid = 4242;
   std::string resume_path;
+  // CUTRIAGE_STAGE_PASSES: stages of one multi-pass plan, a pass on each of the family's launches
+  // (each pass after a stage's first costs same_group_ns). A plan's passes here: the GH100 groups
+  // its names touch (breakdowns expanded), more than CUPTI's own packing needs (deep mode's
+  // first stage: 9 passes on the H200).
+  bool stage_passes = false;
 };
+
+// A plan's passes as the GH100 single-pass groups table packs its names: an upper bound on what
+// CUPTI packs into one config (always_on_sim's stage model; a group's own plan is one pass).
+inline uint32_t gh100_groups_touched(const std::vector<std::string>& metrics) {
+  static const std::string kChip = "GH100";
+  const std::vector<std::vector<std::string>>& table = agent::offline_groups(kChip);
+  const std::vector<std::string> expanded = triage::expand_breakdowns(metrics);
+  const std::set<std::string> names(expanded.begin(), expanded.end());
+  uint32_t touched = 0;
+  for (const std::vector<std::string>& g : table) {
+    touched += std::any_of(g.begin(), g.end(), [&](const std::string& m) { return names.count(m) > 0; }) ? 1 : 0;
+  }
+  return touched;
+}
 
 struct FamilyResult {
   std::string program;
@@ -157,6 +178,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   platform.config.cost_same_ns = o.same_group_ns;
   platform.config.cost_first_begin_ns = o.init_ns;
   platform.config.names_per_pass = 1000;     // the GH100 table's groups are one pass each
+  if (o.stage_passes) platform.config.passes_of = gh100_groups_touched;
   platform.config.switch_after_disable = true;  // a released profiler is a new object next time
   platform.config.pm_start_cost_ns = o.pm_start_ns;
   platform.config.pm_stop_cost_ns = o.pm_stop_ns;
@@ -177,6 +199,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   cfg.trace_flush_ms = 0;  // no flush thread: the loop below ticks
   cfg.pc_sampling = false;  // counters only: what the verdicts need
   cfg.pm_window = o.pm_window;
+  cfg.stage_passes = o.stage_passes;
   cfg.replica_index = o.replica_index;
   cfg.replica_count = o.replica_count;
   cfg.resume_path = o.resume_path;

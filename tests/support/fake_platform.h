@@ -123,6 +123,8 @@ struct FakeConfig {
   uint64_t cost_first_begin_ns = 0;
   // How many names the fake chip plans in one pass (10: small groups, so tests see packing).
   size_t names_per_pass = 10;
+  // When set, a plan's passes instead of names_per_pass (the simulation's model of GH100).
+  std::function<uint32_t(const std::vector<std::string>&)> passes_of;
   // A disabled profiler forgets its configuration, as a released CUPTI object does: the next
   // begin() costs a switch whatever its plan. Off by default (the older tests' costs).
   bool switch_after_disable = false;
@@ -151,7 +153,8 @@ class FakeHost final : public collectors::ProfilerHost {
     }
     if (p.metrics.empty()) return Status(StatusCode::kInvalidArgument, "no collectable metric");
     const size_t per_pass = std::max<size_t>(cfg_.names_per_pass, 1);
-    p.passes = static_cast<uint32_t>((p.metrics.size() + per_pass - 1) / per_pass);
+    p.passes = cfg_.passes_of ? std::max<uint32_t>(cfg_.passes_of(p.metrics), 1)
+                              : static_cast<uint32_t>((p.metrics.size() + per_pass - 1) / per_pass);
     // Stands for CUPTI's config image: equal for equal metric lists.
     for (const std::string& m : p.metrics) {
       p.config_image.insert(p.config_image.end(), m.begin(), m.end());
@@ -252,7 +255,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
       return Status(StatusCode::kInternal, "cuptiRangeProfilerDecodeData: CUPTI_ERROR_UNKNOWN (injected)");
     }
     collectors::CounterData d;
-    if (replay_ == collectors::PlanReplay::kApplication) {
+    if (collectors::passes_over_repeats(replay_)) {
       // One pass per begin()/end(): no image until the plan's last.
       if (++app_pass_ < passes_) {
         d.passes_pending = passes_ - app_pass_;

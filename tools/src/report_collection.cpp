@@ -22,9 +22,11 @@ void put_wrapped(std::ostringstream& out, const std::string& first, const std::s
 // launches must be comparable for the assembled numbers to mean anything).
 void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
   std::set<uint32_t> groups;
+  int stages = 0;  // CUTRIAGE_STAGE_PASSES: a stage's last pass carries its values (group 0)
   double min_ns = 0, max_ns = 0;
   for (const v1::AssembledLaunch& a : k.assembled_launches()) {
     if (a.metric_group() != 0) groups.insert(a.metric_group());
+    if (a.metric_group() == 0 && a.metrics() > 0) ++stages;
     if (!(a.duration_ns() > 0)) continue;
     min_ns = min_ns == 0 ? a.duration_ns() : std::min(min_ns, a.duration_ns());
     max_ns = std::max(max_ns, a.duration_ns());
@@ -72,6 +74,9 @@ void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
       first = false;
     }
     text += ")";
+  }
+  if (stages > 0) {
+    text += " (" + std::to_string(stages) + (stages == 1 ? " stage" : " stages") + " of one pass a launch)";
   }
   if (max_ns > 0) {
     text += ", durations " + short_duration(min_ns);

@@ -69,6 +69,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_GRAPH_PM_SAMPLING") return "0";
   if (env == "CUTRIAGE_GRAPH_PC_SAMPLING") return "1";
   if (env == "CUTRIAGE_PM_WINDOW") return "0";
+  if (env == "CUTRIAGE_STAGE_PASSES") return "1";
   if (env == "CUTRIAGE_PC_SAMPLING_PERIOD") return "9";
   if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
   if (env == "CUTRIAGE_PROMETHEUS_FILE") return "/var/lib/node_exporter/cutriage.prom";
@@ -452,7 +453,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 46);
+  REQUIRE(options.size() == 47);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -497,7 +498,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.nvtx_include.spec() != d.nvtx_include.spec() ||
                          c.nvtx_exclude.spec() != d.nvtx_exclude.spec() || c.pc_sampling != d.pc_sampling ||
                          c.graph_pm_sampling != d.graph_pm_sampling || c.pm_window != d.pm_window ||
-                         c.graph_pc_sampling != d.graph_pc_sampling ||
+                         c.graph_pc_sampling != d.graph_pc_sampling || c.stage_passes != d.stage_passes ||
                          c.pc_sampling_period_log2 != d.pc_sampling_period_log2 ||
                          c.cubin_cache_mb != d.cubin_cache_mb || c.prometheus_file != d.prometheus_file ||
                          c.prometheus_interval_ms != d.prometheus_interval_ms || c.segment_mb != d.segment_mb ||
@@ -522,7 +523,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_TRACE_PERIOD", "CUTRIAGE_NVTX_INCLUDE",
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING", "CUTRIAGE_GRAPH_PM_SAMPLING",
                                        "CUTRIAGE_GRAPH_PC_SAMPLING",
-                                       "CUTRIAGE_PM_WINDOW",
+                                       "CUTRIAGE_PM_WINDOW", "CUTRIAGE_STAGE_PASSES",
                                        "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
                                        "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
                                        "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP",

@@ -33,7 +33,15 @@ enum class PlanReplay : uint8_t {
   // is saved or restored, every pass is real work of the application. The only way to count a
   // graph launch (docs/graphs.md): one range for the whole launch, not one per node.
   kApplication,
+  // A kernel's own launches are the passes (always-on's stages, CUTRIAGE_STAGE_PASSES): pass i on
+  // the i-th begin()/end() around one launch of the same kernel, auto range + user replay (the
+  // sequence of NVIDIA's user-replay samples, which launch the kernel again for each pass),
+  // nothing saved or restored. Not yet run on the H200.
+  kLaunches,
 };
+
+// Whether a plan's passes are the application's own repeats, one begin()/end() each.
+inline bool passes_over_repeats(PlanReplay r) { return r == PlanReplay::kApplication || r == PlanReplay::kLaunches; }
 
 // What to collect, checked and compiled by the host for one chip. Immutable once made; shareable
 // between contexts of the same chip.
@@ -62,7 +70,7 @@ struct CounterData {
   // evaluated with the plan that collected them, ever reach it.
   uint64_t image_checksum = 0;
   uint64_t config_checksum = 0;
-  // PlanReplay::kApplication: passes still to run before the data is complete. While it is
+  // PlanReplay::kApplication or kLaunches: passes still to run before the data is complete. While it is
   // above 0, end() returns no image (nothing to evaluate yet) and the next begin() with the same
   // plan runs the next pass.
   uint32_t passes_pending = 0;
@@ -100,13 +108,13 @@ class RangeProfiler {
   virtual Status begin(const MetricPlan& plan) = 0;
   // Stops, decodes and returns the counter data. Called once after every successful begin().
   // Fails (and leaves the profiler ready for the next begin()) when no range was recorded, e.g.
-  // no kernel ran between begin() and end(). Under PlanReplay::kApplication, returns
+  // no kernel ran between begin() and end(). Under PlanReplay::kApplication or kLaunches, returns
   // passes_pending > 0 and no image until the last pass.
   virtual Result<CounterData> end() = 0;
   // Releases the context's range profiler (cuptiRangeProfilerDisable) so that another collector
   // that cannot share the context with it (PC sampling) can run; the next begin() enables it
   // again. Not allowed between begin() and end(). No-op when not enabled. Abandons a
-  // PlanReplay::kApplication collection whose passes are not all done.
+  // PlanReplay::kApplication or kLaunches collection whose passes are not all done.
   virtual Status disable() { return Status::ok(); }
 };
 
