@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Always-on with stages over launches (CUTRIAGE_STAGE_PASSES=1, docs/always-on.md "Stages over
+# launches") against the default single-pass groups, at the default budget, on both of issue 22's
+# programs: when each family is routed and complete, and what it costs. Run on the GPU machine
+# after
+#   bash tests/gpu/build_with_service.sh build-gpu LOGS -DCUTRIAGE_BUILD_TESTS=OFF -DCUTRIAGE_BUILD_EXAMPLES=OFF
+# and first `build-gpu/tests/range_profiler_smoke` (its step 4 checks the collection itself).
+#
+#   bash bench/stage_passes.sh [BUILD_DIR] [SERVICE_BIN]      # results under $OUT/stage_passes
+#
+# SECONDS_EACH (280): the length of each always-on run (a device command runs 10 minutes at most:
+# run the service and PyTorch halves in separate calls with PROGRAMS=service or PROGRAMS=torch).
+# AB_SECONDS (0: none): an A/B of throughput, agent off vs stages, one run each way.
+set -u -o pipefail
+build="${1:-build-gpu}"
+svc="${2:-build-service/cutriage_service}"
+out="${OUT:-$PWD/bench-out}/stage_passes"
+secs="${SECONDS_EACH:-280}"
+ab="${AB_SECONDS:-0}"
+programs="${PROGRAMS:-service torch}"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+mkdir -p "$out"
+lib="$PWD/$build/agent/libcutriage.so"
+cli="$PWD/$build/tools/cutriage"
+[ -f "$lib" ] && [ -x "$cli" ] || { echo "no $lib or $cli: build first (see the header)" >&2; exit 2; }
+date -u +"%Y-%m-%d %H:%M UTC" | tee "$out/date.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+git rev-parse --short HEAD 2>/dev/null | sed 's/^/tree /' | tee "$out/tree.txt"
+
+notices() {  # LOG: the routed and complete lines, and why stages were left
+  grep -E "verdict routed|diagnosis complete|PM window on|stage" "$1" | cut -c1-260
+}
+
+run_service() {  # NAME STAGES(0|1) SECONDS
+  local name="$1" stages="$2" n="$3"
+  SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_OUTPUT=$out/$name.pb" \
+    timeout $((n + 60)) "$svc" "$n" >"$out/$name.out" 2>"$out/$name.log"
+  echo "-- $name (stages $stages, $n s): exit $?: $(cat "$out/$name.out")"
+  notices "$out/$name.log"
+  "$cli" report "$out/$name.pb" >"$out/$name.report.txt" 2>&1
+  grep -E "complete  |without replay|^overhead" -A1 "$out/$name.report.txt" | head -30
+}
+
+run_torch() {  # NAME STAGES(0|1) SECONDS
+  local name="$1" stages="$2" n="$3"
+  # About 530 steps a second on the H200 (bench/torch_loop.py).
+  timeout $((n + 90)) env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info \
+    CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_OUTPUT="$out/$name.pb" CUDA_INJECTION64_PATH="$lib" \
+    python3 bench/torch_loop.py $((n * 530)) >"$out/$name.log" 2>&1
+  echo "-- $name (stages $stages, about $n s): exit $?: $(grep -E '^steps_per_s=' "$out/$name.log" | tail -1)"
+  notices "$out/$name.log"
+  "$cli" report "$out/$name.pb" >"$out/$name.report.txt" 2>&1
+  grep -E "complete  |without replay|^overhead" -A1 "$out/$name.report.txt" | head -30
+}
+
+for p in $programs; do
+  case "$p" in
+    service)
+      [ -x "$svc" ] || { echo "no $svc: build it first (see the header)" >&2; continue; }
+      echo "== the example service"
+      run_service svc-stages 1 "$secs"
+      if [ "$ab" -gt 0 ]; then
+        off=$(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" "$svc" "$ab" 2>/dev/null)
+        on=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_STAGE_PASSES=1;CUTRIAGE_OUTPUT=$out/svc-ab.pb" "$svc" "$ab" 2>/dev/null)
+        echo "A/B off: $off"
+        echo "A/B on:  $on"
+        [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
+      fi
+      ;;
+    torch)
+      echo "== bench/torch_loop.py"
+      run_torch torch-stages 1 "$secs"
+      if [ "$ab" -gt 0 ]; then
+        python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-off.log" 2>&1
+        env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_STAGE_PASSES=1 CUTRIAGE_OUTPUT="$out/torch-ab.pb" \
+          CUDA_INJECTION64_PATH="$lib" python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-on.log" 2>&1
+        echo "A/B off: $(grep -E '^steps_per_s=' "$out/torch-ab-off.log" | tail -1)"
+        echo "A/B on:  $(grep -E '^steps_per_s=' "$out/torch-ab-on.log" | tail -1)"
+      fi
+      ;;
+    *) echo "unknown program '$p' (service, torch)" >&2 ;;
+  esac
+done
+echo "outputs in $out"
