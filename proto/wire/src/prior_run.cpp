@@ -58,6 +58,7 @@ struct RawKernel {
   int32_t status = 0;
   int32_t replay = 0;
   bool has_launch = false;
+  bool graph_scope = false;  // a graph's counters (its kernels' records): never resumed
   triage::LaunchConfig launch;
   std::vector<RawMetric> metrics;
   std::vector<std::string> rejected;
@@ -93,6 +94,10 @@ RawKernel read_kernel(protozero::pbf_reader m) {
         break;
       }
       case K::kReplayMode: k.replay = enum32(m); break;
+      case K::kGraphScope:
+        k.graph_scope = true;
+        m.skip();
+        break;
       case K::kStatus: k.status = enum32(m); break;
       case K::kRevision: k.revision = u32(m); break;
       case K::kRejectedMetrics: k.rejected.push_back(text(m)); break;
@@ -174,10 +179,13 @@ std::optional<PriorRun> parse_prior_run(std::string_view bytes, std::string* err
       case schema::Record::kInterned: pbf::read_interned(message(record), strings); break;
       case schema::Record::kKernel: {
         RawKernel k = read_kernel(message(record));
-        // Always-on records only: assembled from single-pass launches, none replayed.
-        if (k.status != wire_number(schema::ProfileStatus::kProfiled) ||
-            k.replay != wire_number(schema::ReplayMode::kNone) || k.assembled.empty() || !k.has_launch ||
-            k.mangled == 0) {
+        // Always-on records only: assembled from single-pass launches (replay mode none) or from
+        // stages over the family's own launches (CUTRIAGE_STAGE_PASSES: application replay), none
+        // replayed; not a graph's counters, which are the graph's and not the kernel's own.
+        const bool single_pass = k.replay == wire_number(schema::ReplayMode::kNone);
+        const bool stages = k.replay == wire_number(schema::ReplayMode::kApplication) && !k.graph_scope;
+        if (k.status != wire_number(schema::ProfileStatus::kProfiled) || !(single_pass || stages) ||
+            k.assembled.empty() || !k.has_launch || k.mangled == 0) {
           break;
         }
         const auto key = std::make_tuple(k.mangled, k.device, k.launch.block.x, k.launch.block.y, k.launch.block.z);

@@ -2,7 +2,11 @@
 // multi-pass plan (PlanReplay::kLaunches) with one pass on each of the family's next launches.
 // Driven through the fake platform with the real H200 captures (tests/data/ncu/zoo); the fake host
 // plans 10 names a pass, so a stage takes several launches.
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -233,4 +237,45 @@ TEST_CASE("always-on stages: a family launched further apart than the hold goes 
   const v1::KernelProfile* k = last_profiled_of(kernel_records(r), r, on.a.mangled);
   REQUIRE(k != nullptr);
   for (const v1::AssembledLaunch& a : k->assembled_launches()) CHECK(a.metric_group() != 0);  // no stage finished
+}
+
+TEST_CASE("always-on stages: a restarted process resumes from the earlier stages and runs only the rest",
+          "[agent][always_on][stages][resume]") {
+  // The first process runs the first stage (routing counters and riders) and stops; the second,
+  // resuming from its file (CUTRIAGE_RESUME), collects only what the route still reads and reaches
+  // the verdict a process from nothing reaches.
+  Run fresh = start("fma_chain", stages_config(0.002));
+  serve(fresh, 6000, 100'000'000);
+  fresh.h->ag->finish();
+  Run first = start("fma_chain", stages_config(0.002));
+  serve(first, 30, 100'000'000);  // 3 s: the first stage, not the second (at 0.2% its debt takes minutes)
+  first.h->ag->finish();
+  const int first_begins = first.h->platform.stats.begins.load();
+
+  REQUIRE(first_begins >= 2);
+  REQUIRE(complete_notices(first.h->read()) == 0);
+  const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                     ("cutriage-stages-resume-" + std::to_string(::getpid()) + ".pb");
+  { std::ofstream(file, std::ios::binary) << first.h->bytes; }
+  AgentConfig cfg = stages_config(0.002);
+  cfg.resume_path = file.string();
+  Run second = start("fma_chain", cfg);
+  serve(second, 6000, 100'000'000);
+  second.h->ag->finish();
+  std::filesystem::remove(file);
+
+  tools::ReadResult r = second.h->read();
+  REQUIRE(complete_notices(r) == 1);
+  const v1::KernelProfile* k = last_profiled_of(kernel_records(r), r, second.a.mangled);
+  REQUIRE(k != nullptr);
+  int earlier = 0;
+  for (const v1::AssembledLaunch& a : k->assembled_launches()) earlier += a.earlier_pid() != 0 ? 1 : 0;
+  CHECK(earlier == first_begins);  // every pass of the first process's stage
+  CHECK(second.h->platform.stats.begins.load() == k->assembled_launches_size() - earlier);
+  CHECK(second.h->platform.stats.begins.load() < fresh.h->platform.stats.begins.load());
+  tools::ReadResult rf = fresh.h->read();
+  const v1::KernelProfile* kf = last_profiled_of(kernel_records(rf), rf, fresh.a.mangled);
+  REQUIRE(kf != nullptr);
+  CHECK(k->diagnosis().classification() == kf->diagnosis().classification());
+  CHECK(k->diagnosis().primary_rule_id() == kf->diagnosis().primary_rule_id());
 }

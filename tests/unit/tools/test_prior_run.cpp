@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -129,4 +130,35 @@ TEST_CASE("prior run: a field of another wire type than the schema's is skipped,
   CHECK(run->pid == 0);
   CHECK(run->mode == "always-on");
   CHECK_FALSE(run->truncated);
+}
+
+TEST_CASE("prior run: a graph's counters are never resumed as a kernel's own", "[wire][resume]") {
+  // Always-on over torch.compile's CUDA graph on the H200 (tests/data/graphs): its families'
+  // records carry the graph's counters (application replay over the graph's launches, with a
+  // graph scope). Stages over a kernel's own launches (CUTRIAGE_STAGE_PASSES) are application
+  // replay too, and those are resumed; the graph's must not be: they are the graph's mix.
+  const char* file = "graphs/compile_reduce_overhead-always-on.pb";
+  const tools::ReadResult r =
+      tools::read_cutriage_file((std::filesystem::path(CUTRIAGE_TEST_DATA_DIR) / file).string());
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  std::set<std::string> graph_scoped;
+  std::set<std::string> own;
+  for (const v1::KernelProfile* k : tools::current_kernels(r)) {
+    if (k->status() != v1::PROFILE_STATUS_PROFILED || k->assembled_launches_size() == 0) continue;
+    const std::string name(tools::lookup(r, k->mangled_name_iid()));
+    if (k->has_graph_scope() && k->replay_mode() == v1::REPLAY_MODE_APPLICATION) {
+      graph_scoped.insert(name);
+    } else if (k->replay_mode() == v1::REPLAY_MODE_NONE) {
+      own.insert(name);
+    }
+  }
+  REQUIRE(!graph_scoped.empty());
+  std::string error;
+  const std::optional<wire::PriorRun> run = wire::parse_prior_run(slurp_data(file), &error);
+  INFO(error);
+  REQUIRE(run.has_value());
+  for (const wire::PriorFamily& f : run->families) {
+    INFO(f.mangled_name);
+    CHECK((graph_scoped.count(f.mangled_name) == 0 || own.count(f.mangled_name) > 0));
+  }
 }
