@@ -150,6 +150,19 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
     // idle profiler is released between passes) goes on with single-pass groups: no pass lost.
     if (f.ao_stages_abandoned >= kMaxAbandonedStages) return choose_group_locked(f, wanted, context);
   }
+  if (!f.diagnosis && f.pm_routed && f.pm_diag_) {
+    // The PM window routed it: its first stage also takes what the decisions of that verdict
+    // read beyond the first stage's counters (its limiter's: Decision 4, 5 or 7), and the stall
+    // reasons of Decision 3, which the range profiler's routes visit beside them, in the same
+    // configuration: one switch fewer when the range profiler's route agrees, and a later stage
+    // collects the rest when it does not.
+    std::vector<triage::Decision> decisions = triage::verdict_decisions(f.pm_diag_->classification);
+    decisions.push_back(triage::Decision::kD3IssueStalls);
+    const std::vector<std::string> route = triage::verdict_counters_for(decisions);
+    for (const std::string& m : route) {
+      if (f.attempted.count(m) == 0 && !f.measured.has(m)) wanted.push_back(m);
+    }
+  }
   if (wanted.empty()) {
     choice.kind = Choice::Kind::kComplete;
     return choice;
