@@ -18,6 +18,9 @@ constexpr uint64_t kHoldGroupNs = 5'000'000'000;
 constexpr uint64_t kRecentLaunchNs = 30'000'000'000;
 // CUTRIAGE_STAGE_PASSES: after this many stages abandoned halfway, a family takes groups instead.
 constexpr uint32_t kMaxAbandonedStages = 2;
+// CUTRIAGE_STAGE_PASSES: how long first stages wait for the PM window's first answer (on the H200
+// it came 2.8 s into the example service and 11.5 s into a PyTorch loop).
+constexpr uint64_t kPmWaitNs = 30'000'000'000;
 // How long a family that declined a switch (another family's group ranked first) waits before its
 // launches come to the selection again.
 constexpr uint64_t kRoutingFirstWaitNs = 1'000'000'000;
@@ -53,7 +56,8 @@ AlwaysOnPolicy::AlwaysOnPolicy(const AgentConfig& config, FamilyTable& families,
                                Clocks clocks)
     : SinglePassPolicy("always-on", config, families, devices, builds, log, triage_options, std::move(clocks)),
       started_ns_(clocks_.monotonic_ns()),
-      budget_(budget_options(config), started_ns_) {}
+      budget_(budget_options(config), started_ns_),
+      pm_settled_(!config.pm_window) {}
 
 void AlwaysOnPolicy::planning_cost(uint64_t cost_ns) {
   std::lock_guard<std::mutex> budget_lock(families_.mutex());
@@ -172,6 +176,14 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
   wanted.insert(wanted.end(), in_every_group().begin(), in_every_group().end());
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  if (!f.diagnosis && !f.pm_routed && !pm_settled_.load(std::memory_order_relaxed) &&
+      now < started_ns_ + kPmWaitNs) {
+    // The PM window may route it in seconds: then its first stage takes that verdict's decisions
+    // too, one switch for a complete verdict instead of two.
+    f.not_before_ns.store(now + kRoutingFirstWaitNs, std::memory_order_relaxed);
+    choice.kind = Choice::Kind::kWait;
+    return choice;
+  }
   if (!first_for_stage_locked(f, now) ||
       (context.stage_family != 0 && context.stage_family != f.family_id &&
        now < context.stage_pass_ns + ContextState::kGraphHoldNs)) {

@@ -77,6 +77,9 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   bool admit_pm_window(bool first);
   // What an admitted window cost (or a refused begin()), the lock NOT held.
   void charge(CostKind kind, uint64_t cost_ns);
+  // The PM routing window has given its first answer (its samples attributed) or failed: stages
+  // (CUTRIAGE_STAGE_PASSES) no longer wait for it.
+  void pm_window_settled() { pm_settled_.store(true, std::memory_order_relaxed); }
   // A configured profiler may be taken on credit until then (monotonic ns).
   void extend_credit(uint64_t until_ns) { credit_until_ns_.store(until_ns, std::memory_order_relaxed); }
   [[nodiscard]] wire::OverheadStats stats_locked() const;
@@ -107,6 +110,9 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   const uint64_t started_ns_;
   Budget budget_;
   std::atomic<uint64_t> credit_until_ns_{0};
+  // CUTRIAGE_STAGE_PASSES with the PM window on: a family's first stage waits for the first window
+  // (at most kPmWaitNs), so that a family it routes takes its verdict's decisions in that stage.
+  std::atomic<bool> pm_settled_;
   // Graph stages: not before then (monotonic ns). They are spaced by their own measured cost
   // instead of waiting for the allowance (admit_graph).
   std::atomic<uint64_t> graph_not_before_ns_{0};

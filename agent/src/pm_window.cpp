@@ -209,6 +209,7 @@ void PmWindow::attribute() {
   const TraceFolder::WindowExecutions seen = p_.trace.window_executions();
   p_.trace.unwatch_window();
   state_ = State::kIdle;
+  p_.always_on.pm_window_settled();
   if (!batch_) return;
   const collectors::PmSampleBatch batch = std::move(*batch_);
   batch_.reset();
@@ -341,6 +342,7 @@ void PmWindow::fail(const collectors::Status& why, const std::string& phase, uin
   p_.notify(wire::Severity::kWarning, "pm_window_failed", message, 0);
   retry_after_ns_ = now + kRetryNs;
   state_ = permanent ? State::kOff : State::kIdle;
+  p_.always_on.pm_window_settled();  // stages do not wait for a retry
   if (permanent) {
     std::lock_guard<std::mutex> lock(reason_mutex_);
     off_reason_ = message;

@@ -31,6 +31,7 @@ AgentConfig stages_config(double budget_fraction = 0.01) {
   c.summary = false;
   c.trace_flush_ms = 0;  // no flush thread: the test's launches drive everything
   c.pc_sampling = false;
+  c.pm_window = false;  // the stages alone (the PM window's wait has its own test)
   c.stage_passes = true;
   return c;
 }
@@ -278,4 +279,19 @@ TEST_CASE("always-on stages: a restarted process resumes from the earlier stages
   REQUIRE(kf != nullptr);
   CHECK(k->diagnosis().classification() == kf->diagnosis().classification());
   CHECK(k->diagnosis().primary_rule_id() == kf->diagnosis().primary_rule_id());
+}
+
+TEST_CASE("always-on stages: first stages wait for the PM window's first answer, 30 s at most",
+          "[agent][always_on][stages]") {
+  // With the PM window on, a family's first stage waits for the window, which may route it and so
+  // put its verdict's decisions into that stage. Here no window runs (no flush thread polls it):
+  // the stage begins once the wait is over.
+  AgentConfig cfg = stages_config();
+  cfg.pm_window = true;
+  Run on = start("strided_load", cfg);
+  serve(on, 250, 100'000'000);  // 25 s
+  CHECK(on.h->platform.stats.begins.load() == 0);
+  serve(on, 100, 100'000'000);  // 35 s
+  CHECK(on.h->platform.stats.begins.load() > 0);
+  on.h->ag->finish();
 }
