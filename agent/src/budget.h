@@ -69,8 +69,10 @@ class Budget {
   // family.
   bool admit(uint64_t now_ns, CostKind kind, bool on_credit = false);
   // Admits without the allowance or the rate limit, reserving the estimate all the same: for work
-  // the caller spaces itself by its measured cost (graph stages, AlwaysOnPolicy::admit_graph). The
-  // debt it leaves holds the other launches back, so the long-run share stays the budget.
+  // the caller spaces itself by its measured cost (graph stages, AlwaysOnPolicy::admit_graph), and
+  // for the later passes of a stage whose first pass was admitted (CUTRIAGE_STAGE_PASSES). The
+  // debt it leaves holds the other launches back, so the long-run share stays the budget; a
+  // stage's passes add their cost to the burst bound above.
   void admit_spaced(uint64_t now_ns, CostKind kind);
   // The measured cost of an admitted launch (or of one-off work), when it ended.
   void charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns);
