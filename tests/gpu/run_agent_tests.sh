@@ -10,7 +10,8 @@
 # 3. runs the multithreaded, two-context and CUDA-graph programs under the agent (same checks);
 # 4. `cutriage run` on one program; the agent with no visible GPU;
 # 5. a PyTorch program under the agent (results compared with a plain run; ranked in time when
-#    injected directly), and zoo_many_kernels injected directly (every execution traced);
+#    injected directly), always-on with stages over launches (CUTRIAGE_STAGE_PASSES), and
+#    zoo_many_kernels injected directly (every execution traced);
 # 6. the trace: the timeline program (NVTX, streams, copies, a tiny-kernel burst) and the graph
 #    program in trace-only and profiling runs, `cutriage trace` exported and parsed as JSON;
 # 7. PC sampling: strided_load without -lineinfo, `cutriage pprof` of the zoo files;
@@ -119,6 +120,23 @@ compare torch_loop "$out/agent/torch_loop.pb" '' python3 "$PWD/bench/torch_loop.
 profiled=$(grep -m1 -o '[0-9]* launches profiled' "$out/logs/torch_loop.agent.err" | grep -o '^[0-9]*')
 note "torch_loop ranked in time: ${profiled:-0} launches profiled (at least 5 expected)"
 [ "${profiled:-0}" -ge 5 ] || fail=1
+# Always-on with stages over launches (CUTRIAGE_STAGE_PASSES, docs/always-on.md "Stages over
+# launches"): the loop for 20000 steps at a 2% budget. Its output must be the plain run's; the
+# stages must have run (records assembled over the families' own launches, application replay) and
+# completed families (the always_on_complete lines in the log).
+python3 "$PWD/bench/torch_loop.py" 20000 >"$out/logs/torch_stages.plain.out" 2>/dev/null
+CUTRIAGE_MODE=always-on CUTRIAGE_BUDGET=2% CUTRIAGE_STAGE_PASSES=1 CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info \
+  CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/agent/torch_stages.pb" \
+  python3 "$PWD/bench/torch_loop.py" 20000 >"$out/logs/torch_stages.agent.out" 2>"$out/logs/torch_stages.agent.err"
+rc=$?
+same=same
+cmp -s "$out/logs/torch_stages.plain.out" "$out/logs/torch_stages.agent.out" || same=DIFFERENT
+"$cli" report "$out/agent/torch_stages.pb" >"$out/logs/torch_stages.report.txt" 2>&1
+stages=$(grep -c "stages of one pass a launch" "$out/logs/torch_stages.report.txt")
+completed=$(grep -c "diagnosis complete" "$out/logs/torch_stages.agent.err")
+note "torch_loop always-on with stages: exit $rc, stdout $same, $stages records from stages, $completed complete"
+grep -E "diagnosis complete|verdict routed" "$out/logs/torch_stages.agent.err" | cut -c1-200 | head -8 | tee -a "$summary"
+if [ "$rc" != 0 ] || [ "$same" != same ] || [ "${stages:-0}" -lt 1 ] || [ "${completed:-0}" -lt 1 ]; then fail=1; fi
 # And a program that queues its launches back to back keeps every execution's record: no forced
 # flush while a kernel may still run (a forced one lost 11 of 33 on the H200).
 CUDA_INJECTION64_PATH="$lib" CUTRIAGE_OUTPUT="$out/agent/many_kernels_direct.pb" "$zoo/zoo_many_kernels" \
