@@ -1,7 +1,8 @@
 // Prints the fleet simulation (tests/support/always_on_sim.h, run_fleet): N replicas of the
 // issue's synthetic service at the default budget for T simulated seconds each, their files merged
 // by `cutriage merge`, then a process resumed from the merged file: which families were complete
-// across the fleet. Arguments: SECONDS (600) and the replica counts (1 2 4 8).
+// across the fleet. Arguments: SECONDS (600), the replica counts (1 2 4 8), and "stages"
+// (CUTRIAGE_STAGE_PASSES=1).
 // bench/always_on_fleet.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,10 @@ int main(int argc, char** argv) {
   }
   std::vector<uint32_t> counts;
   for (int i = 2; i < argc; ++i) {
+    if (std::string(argv[i]) == "stages") {  // CUTRIAGE_STAGE_PASSES=1
+      o.stage_passes = true;
+      continue;
+    }
     const long n = std::strtol(argv[i], nullptr, 10);
     if (n < 1 || n > 64) {
       std::fprintf(stderr, "always_on_fleet: a replica count must be from 1 to 64\n");
@@ -32,8 +37,9 @@ int main(int argc, char** argv) {
   }
   if (counts.empty()) counts = {1, 2, 4, 8};
   const std::vector<sim::FamilySpec> specs = sim::issue_workload();
-  std::printf("Simulated fleet (synthetic workload, fake platform): budget %.2f%%, %llu s per replica, switch %.0f ms\n\n",
-              100.0 * o.budget, static_cast<unsigned long long>(o.seconds), static_cast<double>(o.switch_ns) / 1e6);
+  std::printf("Simulated fleet (synthetic workload, fake platform): budget %.2f%%, %llu s per replica, switch %.0f ms%s\n\n",
+              100.0 * o.budget, static_cast<unsigned long long>(o.seconds), static_cast<double>(o.switch_ns) / 1e6,
+              o.stage_passes ? ", stages over launches" : "");
   std::printf("| replicas | families merged | across replicas | complete after the merge |\n");
   std::printf("|---|---|---|---|\n");
   for (uint32_t n : counts) {

@@ -100,28 +100,34 @@ std::vector<std::string> AlwaysOnPolicy::first_counters(const std::string& chip)
 }
 
 bool AlwaysOnPolicy::first_for_stage_locked(const Family& family, uint64_t now_ns) const {
-  // Routing first, then impact: a family without any routed verdict (neither its counters nor the
-  // PM window routed it) before one that has one, and by GPU time among those.
-  const auto unrouted = [](const Family& f) { return !f.routed && !f.pm_routed; };
-  const bool mine_unrouted = unrouted(family);
-  const double mine = switch_weight(family.share);
+  // The families that may take the next stage on this device: still launching (one that stopped
+  // serves nobody), with counters left.
+  std::vector<const Family*> eligible{&family};
   for (const Family* f : families_.all_locked()) {
     if (f == &family || f->complete || f->device != family.device || !f->candidate.load(std::memory_order_relaxed)) {
       continue;
     }
     const uint64_t seen = f->seen_mono_ns.load(std::memory_order_relaxed);
-    if (seen == 0 || now_ns >= seen + kRecentLaunchNs) continue;  // stopped launching: serves nobody
+    if (seen == 0 || now_ns >= seen + kRecentLaunchNs) continue;
     if (f->profiles_started >= max_counter_launches()) continue;
-    const bool theirs_unrouted = unrouted(*f);
-    if (theirs_unrouted != mine_unrouted) {
-      if (theirs_unrouted) return false;
-      continue;
-    }
-    const double theirs = switch_weight(f->share);
-    // Ties by family id, so that two families never each leave the stage to the other.
-    if (theirs > mine || (theirs == mine && f->family_id < family.family_id)) return false;
+    eligible.push_back(f);
   }
-  return true;
+  // Routing first, then impact: a family without any routed verdict (neither its counters nor the
+  // PM window routed it) before one that has one, by GPU time among those, ties by family id so
+  // that two families never each leave the stage to the other.
+  const auto unrouted = [](const Family& f) { return !f.routed && !f.pm_routed; };
+  std::sort(eligible.begin(), eligible.end(), [&](const Family* a, const Family* b) {
+    if (unrouted(*a) != unrouted(*b)) return unrouted(*a);
+    const double wa = switch_weight(a->share);
+    const double wb = switch_weight(b->share);
+    if (wa != wb) return wa > wb;
+    return a->family_id < b->family_id;
+  });
+  // CUTRIAGE_REPLICA=K/N: replica K takes the K-th of that order, so that the replicas of a
+  // service measure different families at once (`cutriage merge` joins their files); a process
+  // alone takes the first.
+  const size_t at = static_cast<size_t>(config_.replica_index) % eligible.size();
+  return eligible[at] == &family;
 }
 
 SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vector<std::string> wanted,

@@ -122,3 +122,16 @@ TEST_CASE("always-on sim: stages over the families' own launches (CUTRIAGE_STAGE
   const double one_stage = static_cast<double>(o.switch_ns + o.init_ns + 20 * o.same_group_ns);
   CHECK(static_cast<double>(s.spent_ns) <= o.budget * static_cast<double>(s.wall_ns) + 2 * cap + one_stage);
 }
+
+TEST_CASE("always-on sim: a fleet with stages, each replica starting at another family", "[agent][always_on][sim][fleet][stages]") {
+  // CUTRIAGE_STAGE_PASSES with CUTRIAGE_REPLICA=K/4: replica K takes the K-th family of the stage
+  // order first, so four replicas complete different families at once; merged, all five of the
+  // synthetic service's families are complete within five simulated minutes (one process: two).
+  sim::Options o;
+  o.stage_passes = true;
+  o.seconds = 300;
+  const sim::FleetResult alone = sim::run_fleet(o, sim::issue_workload(), 1);
+  const sim::FleetResult four = sim::run_fleet(o, sim::issue_workload(), 4);
+  CHECK(alone.complete.size() < 5);
+  CHECK(four.complete.size() == 5);
+}
