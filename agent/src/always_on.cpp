@@ -155,6 +155,7 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
     }
     f.ao_stage.clear();
     f.ao_stage_launches.clear();
+    f.ao_stage_pass_ns.clear();
     f.stage_open.store(false, std::memory_order_relaxed);
     // A family whose stages keep being abandoned (it launches more than the hold apart, so its
     // idle profiler is released between passes) goes on with single-pass groups: no pass lost.

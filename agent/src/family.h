@@ -119,6 +119,7 @@ struct Family {
   // released between two passes).
   std::vector<std::string> ao_stage;
   std::vector<uint64_t> ao_stage_launches;
+  std::vector<uint64_t> ao_stage_pass_ns;  // what each of those passes cost the launching thread
   uint32_t ao_stages_abandoned = 0;
   bool complete_noted = false;   // the "diagnosis complete" notice was written
   bool routed_noted = false;     // the "routed" notice was written

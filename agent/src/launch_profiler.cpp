@@ -1,6 +1,7 @@
 #include "launch_profiler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace cutriage::agent {
 
@@ -34,6 +35,13 @@ std::string unit_for(const std::string& name) {
   if (name.find("sectors") != std::string::npos) return "sector";
   if (name.find("cycles") != std::string::npos) return "cycle";
   return "";
+}
+
+// Milliseconds with one decimal, for the log.
+std::string ms_text(uint64_t ns) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(ns) / 1e6);
+  return text;
 }
 
 }  // namespace
@@ -438,8 +446,10 @@ void LaunchProfiler::complete_counters(Active& active) {
   }
   if (data.value().passes_pending > 0) {
     // A stage's pass with more to come on the family's next launches: no values, no record yet.
+    const uint64_t now = p_.monotonic_ns();
     std::lock_guard<std::mutex> lock(p_.families.mutex());
     active.family->ao_stage_launches.push_back(active.launch_index);
+    active.family->ao_stage_pass_ns.push_back(now > active.entered_ns ? now - active.entered_ns : 0);
     return;
   }
   collectors::Result<std::vector<collectors::MetricReading>> readings = active.host->evaluate(active.plan, data.value());
@@ -451,6 +461,7 @@ void LaunchProfiler::complete_counters(Active& active) {
 
   Family& f = *active.family;
   wire::KernelRecord record;
+  std::string stage_line;  // a stage's last pass: what the stage cost, for the log
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
     fill_launch_input(f, active.event, active.launch_index, p_.devices, record.input);
@@ -483,6 +494,17 @@ void LaunchProfiler::complete_counters(Active& active) {
       // family's other stages and groups, as it compares the groups' launches.
       std::vector<uint64_t> passes = std::move(f.ao_stage_launches);
       passes.push_back(active.launch_index);
+      // What the stage cost, pass by pass, for the log (the budget has each pass's own charge).
+      std::vector<uint64_t> costs = std::move(f.ao_stage_pass_ns);
+      costs.push_back(stopped > active.entered_ns ? stopped - active.entered_ns : 0);
+      stage_line = f.names->function + ": a stage of " + std::to_string(passes.size()) +
+                   " passes over its launches #" + std::to_string(passes.front()) + "-#" +
+                   std::to_string(passes.back()) + ": first pass " + ms_text(costs.front());
+      if (costs.size() > 1) {
+        uint64_t later = 0;
+        for (size_t i = 1; i < costs.size(); ++i) later += costs[i];
+        stage_line += ", the others " + ms_text(later / (costs.size() - 1)) + " on average";
+      }
       for (uint64_t li : passes) {
         triage::AssembledLaunch a;
         a.launch_index = li;
@@ -501,6 +523,7 @@ void LaunchProfiler::complete_counters(Active& active) {
       }
       f.ao_stage.clear();
       f.ao_stage_launches.clear();
+      f.ao_stage_pass_ns.clear();
       f.stage_open.store(false, std::memory_order_relaxed);
     }
     for (const collectors::MetricReading& r : readings.value()) {
@@ -543,6 +566,7 @@ void LaunchProfiler::complete_counters(Active& active) {
     ++f.stats.profiled;
     ++p_.families.totals_locked().totals.profiled_launches;
   }
+  if (!stage_line.empty()) p_.log.info(stage_line);
   if (active.group >= 0) {
     // One pass on the launch as the application ran it: caches as it left them.
     record.input.collection.replay_mode = triage::ReplayMode::kNone;

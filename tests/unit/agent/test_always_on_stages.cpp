@@ -33,6 +33,7 @@ AgentConfig stages_config(double budget_fraction = 0.01) {
   c.pc_sampling = false;
   c.pm_window = false;  // the stages alone (the PM window's wait has its own test)
   c.stage_passes = true;
+  c.log_level = agent::LogLevel::kInfo;  // each stage's cost is an info line
   return c;
 }
 
@@ -145,9 +146,17 @@ TEST_CASE("always-on stages: a stage is one multi-pass plan over the family's ne
     // And sooner in switches, which are the cost: the groups took one a group.
     CHECK(rg.file.records_size() > 0);
     CHECK(groups.h->ag->overhead()->group_switches > 2 * s.group_switches);
-    // The report says how the counters were assembled.
+    // The report says how the counters were assembled, and the log what each stage cost.
     const std::string text = tools::render_report(r, {});
     CHECK(text.find("stages of one pass a launch") != std::string::npos);
+    const std::string log = on.h->log_text();
+    size_t stage_lines = 0;
+    for (size_t at = log.find(": a stage of "); at != std::string::npos; at = log.find(": a stage of ", at + 1)) {
+      ++stage_lines;
+    }
+    CHECK(stage_lines == stages.size());
+    CHECK(log.find("passes over its launches #") != std::string::npos);
+    CHECK(log.find(": first pass ") != std::string::npos);
   }
 }
 
