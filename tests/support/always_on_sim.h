@@ -100,7 +100,7 @@ struct FamilyResult {
   double complete_s = -1;  // to always_on_complete; -1 never
   double first_profiled_s = -1;
   uint32_t profiled_launches = 0;  // assembled launches of its last record that has any
-  uint32_t groups = 0;             // distinct metric groups among them
+  uint32_t groups = 0;             // distinct metric groups among them, or stages (CUTRIAGE_STAGE_PASSES)
   // Its assembled launches: (simulated seconds, 1-based metric group).
   std::vector<std::pair<double, uint32_t>> steps;
 };
@@ -267,15 +267,17 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
       if (k.assembled_launches_size() > 0) {
         std::set<uint32_t> groups;
         f.steps.clear();
+        uint32_t stages = 0;  // CUTRIAGE_STAGE_PASSES: a stage's last pass carries its values (group 0)
         for (const v1::AssembledLaunch& l : k.assembled_launches()) {
-          groups.insert(l.metric_group());
+          if (l.metric_group() != 0) groups.insert(l.metric_group());
+          if (l.metric_group() == 0 && l.metrics() > 0) ++stages;
           f.steps.emplace_back(at(l.launch_index()), l.metric_group());
         }
         const double first = at(k.assembled_launches(0).launch_index());
         if (f.first_profiled_s < 0 || first < f.first_profiled_s) f.first_profiled_s = first;
         if (out.first_admitted_s < 0 || first < out.first_admitted_s) out.first_admitted_s = first;
         f.profiled_launches = static_cast<uint32_t>(k.assembled_launches_size());
-        f.groups = static_cast<uint32_t>(groups.size());
+        f.groups = static_cast<uint32_t>(groups.size()) + stages;
       }
       f.headline = k.diagnosis().headline();
       f.classification = v1::Classification_Name(k.diagnosis().classification());
@@ -315,7 +317,7 @@ inline std::string table(const Options& o, const Result& r) {
                 static_cast<double>(o.switch_ns) / 1e6, static_cast<double>(o.same_group_ns) / 1e6,
                 static_cast<double>(o.init_ns) / 1e6);
   t += line;
-  t += "| family | share | verdict | first profiled | routed | complete | launches | groups |\n";
+  t += "| family | share | verdict | first profiled | routed | complete | launches | groups or stages |\n";
   t += "|---|---|---|---|---|---|---|---|\n";
   for (const FamilyResult& f : r.families) {
     std::snprintf(line, sizeof(line), "| %s | %.0f%% | %s | %s | %s | %s | %u | %u |\n", f.program.c_str(),
