@@ -217,7 +217,14 @@ bool Agent::start() {
 void Agent::on_context_created(const collectors::ContextEvent& event) {
   try {
     contexts_.created(event);
-    (void)devices_.info(event.device);
+    std::optional<collectors::DeviceInfo> dev = devices_.info(event.device);
+    // Deep mode with kernel replay: the first profiled launch's metric plan is made now, on the
+    // flush thread, instead of on the application's thread at that launch. Always-on and
+    // application replay plan their groups there already.
+    if (dev && !dev->limits.chip.empty() && config_.mode == AgentMode::kDeep && single_pass() == nullptr &&
+        flush_thread_.running()) {
+      profiler_.queue_plans(dev->limits.chip, selector_.first_lists(dev->limits.chip));
+    }
   } catch (...) {
     log_.log_once(LogLevel::kError, "ctx-create", "internal error in the context callback");
   }
@@ -383,6 +390,7 @@ void Agent::flush_tick() {
     deep_.check();
     selector_.refresh_candidates();
     if (single_pass() != nullptr) single_pass()->plan_pending_groups();
+    (void)profiler_.make_queued_plans();
     profiler_.release_idle_profilers();
     poll_pm_window(true);
   } catch (...) {

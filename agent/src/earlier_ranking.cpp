@@ -64,6 +64,14 @@ bool EarlierRanking::selects(const wire::RankedFamily& f) const {
   return false;
 }
 
+bool EarlierRanking::selects_single_launch() const {
+  if (!ranking_) return false;
+  for (const wire::RankedFamily& f : ranking_->families) {
+    if (f.launches == 1 && !f.launches_approximate && selects(f)) return true;
+  }
+  return false;
+}
+
 void EarlierRanking::mark_locked(Family& family) const {
   if (!ranking_) return;
   family.earlier = find(family.mangled, family.device, family.block);

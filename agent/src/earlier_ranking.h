@@ -44,6 +44,9 @@ class EarlierRanking {
                                                const triage::Dim3& block) const;
   // Whether this run's CUTRIAGE_SELECT picks that entry (top:K by its rank, share:P by its share).
   [[nodiscard]] bool selects(const wire::RankedFamily& family) const;
+  // Whether it selects a family the earlier run launched exactly once (such a family's first
+  // profiled launch collects every counter at once: no second launch to adapt on).
+  [[nodiscard]] bool selects_single_launch() const;
   // On a family's creation (the table's lock held): its entry, and whether it is ranked (selected)
   // by it. No-op when nothing is loaded.
   void mark_locked(Family& family) const;

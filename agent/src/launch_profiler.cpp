@@ -202,6 +202,27 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
   return false;
 }
 
+void LaunchProfiler::queue_plans(const std::string& chip, const std::vector<std::vector<std::string>>& lists) {
+  for (const std::vector<std::string>& list : lists) {
+    if (!list.empty()) plans_.queue(chip, list);
+  }
+}
+
+size_t LaunchProfiler::make_queued_plans() {
+  const uint64_t t0 = p_.monotonic_ns();
+  bool any = false;
+  const size_t ready = plans_.make_queued([&](const std::string& chip) {
+    any = true;
+    std::string error;  // a chip without a host is said by the launch that needs it
+    return p_.devices.host(chip, &error);
+  });
+  if (any) {
+    p_.log.info(std::to_string(ready) + " metric plan(s) made ahead, off the application's thread, in " +
+                std::to_string((p_.monotonic_ns() - t0) / 1000000) + " ms");
+  }
+  return ready;
+}
+
 void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, uint64_t launch_index,
                                     const Selection& selection, const std::shared_ptr<const MetricGroups>& groups,
                                     uint64_t started_mono) {

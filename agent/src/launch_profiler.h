@@ -83,6 +83,13 @@ class LaunchProfiler {
       release_idle_profilers();
     }
   }
+  // Deep mode: queues the metric plans a first profiled launch on `chip` will ask for, to be made
+  // off the application's thread by make_queued_plans() (the flush thread).
+  void queue_plans(const std::string& chip, const std::vector<std::vector<std::string>>& lists);
+  // Makes the queued plans (and the chip's profiler host). Returns how many are ready.
+  size_t make_queued_plans();
+  // Profiled launches that found their plan being made ahead and waited for what was left of it.
+  [[nodiscard]] size_t plan_waits() const { return plans_.waits(); }
   // Launches whose PC samples came back.
   [[nodiscard]] uint64_t sampled_launches() const { return sampled_launches_.load(std::memory_order_relaxed); }
 

@@ -115,6 +115,20 @@ std::vector<std::string> Selector::wanted_locked(Family& f, const std::string& c
   return triage::counters_still_needed(*f.diagnosis, f.measured, {f.attempted.begin(), f.attempted.end()});
 }
 
+std::vector<std::vector<std::string>> Selector::first_lists(const std::string& chip) const {
+  if (config_.select == SelectMode::kNone) return {};
+  switch (config_.metric_mode) {
+    case MetricMode::kFull: return {all_counters()};
+    case MetricMode::kBase: return {triage::counters_for_decisions(triage::routing_decisions())};
+    case MetricMode::kList: return {config_.metric_list};
+    case MetricMode::kAdaptive: break;
+  }
+  std::vector<std::vector<std::string>> lists{policy_.first_counters(chip)};
+  // As wanted_locked: a family the earlier run launched once gets everything at once.
+  if (config_.mode == AgentMode::kDeep && earlier_.selects_single_launch()) lists.push_back(all_counters());
+  return lists;
+}
+
 Selection Selector::select_deep_locked(const collectors::LaunchEvent& event, Family& f) {
   // A deep-capture window: every counter in one replayed launch, then one sampled launch; the
   // budget does not apply (the user asked for it).

@@ -122,6 +122,9 @@ class Selector {
   void refresh_candidates();
 
   [[nodiscard]] SelectionPolicy& policy() { return policy_; }
+  // The counter lists a family's first profiled launch on `chip` may ask for, most likely first
+  // (deep mode plans them ahead, off the application's thread). Empty when nothing is profiled.
+  [[nodiscard]] std::vector<std::vector<std::string>> first_lists(const std::string& chip) const;
   // Launches of families that pass the kernel-name filter (CUTRIAGE_LAUNCH_SKIP counts them).
   void count_matching_launch() { matching_launches_.fetch_add(1, std::memory_order_relaxed); }
   // The deep-capture window (lock held).
