@@ -27,8 +27,9 @@ bool FlushThread::start(uint32_t period_ms, std::function<void()> tick) {
       pthread_setname_np(pthread_self(), "cutriage-trace");
       std::unique_lock<std::mutex> lock(mutex_);
       while (!stop_) {
-        cv_.wait_for(lock, std::chrono::milliseconds(period_ms), [this] { return stop_; });
+        cv_.wait_for(lock, std::chrono::milliseconds(period_ms), [this] { return stop_ || wake_; });
         if (stop_) break;
+        wake_ = false;
         lock.unlock();
         tick();
         lock.lock();
@@ -40,6 +41,14 @@ bool FlushThread::start(uint32_t period_ms, std::function<void()> tick) {
   id_ = thread_.get_id();
   running_.store(true);
   return true;
+}
+
+void FlushThread::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wake_ = true;
+  }
+  cv_.notify_one();
 }
 
 void FlushThread::stop() {

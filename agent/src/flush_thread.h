@@ -23,6 +23,9 @@ class FlushThread {
   bool start(uint32_t period_ms, std::function<void()> tick);
   // Wakes the thread and waits for it to end; idempotent.
   void stop();
+  // Runs the next tick now instead of at the end of the period (work queued for it that a
+  // launch may soon wait for). Never blocks on the tick.
+  void wake();
   [[nodiscard]] bool running() const { return running_.load(); }
   // Set once the thread runs, never cleared (after stop() it stays set: the thread's work is not
   // taken over by application threads at the end).
@@ -37,6 +40,7 @@ class FlushThread {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool wake_ = false;  // a tick was asked for before the period ends
 };
 
 }  // namespace cutriage::agent

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cutriage/triage/plan.h"
 
 namespace cutriage::agent {
 
@@ -206,6 +210,7 @@ void LaunchProfiler::queue_plans(const std::string& chip, const std::vector<std:
   for (const std::vector<std::string>& list : lists) {
     if (!list.empty()) plans_.queue(chip, list);
   }
+  if (p_.plans_queued) p_.plans_queued();
 }
 
 size_t LaunchProfiler::make_queued_plans() {
@@ -217,7 +222,7 @@ size_t LaunchProfiler::make_queued_plans() {
     return p_.devices.host(chip, &error);
   });
   if (any) {
-    p_.log.info(std::to_string(ready) + " metric plan(s) made ahead, off the application's thread, in " +
+    p_.log.debug(std::to_string(ready) + " metric plan(s) made ahead, off the application's thread, in " +
                 std::to_string((p_.monotonic_ns() - t0) / 1000000) + " ms");
   }
   return ready;
@@ -621,6 +626,7 @@ void LaunchProfiler::complete_counters(Active& active) {
   record.cost = active.phases(stopped, p_.monotonic_ns() - triage_begin);
   record.cost->passes = active.plan.passes;
   std::optional<wire::KernelRecord> pm_rewrite;
+  std::vector<std::string> next_stage;
 
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
@@ -634,6 +640,13 @@ void LaunchProfiler::complete_counters(Active& active) {
       f.complete = true;
     } else {
       f.update_completeness();
+    }
+    if (p_.flush_running.load() && single_pass_ == nullptr && active.deep == 0 &&
+        p_.config.metric_mode == MetricMode::kAdaptive && f.diagnosis && p_.selector.counters_left_locked(f)) {
+      // Deep mode's next stage: the list the family's next launch will ask for (Selector's
+      // wanted_locked reads the same state), planned on the flush thread meanwhile. A launch that
+      // comes first makes it itself; one that finds it being made waits for what is left.
+      next_stage = triage::counters_still_needed(*f.diagnosis, f.measured, {f.attempted.begin(), f.attempted.end()});
     }
     // Application replay: whether another run adds counters, and over how many runs these were
     // assembled (the tool's loop reads it).
@@ -654,6 +667,7 @@ void LaunchProfiler::complete_counters(Active& active) {
   }
   p_.output.write_kernel(record);
   if (pm_rewrite) p_.output.write_kernel(*pm_rewrite);
+  if (!next_stage.empty()) queue_plans(active.plan.chip, {std::move(next_stage)});
   note_complete(f);
   if (active.deep != 0) p_.deep_profiled();
 }

@@ -64,6 +64,9 @@ class LaunchProfiler {
     std::function<void()> deep_profiled;  // a deep capture's launch completed
     // Application replay (CUTRIAGE_REPLAY=application); null otherwise (and always with always_on).
     ApplicationReplayPolicy* app_replay = nullptr;
+    // Plans were queued (queue_plans, or a kernel's next stage): the flush thread's next tick
+    // makes them now. Empty: they wait for the next tick.
+    std::function<void()> plans_queued;
   };
   explicit LaunchProfiler(Parts parts);
 
