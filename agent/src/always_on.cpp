@@ -24,6 +24,9 @@ constexpr uint64_t kPmWaitNs = 30'000'000'000;
 // How long a family that declined a switch (another family's group ranked first) waits before its
 // launches come to the selection again.
 constexpr uint64_t kRoutingFirstWaitNs = 1'000'000'000;
+// A stage's pass in flight on one thread holds the family's other launches off the stage this
+// long at most (a pass that never completes, by an error path, must not hold it for good).
+constexpr uint64_t kStagePassInFlightNs = 5'000'000'000;
 // What a family counts for in a switch choice: its share of the GPU time, and a little more, so that
 // a family not traced yet still counts (below any traced one, and by number among the untraced).
 double switch_weight(double share) { return share + 1e-9; }
@@ -70,7 +73,9 @@ bool AlwaysOnPolicy::admits_fast(Family& f) {
   // then held by their own not_before_ns.
   const uint64_t now = clocks_.monotonic_ns();
   f.seen_mono_ns.store(now, std::memory_order_relaxed);
-  if (f.resume_pending.load(std::memory_order_relaxed) || f.stage_open.load(std::memory_order_relaxed)) return true;
+  if (f.resume_pending.load(std::memory_order_relaxed) || now < f.stage_open_until_ns.load(std::memory_order_relaxed)) {
+    return true;
+  }
   if (now < f.not_before_ns.load(std::memory_order_relaxed)) return false;
   return budget_.ready(now) || now < credit_until_ns_.load(std::memory_order_relaxed);
 }
@@ -110,6 +115,9 @@ bool AlwaysOnPolicy::first_for_stage_locked(const Family& family, uint64_t now_n
     const uint64_t seen = f->seen_mono_ns.load(std::memory_order_relaxed);
     if (seen == 0 || now_ns >= seen + kRecentLaunchNs) continue;
     if (f->profiles_started >= max_counter_launches()) continue;
+    // One that went on with single-pass groups takes no stage: waiting for it would hold the
+    // others' stages for as long as its groups take.
+    if (f->ao_stages_abandoned >= kMaxAbandonedStages) continue;
     eligible.push_back(f);
   }
   // Routing first, then impact: a family without any routed verdict (neither its counters nor the
@@ -139,11 +147,20 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
   // launch, a graph's stage or another configuration clears that (and CUPTI starts over).
   const bool intact = context.stage_family == f.family_id;
   if (!f.ao_stage.empty()) {
+    if (f.ao_stage_pass_begun_ns != 0 && now < f.ao_stage_pass_begun_ns + kStagePassInFlightNs) {
+      // A pass of the stage is in flight on another thread (its first Start can take 200 ms): this
+      // launch runs unprofiled; the stage goes on with the family's next launch after it.
+      choice.kind = Choice::Kind::kWait;
+      return choice;
+    }
     if (intact && !f.ao_stage_launches.empty()) {
       // The stage's next pass, at once: a stage left halfway is wasted. Charged all the same; the
       // debt holds the next stage back, so the long-run share stays the budget.
       budget_.admit_spaced(now, CostKind::kSameGroup);
       choice.metrics = f.ao_stage;
+      choice.stage_collection = f.ao_stage_id;
+      f.ao_stage_pass_begun_ns = now;
+      f.stage_open_until_ns.store(now + ContextState::kGraphHoldNs, std::memory_order_relaxed);
       return choice;
     }
     // Not begun after all (its context was taken), or abandoned: its context was reconfigured or
@@ -156,7 +173,9 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
     f.ao_stage.clear();
     f.ao_stage_launches.clear();
     f.ao_stage_pass_ns.clear();
-    f.stage_open.store(false, std::memory_order_relaxed);
+    f.ao_stage_id = 0;
+    f.ao_stage_pass_begun_ns = 0;
+    f.stage_open_until_ns.store(0, std::memory_order_relaxed);
     // A family whose stages keep being abandoned (it launches more than the hold apart, so its
     // idle profiler is released between passes) goes on with single-pass groups: no pass lost.
     if (f.ao_stages_abandoned >= kMaxAbandonedStages) return choose_group_locked(f, wanted, context);
@@ -207,7 +226,10 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
     return choice;
   }
   f.ao_stage = wanted;
-  f.stage_open.store(true, std::memory_order_relaxed);
+  f.ao_stage_id = ++stage_ids_;
+  f.ao_stage_pass_begun_ns = now;
+  f.stage_open_until_ns.store(now + ContextState::kGraphHoldNs, std::memory_order_relaxed);
+  choice.stage_collection = f.ao_stage_id;
   choice.metrics = std::move(wanted);
   choice.cost = CostKind::kGroupSwitch;
   return choice;
@@ -407,6 +429,12 @@ void AlwaysOnPolicy::charge_since(CostKind kind, uint64_t started_mono_ns) {
   const uint64_t now = clocks_.monotonic_ns();
   std::lock_guard<std::mutex> lock(families_.mutex());
   budget_.charge(now, kind, now > started_mono_ns ? now - started_mono_ns : 0);
+}
+
+void AlwaysOnPolicy::cancel_since(CostKind kind, uint64_t started_mono_ns) {
+  const uint64_t now = clocks_.monotonic_ns();
+  std::lock_guard<std::mutex> lock(families_.mutex());
+  budget_.cancel(now, kind, now > started_mono_ns ? now - started_mono_ns : 0);
 }
 
 bool AlwaysOnPolicy::admit_pm_window(bool first) {

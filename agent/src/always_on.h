@@ -68,6 +68,8 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   void graph_spent(uint64_t cost_ns);
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);
+  // The same for an admitted launch that was not profiled after all (Budget::cancel).
+  void cancel_since(CostKind kind, uint64_t started_mono_ns);
   // Always-on's PM routing window (pm_window.h), the lock NOT held. The first window goes at once,
   // on credit, as the budget's first launch goes on the full allowance it starts with: a routed
   // verdict for every family in the first minutes is worth more than the range profiler's first
@@ -116,6 +118,7 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // Graph stages: not before then (monotonic ns). They are spaced by their own measured cost
   // instead of waiting for the allowance (admit_graph).
   std::atomic<uint64_t> graph_not_before_ns_{0};
+  uint64_t stage_ids_ = 0;  // the last stage's collection id (the family table's lock)
 };
 
 }  // namespace cutriage::agent

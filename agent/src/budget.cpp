@@ -97,6 +97,27 @@ void Budget::admit_spaced(uint64_t now_ns, CostKind kind) {
   update_next(now_ns, 0);
 }
 
+void Budget::spend(uint64_t now_ns, uint64_t cost_ns) {
+  spent_ns_ += cost_ns;
+  recent_.emplace_back(now_ns, cost_ns);
+  window_spent_ns_ += cost_ns;
+  while (!recent_.empty() && recent_.front().first + options_.window_ns < now_ns) {
+    window_spent_ns_ -= recent_.front().second;
+    recent_.pop_front();
+  }
+  max_window_spent_ns_ = std::max(max_window_spent_ns_, window_spent_ns_);
+}
+
+void Budget::cancel(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
+  accrue(now_ns);
+  const auto k = static_cast<size_t>(kind);
+  allowance_ns_ += static_cast<double>(estimate_[k]) - static_cast<double>(cost_ns);
+  if (admitted_ > 0) --admitted_;
+  if (kind == CostKind::kGroupSwitch && group_switches_ > 0) --group_switches_;
+  spend(now_ns, cost_ns);
+  update_next(now_ns, 0);
+}
+
 void Budget::charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
   accrue(now_ns);
   const auto k = static_cast<size_t>(kind);
@@ -117,14 +138,7 @@ void Budget::charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
     if (measured_[k] == 0) estimate_[k] = cost_ns;
     ++measured_[k];
   }
-  spent_ns_ += cost_ns;
-  recent_.emplace_back(now_ns, cost_ns);
-  window_spent_ns_ += cost_ns;
-  while (!recent_.empty() && recent_.front().first + options_.window_ns < now_ns) {
-    window_spent_ns_ -= recent_.front().second;
-    recent_.pop_front();
-  }
-  max_window_spent_ns_ = std::max(max_window_spent_ns_, window_spent_ns_);
+  spend(now_ns, cost_ns);
   update_next(now_ns, 0);
 }
 

@@ -76,6 +76,11 @@ class Budget {
   void admit_spaced(uint64_t now_ns, CostKind kind);
   // The measured cost of an admitted launch (or of one-off work), when it ended.
   void charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns);
+  // An admitted launch that was not profiled after all (its context was taken, its profiler could
+  // not start): its reservation is returned and what it cost is spent, but it teaches the
+  // estimate nothing and counts as neither an admission nor a switch (a claim that failed in
+  // microseconds would otherwise pass for the first switch, CUPTI's start-up, or drag the mean).
+  void cancel(uint64_t now_ns, CostKind kind, uint64_t cost_ns);
   // A selected launch the budget held back.
   void defer() { ++deferred_; }
   [[nodiscard]] uint64_t estimate_ns(CostKind kind) const { return estimate_[static_cast<size_t>(kind)]; }
@@ -83,6 +88,8 @@ class Budget {
   [[nodiscard]] const BudgetOptions& options() const { return options_; }
 
  private:
+  // What was spent now: the totals and the last window's.
+  void spend(uint64_t now_ns, uint64_t cost_ns);
   [[nodiscard]] double cap() const;  // the allowance's ceiling: fraction * window
   void accrue(uint64_t now_ns);
   void update_next(uint64_t now_ns, double needed);

@@ -171,6 +171,14 @@ std::vector<std::shared_ptr<ContextState>> ContextTable::idle_since(uint64_t now
   return idle;
 }
 
+bool ContextTable::release_pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [id, ctx] : contexts_) {
+    if (ctx && ctx->profiled_end_mono_ns.load() != 0) return true;
+  }
+  return false;
+}
+
 uint64_t ContextTable::seen() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return seen_;

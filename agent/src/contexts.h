@@ -111,6 +111,9 @@ class ContextTable {
   std::shared_ptr<ContextState> claim_for_window(uint32_t device, uint64_t now_ns);
   // Contexts whose range profiler has been idle `idle_ns` since their last profiled launch.
   std::vector<std::shared_ptr<ContextState>> idle_since(uint64_t now_ns, uint64_t idle_ns) const;
+  // Whether a context's range profiler is still to be released (a profiled launch ended on it and
+  // no release since): idle_since leaves such a context alone while a graph or a stage holds it.
+  [[nodiscard]] bool release_pending() const;
   [[nodiscard]] uint64_t seen() const;  // contexts created or first launched on
 
  private:

@@ -66,9 +66,11 @@ struct Family {
   // Always-on: the earlier output has this family (name and block): its first candidate launch
   // comes to the selection whatever the budget says, to take it (nothing is profiled for that).
   std::atomic<bool> resume_pending{false};
-  // Always-on (CUTRIAGE_STAGE_PASSES): a stage is in progress (ao_stage non-empty), so the fast
-  // path lets each launch through for its next pass whatever the budget says.
-  std::atomic<bool> stage_open{false};
+  // Always-on (CUTRIAGE_STAGE_PASSES): until this time (monotonic ns) a stage is in progress, so
+  // the fast path lets each launch through for its next pass whatever the budget says. A deadline,
+  // not a flag: a stage whose launches stop coming to the selection (another shape, a launch cap)
+  // must not keep every later launch off the fast path.
+  std::atomic<uint64_t> stage_open_until_ns{0};
   std::atomic<bool> resumed_unwritten{false};  // resumed_record waits to be written
 
   // Ranking (from the trace's ranking, under the table's lock).
@@ -121,6 +123,11 @@ struct Family {
   std::vector<uint64_t> ao_stage_launches;
   std::vector<uint64_t> ao_stage_pass_ns;  // what each of those passes cost the launching thread
   uint32_t ao_stages_abandoned = 0;
+  // The stage's collection id (RangeProfiler: a pass of another collection starts over), unique in
+  // the process; 0 = none. And when its latest pass began (0: none in flight): a launch on another
+  // thread meanwhile waits for that pass instead of taking the stage for lost.
+  uint64_t ao_stage_id = 0;
+  uint64_t ao_stage_pass_begun_ns = 0;
   bool complete_noted = false;   // the "diagnosis complete" notice was written
   bool routed_noted = false;     // the "routed" notice was written
   bool resume_checked = false;   // CUTRIAGE_RESUME was looked up for this family

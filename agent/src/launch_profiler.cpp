@@ -69,6 +69,8 @@ struct LaunchProfiler::Active {
   CostKind cost = CostKind::kSameGroup;
   int group = -1;     // single-pass group (always-on, application replay), -1 otherwise
   bool stage_pass = false;  // one pass of the family's stage (CUTRIAGE_STAGE_PASSES)
+  uint64_t stage_collection = 0;  // that stage's collection id
+  uint32_t stage_pass_index = 0;  // the pass CUPTI began (RangeProfiler::pass_in_progress)
   std::shared_ptr<const MetricGroups> groups;  // the chip's single-pass groups, when group >= 0
   uint64_t deep = 0;  // deep-capture request id, 0 = none
   // ProfileCost's phases (monotonic ns): launch entry, the collector's start and its return, the
@@ -195,7 +197,9 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
       active.entry_done_ns = p_.monotonic_ns();
       return true;
     }
-    if (budgeted) p_.always_on->charge_since(selection.cost, started_mono);
+    // Not profiled after all (the context was taken, the profiler did not start): what the budget
+    // reserved is returned, what the attempt took is spent.
+    if (budgeted) p_.always_on->cancel_since(selection.cost, started_mono);
     return false;
   } catch (const std::exception& e) {
     p_.log.log_once(LogLevel::kError, "launch-enter", std::string("internal error at launch: ") + e.what());
@@ -240,6 +244,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     // Nothing was collected after all: the next launch may ask for the same counters again (in
     // deep mode too, where they were the route's next ones: kept as attempted, they were lost).
     for (const std::string& m : selection.metrics) family.attempted.erase(m);
+    if (selection.stage_pass) family.ao_stage_pass_begun_ns = 0;  // no pass in flight after all
     if (selection.deep != 0 && p_.selector.deep_locked()) p_.selector.deep_locked()->captured.erase(family.family_id);
     p_.selector.update_candidate_locked(family);
     return;
@@ -247,6 +252,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
   std::unique_ptr<Active> active = new_active(ctx, family, event, launch_index);
   active->group = selection.group;
   active->stage_pass = selection.stage_pass;
+  active->stage_collection = selection.stage_collection;
   active->deep = selection.deep;
 
   auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
@@ -280,7 +286,10 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     active->plan = std::move(plan).value();
     // A stage's pass: one on this launch as the application issued it, the next ones on the
     // family's next launches (nothing replayed, saved or restored).
-    if (selection.stage_pass) active->plan.replay = collectors::PlanReplay::kLaunches;
+    if (selection.stage_pass) {
+      active->plan.replay = collectors::PlanReplay::kLaunches;
+      active->plan.collection = selection.stage_collection;
+    }
   }
   if (active->event.launch) {
     collectors::Status s = p_.platform.complete_launch_config(event, &*active->event.launch);
@@ -320,6 +329,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     // A stage holds the context for its family between its passes; any other configuration ends
     // a stage that was in progress on it.
     ctx->stage_family.store(s.is_ok() && selection.stage_pass ? family.family_id : 0);
+    if (s.is_ok() && selection.stage_pass) active->stage_pass_index = ctx->profiler->pass_in_progress();
     if (s.is_ok() && selection.stage_pass) ctx->stage_pass_mono_ns.store(started_mono);
     if (s.is_ok() && selection.group >= 0 && p_.config.release_ms > 0 && p_.always_on) {
       // The profiler stays configured until release_ms after this launch: other families may take
@@ -474,12 +484,21 @@ void LaunchProfiler::complete_counters(Active& active) {
     // A stage's pass with more to come on the family's next launches: no values, no record yet.
     const uint64_t now = p_.monotonic_ns();
     std::lock_guard<std::mutex> lock(p_.families.mutex());
-    active.family->ao_stage_launches.push_back(active.launch_index);
-    active.family->ao_stage_pass_ns.push_back(now > active.entered_ns ? now - active.entered_ns : 0);
+    if (reconcile_stage_pass_locked(active)) {
+      active.family->ao_stage_launches.push_back(active.launch_index);
+      active.family->ao_stage_pass_ns.push_back(now > active.entered_ns ? now - active.entered_ns : 0);
+    }
     return;
+  }
+  if (active.stage_pass) {
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    if (!reconcile_stage_pass_locked(active)) return;  // a stage the family gave up meanwhile
   }
   collectors::Result<std::vector<collectors::MetricReading>> readings = active.host->evaluate(active.plan, data.value());
   if (!readings.is_ok()) {
+    // A stage whose values cannot be read is over: its context no longer holds it, so the family's
+    // next launch starts a new one (admitted as one) instead of passing for its next pass.
+    if (active.stage_pass) active.context->stage_family.store(0);
     record_failure(active, "metric evaluation: " + readings.status().message());
     return;
   }
@@ -550,7 +569,8 @@ void LaunchProfiler::complete_counters(Active& active) {
       f.ao_stage.clear();
       f.ao_stage_launches.clear();
       f.ao_stage_pass_ns.clear();
-      f.stage_open.store(false, std::memory_order_relaxed);
+      f.ao_stage_id = 0;
+      f.stage_open_until_ns.store(0, std::memory_order_relaxed);
     }
     for (const collectors::MetricReading& r : readings.value()) {
       f.measured.set(r.name, r.value, unit_for(r.name));
@@ -739,9 +759,29 @@ void LaunchProfiler::finish_sampling(Family& f, PcSummary summary, std::optional
   p_.output.write_kernel(record);
 }
 
+bool LaunchProfiler::reconcile_stage_pass_locked(const Active& active) {
+  Family& f = *active.family;
+  f.ao_stage_pass_begun_ns = 0;
+  // The family gave this stage up while the pass ran (another thread found it lost): the pass is
+  // of a collection nobody continues (the next stage has another id, so CUPTI starts over).
+  if (f.ao_stage_id == 0 || f.ao_stage_id != active.stage_collection) return false;
+  const size_t index = active.stage_pass_index;
+  if (index < f.ao_stage_launches.size()) {
+    // CUPTI started the collection over (its object was released between two passes, after the
+    // selection saw it intact): the passes before are lost; this one is the new collection's.
+    const auto lost = static_cast<std::ptrdiff_t>(f.ao_stage_launches.size() - index);
+    f.ao_stage_launches.erase(f.ao_stage_launches.begin(), f.ao_stage_launches.begin() + lost);
+    f.ao_stage_pass_ns.erase(f.ao_stage_pass_ns.begin(),
+                             f.ao_stage_pass_ns.begin() + std::min<std::ptrdiff_t>(lost, static_cast<std::ptrdiff_t>(f.ao_stage_pass_ns.size())));
+    ++f.ao_stages_abandoned;
+  }
+  return true;
+}
+
 void LaunchProfiler::record_failure(Active& active, const std::string& what) {
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
+    if (active.stage_pass) active.family->ao_stage_pass_begun_ns = 0;
     ++active.family->stats.failed;
     ++p_.families.totals_locked().totals.failed_profiles;
   }
@@ -815,7 +855,15 @@ void LaunchProfiler::note_complete(Family& f) {
 void LaunchProfiler::release_idle_profilers() {
   if (!p_.always_on) return;
   const uint64_t idle_ns = uint64_t{p_.config.release_ms} * 1'000'000;
-  for (const std::shared_ptr<ContextState>& ctx : p_.contexts.idle_since(p_.monotonic_ns(), idle_ns)) release(*ctx);
+  const uint64_t now = p_.monotonic_ns();
+  for (const std::shared_ptr<ContextState>& ctx : p_.contexts.idle_since(now, idle_ns)) release(*ctx);
+  // Without a flush thread the release falls to a launch (release_if_due), scheduled once per
+  // profiled launch: a profiler left because a graph's or a stage's hold kept it is looked at
+  // again when that hold can have ended.
+  if (!p_.flush_running.load() && p_.contexts.release_pending()) {
+    uint64_t none = 0;
+    (void)release_due_ns_.compare_exchange_strong(none, now + std::max(idle_ns, ContextState::kGraphHoldNs));
+  }
 }
 
 void LaunchProfiler::release(ContextState& ctx) {

@@ -4,6 +4,13 @@
 #include "stages.h"
 
 namespace cutriage::agent {
+namespace {
+
+// How long a launch of another shape than the family's first keeps the family's later launches
+// off the slow path (always-on's fast path reads Family::not_before_ns; deep mode's ignores it).
+constexpr uint64_t kOtherShapeWaitNs = 1'000'000'000;
+
+}  // namespace
 
 bool same_shape(const triage::LaunchConfig& a, const triage::LaunchConfig& b) {
   return a.grid == b.grid && a.block == b.block && a.dynamic_shared_bytes == b.dynamic_shared_bytes;
@@ -58,6 +65,9 @@ Selection Selector::select(const collectors::LaunchEvent& event, uint64_t launch
   // launches of the same shape.
   if (f->first_launch && event.launch && !same_shape(*f->first_launch, *event.launch)) {
     f->seen_mono_ns.store(0, std::memory_order_relaxed);  // no use to it: not "still launching"
+    // The fast path (always-on's gate) stays closed to the family a while: a kernel whose grid
+    // follows the batch size would otherwise bring every launch here, each with a driver query.
+    f->not_before_ns.store(monotonic_ns_() + kOtherShapeWaitNs, std::memory_order_relaxed);
     return {};
   }
   if (!counters_left_locked(*f)) {
@@ -81,6 +91,7 @@ Selection Selector::select(const collectors::LaunchEvent& event, uint64_t launch
     wanted = std::move(choice.metrics);
     selection.group = choice.group;
     selection.stage_pass = choice.stage_pass;
+    selection.stage_collection = choice.stage_collection;
     selection.cost = choice.cost;
   }
   if (wanted.empty()) {

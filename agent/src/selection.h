@@ -43,6 +43,7 @@ struct Selection {
   // Always-on with CUTRIAGE_STAGE_PASSES: `metrics` are a stage's, one pass on this launch (the
   // plan is PlanReplay::kLaunches; always_on.h).
   bool stage_pass = false;
+  uint64_t stage_collection = 0;  // its stage's collection id: a pass of another starts CUPTI's over
   uint64_t deep = 0;  // id of the deep-capture request this launch serves; 0 = none
   CostKind cost = CostKind::kSameGroup;  // always-on: what the budget reserved for it
 };
@@ -74,6 +75,7 @@ class SelectionPolicy {
     std::vector<std::string> metrics;
     int group = -1;
     bool stage_pass = false;
+    uint64_t stage_collection = 0;  // the stage's collection id (MetricPlan::collection)
     CostKind cost = CostKind::kSameGroup;
   };
   virtual ~SelectionPolicy() = default;

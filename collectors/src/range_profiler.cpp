@@ -135,6 +135,11 @@ class CuptiRangeProfiler final : public RangeProfiler {
     if (object_ != nullptr && configured_ && (config_ != plan.config_image || replay_ != plan.replay)) {
       CUTRIAGE_RETURN_IF_ERROR(disable_object());  // another plan: needs its own object (above)
     }
+    if (object_ != nullptr && configured_ && pass_ > 0 && plan.collection != 0 && plan.collection != collection_) {
+      // Another collection with the same plan while one is halfway: that one is abandoned (its
+      // passes ran on another kernel), and this one starts from a fresh object, as for another plan.
+      CUTRIAGE_RETURN_IF_ERROR(disable_object());
+    }
     if (object_ == nullptr) CUTRIAGE_RETURN_IF_ERROR(enable());
     Status status = configure_and_start(plan);
     // After a failure the object's state is unknown: the next begin() starts from a fresh Enable.
@@ -158,6 +163,8 @@ class CuptiRangeProfiler final : public RangeProfiler {
     return data;
   }
 
+  [[nodiscard]] uint32_t pass_in_progress() const override { return begun_pass_; }
+
   Status disable() override {
     if (started_) {
       return Status(StatusCode::kInternal, "RangeProfiler::disable() between begin() and end()");
@@ -169,6 +176,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   Status configure_and_start(const MetricPlan& plan) {
     if (passes_over_repeats(replay_) && pass_ > 0 && configured_) {
       // The next pass of the collection in progress: the same config and image, no SetConfig.
+      begun_pass_ = pass_;
       CUTRIAGE_RETURN_IF_ERROR(start_object());
       return replay_ == PlanReplay::kApplication ? push_range() : Status::ok();
     }
@@ -228,6 +236,8 @@ class CuptiRangeProfiler final : public RangeProfiler {
     configured_ = true;
     passes_ = plan.passes;
     pass_ = 0;
+    begun_pass_ = 0;
+    collection_ = plan.collection;
     CUTRIAGE_RETURN_IF_ERROR(start_object());
     return replay_ == PlanReplay::kApplication ? push_range() : Status::ok();
   }
@@ -373,6 +383,8 @@ class CuptiRangeProfiler final : public RangeProfiler {
   // none in progress: the next begin() initializes the image and sets the config).
   uint32_t passes_ = 0;
   uint32_t pass_ = 0;
+  uint32_t begun_pass_ = 0;    // the pass the last begin() started
+  uint64_t collection_ = 0;    // MetricPlan::collection of the collection in progress
 };
 
 }  // namespace

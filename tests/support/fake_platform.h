@@ -37,6 +37,7 @@ struct FakeStats {
   std::atomic<int> ends{0};
   std::atomic<int> overlaps{0};  // begin() on a context whose previous begin() has not ended
   std::atomic<int> plans{0};
+  std::atomic<int> evaluates{0};
   std::atomic<int> disables{0};
   // Context whose fake profiler holds the device's counters (enabled), 0 = none. Like the
   // hardware, a begin() on another context while one is enabled fails with "hardware busy".
@@ -85,6 +86,10 @@ struct FakeConfig {
   Status range_profiler_status;      // returned by make_range_profiler
   Status begin_status;               // returned by every begin()
   int fail_end_on_call = 0;          // 1-based end() call that fails; 0 = none
+  int fail_evaluate_on_call = 0;     // 1-based ProfilerHost::evaluate() call that fails; 0 = none
+  // Runs on the launching thread while a profiled launch is in flight (between its enter and exit
+  // callbacks): what other threads do meanwhile. Empty: nothing.
+  std::function<void()> while_profiled;
   std::set<std::string> chip_rejects{"launch__grid_size"};  // names the chip "does not have"
   // Counter -> partner: refused (RejectedMetric::conflict) when the partner is in the same plan.
   std::map<std::string, std::string> conflicts;
@@ -169,6 +174,9 @@ class FakeHost final : public collectors::ProfilerHost {
   Result<std::vector<collectors::MetricReading>> evaluate(const collectors::MetricPlan& plan,
                                                           const collectors::CounterData& data,
                                                           uint32_t) override {
+    if (++stats_.evaluates == cfg_.fail_evaluate_on_call) {
+      return Status(StatusCode::kInternal, "cuptiProfilerHostEvaluateToGpuValues: CUPTI_ERROR_UNKNOWN (injected)");
+    }
     // The fake profiler stores the kernel name in the image.
     std::string kernel(data.image.begin(), data.image.end());
     std::vector<collectors::MetricReading> out;
@@ -211,9 +219,17 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     return Status::ok();
   }
   Status begin(const collectors::MetricPlan& plan) override {
-    if (!cfg_.begin_status.is_ok()) return cfg_.begin_status;
+    if (open_) return Status(StatusCode::kInternal, "fake: begin() while a range is open (no end())");
+    // Like the collector, a failed begin() leaves no collection in progress (it disables).
+    if (!cfg_.begin_status.is_ok()) {
+      app_pass_ = 0;
+      return cfg_.begin_status;
+    }
     if (plan.replay == collectors::PlanReplay::kNone && plan.passes != 1) {
       return Status(StatusCode::kInvalidArgument, "fake: a plan without replay must be one pass");
+    }
+    if (collectors::passes_over_repeats(plan.replay) && plan.passes == 0) {
+      return Status(StatusCode::kInvalidArgument, "fake: the plan has no passes");
     }
     {
       std::lock_guard<std::mutex> lock(stats_.mutex);
@@ -224,34 +240,55 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
       *cfg_.mono_ns += plan.config_image == configured_ ? cfg_.cost_same_ns : cfg_.cost_switch_ns;
       if (!cfg_.began_once.exchange(true)) *cfg_.mono_ns += cfg_.cost_first_begin_ns;
     }
-    // Like the collector: another plan (or a disable since) starts a kApplication collection over.
+    // Like the collector: another plan (or a disable since) starts a kApplication collection over,
+    // and so does another collection id while one is halfway.
     if (plan.config_image != configured_ || plan.replay != replay_) app_pass_ = 0;
+    if (app_pass_ > 0 && plan.collection != 0 && plan.collection != collection_) {
+      app_pass_ = 0;
+      ++stats_.disables;
+    }
+    if (app_pass_ == 0) collection_ = plan.collection;
     configured_ = plan.config_image;
     replay_ = plan.replay;
     passes_ = plan.passes;
     if (stats_.pm_context[device_].load() != 0) {
       ++stats_.pm_range_overlaps;
+      app_pass_ = 0;
       return Status(StatusCode::kInternal, "fake: range profiler begun while PM sampling runs on the device");
     }
     if (stats_.pc_context[device_].load() == context_id_) {
+      app_pass_ = 0;
       return Status(StatusCode::kInvalidArgument, "cuptiRangeProfilerStart: CUPTI_ERROR_INVALID_PARAMETER "
                                                   "(fake: PC sampling enabled on the context)");
     }
     uint64_t none = 0;
     if (!stats_.enabled_context[device_].compare_exchange_strong(none, context_id_) &&
         none != context_id_) {
+      app_pass_ = 0;
       return Status(StatusCode::kUnavailable, "cuptiRangeProfilerStart: CUPTI_ERROR_HARDWARE_BUSY (fake)");
     }
     if (in_flight_.exchange(true)) ++stats_.overlaps;
     ++stats_.begins;
     kernel_ = current_kernel_();
+    // A collection over repeats whose passes ran on different kernels gives an image of neither:
+    // evaluate() finds no counters for it (the real image would mix two kernels' counts).
+    if (app_pass_ == 0) {
+      collection_kernel_ = kernel_;
+    } else if (kernel_ != collection_kernel_) {
+      collection_kernel_ = "mixed collection";
+    }
+    begun_pass_ = app_pass_;
+    open_ = true;
     began_();
     return Status::ok();
   }
+  [[nodiscard]] uint32_t pass_in_progress() const override { return begun_pass_; }
   Result<collectors::CounterData> end() override {
     int n = ++stats_.ends;
     in_flight_.store(false);
+    open_ = false;
     if (cfg_.fail_end_on_call == n) {
+      app_pass_ = 0;  // the collector disables after a failed end()
       return Status(StatusCode::kInternal, "cuptiRangeProfilerDecodeData: CUPTI_ERROR_UNKNOWN (injected)");
     }
     collectors::CounterData d;
@@ -262,6 +299,9 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
         return d;
       }
       app_pass_ = 0;
+      d.image.assign(collection_kernel_.begin(), collection_kernel_.end());
+      d.ranges = 1;
+      return d;
     }
     d.image.assign(kernel_.begin(), kernel_.end());
     d.ranges = 1;
@@ -281,6 +321,10 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   collectors::PlanReplay replay_ = collectors::PlanReplay::kKernel;
   uint32_t passes_ = 0;
   uint32_t app_pass_ = 0;  // kApplication passes done of the collection in progress
+  uint32_t begun_pass_ = 0;
+  uint64_t collection_ = 0;           // MetricPlan::collection of the collection in progress
+  std::string collection_kernel_;     // its first pass's kernel ("mixed collection" once another ran)
+  bool open_ = false;                 // between a successful begin() and end()
 };
 
 // Hands out the configured batch of the kernel in flight at begin(), stamped with the period asked
@@ -652,6 +696,7 @@ class FakePlatform final : public collectors::Platform {
     if (observer_->on_launch_enter(ev)) {
       ++exits_wanted;
       replayed = std::exchange(began_on_this_thread(), false);
+      if (replayed && config.while_profiled) config.while_profiled();
       if (replayed) {
         advance_clock(500000);  // the replay passes hold the GPU a while
         // A profiled launch ends with the context idle (the range ends with a synchronization),

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_harness.h"
@@ -303,4 +304,168 @@ TEST_CASE("always-on stages: first stages wait for the PM window's first answer,
   serve(on, 100, 100'000'000);  // 35 s
   CHECK(on.h->platform.stats.begins.load() > 0);
   on.h->ag->finish();
+}
+
+TEST_CASE("always-on stages: another family's stage with the same counters starts CUPTI's collection over",
+          "[agent][always_on][stages]") {
+  // A's first stage runs three of its passes and A stops launching; its idle profiler is not
+  // released for a minute (CUTRIAGE_RELEASE_MS), so after the hold B's first stage, with the same
+  // counters (the same plan), begins on an object halfway through A's collection. B's stage must
+  // start a collection of its own: the fake gives no counters for a collection whose passes ran on
+  // two kernels, as CUPTI's image would mix their counts.
+  Captured b = capture_of("fma_chain");
+  AgentConfig cfg = stages_config(0.2);
+  cfg.release_ms = 60'000;
+  Run on = start("strided_load", cfg);
+  on.h = std::make_unique<Harness>(cfg, testing::counters_for({&on.a, &b}));
+  on.h->platform.config.switch_after_disable = true;
+  REQUIRE(on.h->ag->start());
+  serve(on, 3, 100'000'000);
+  REQUIRE(on.h->platform.stats.begins.load() == 3);
+  const int disables_before = on.h->platform.stats.disables.load();
+  on.h->platform.mono_ns += 31'000'000'000;  // A is no longer "still launching"; the hold is over
+  Run b_run{b, std::move(on.h), on.launches};
+  serve(b_run, 600, 100'000'000);
+  b_run.h->ag->finish();
+  CHECK(b_run.h->platform.stats.disables.load() > disables_before);  // A's collection abandoned
+  tools::ReadResult r = b_run.h->read();
+  const v1::KernelProfile* kb = last_profiled_of(kernel_records(r), r, b.mangled);
+  REQUIRE(kb != nullptr);
+  bool has_throughput = false;
+  for (const v1::Metric& m : kb->metrics()) {
+    has_throughput = has_throughput || tools::lookup(r, m.name_iid()) == "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+  }
+  CHECK(has_throughput);
+  // B's first stage lists B's launches only.
+  std::set<uint64_t> b_launches;
+  for (const v1::AssembledLaunch& a : kb->assembled_launches()) b_launches.insert(a.launch_index());
+  for (uint64_t li = 1; li <= 3; ++li) CHECK(b_launches.count(li) == 0);
+}
+
+TEST_CASE("always-on stages: a stage whose values cannot be read is not continued as if intact",
+          "[agent][always_on][stages]") {
+  // The first stage's values cannot be evaluated (the host fails on its first evaluate()). The
+  // family's next launch must start a new stage, admitted as one (a switch), not pass for the next
+  // pass of a stage CUPTI has already finished.
+  Run probe = start("strided_load", stages_config());
+  serve(probe, 40, 100'000'000);
+  probe.h->ag->finish();
+  std::vector<std::vector<std::string>> begun;
+  {
+    std::lock_guard<std::mutex> lock(probe.h->platform.stats.mutex);
+    begun = probe.h->platform.stats.begin_metrics;
+  }
+  size_t first_stage = 0;
+  while (first_stage < begun.size() && begun[first_stage] == begun.front()) ++first_stage;
+  REQUIRE(first_stage >= 2);
+
+  Run on = start("strided_load", stages_config());
+  on.h->platform.config.fail_evaluate_on_call = 1;  // the first stage's, after its last pass
+  serve(on, 3000, 100'000'000);
+  on.h->ag->finish();
+  tools::ReadResult r = on.h->read();
+  CHECK(complete_notices(r) == 1);
+  // Every switch admitted started a stage; the failed one counts as one of them, and nothing was
+  // begun as a "next pass" beyond the passes the stages' plans have.
+  std::vector<std::vector<std::string>> after;
+  {
+    std::lock_guard<std::mutex> lock(on.h->platform.stats.mutex);
+    after = on.h->platform.stats.begin_metrics;
+  }
+  size_t runs = 0;
+  for (size_t i = 0; i < after.size(); ++i) runs += i == 0 || after[i] != after[i - 1] ? 1 : 0;
+  const v1::KernelProfile* k = last_profiled_of(kernel_records(r), r, on.a.mangled);
+  REQUIRE(k != nullptr);
+  // The failed stage was run again in full: the stage's counters appear in two runs of begins
+  // (or more), and the record's launches are those of completed stages only.
+  CHECK(static_cast<int>(after.size()) - static_cast<int>(first_stage) == k->assembled_launches_size());
+  CHECK(runs >= 2);
+}
+
+TEST_CASE("always-on stages: the fast path lets a stage's launches through only while the stage can go on",
+          "[agent][always_on][stages]") {
+  // A stage begins; then the family's launches change shape (never profiled: the first shape is
+  // the family's) for a minute, a hundred a second, as a kernel whose grid follows the batch does.
+  // Once the stage's hold is over they do not all take the slow path to the selection (a driver
+  // query and the family table's lock each): a launch of another shape holds the family's fast
+  // path closed for a second.
+  Run on = start("strided_load", stages_config(0.004));
+  serve(on, 2, 100'000'000);
+  REQUIRE(on.h->platform.stats.begins.load() == 2);
+  const int details_before = on.h->platform.details_calls.load();
+  triage::Dim3 other_grid = on.a.launch.grid;
+  other_grid.x += 1;
+  for (int i = 0; i < 6000; ++i) {
+    on.h->platform.mono_ns += 10'000'000;
+    on.h->platform.launch(make_launch(on.a.mangled.c_str(), ++on.launches, other_grid, on.a.launch.block));
+  }
+  on.h->ag->finish();
+  // The 2 s hold (200 launches), then about one a second.
+  CHECK(on.h->platform.details_calls.load() - details_before < 400);
+}
+
+TEST_CASE("always-on budget: a launch admitted but not profiled teaches the estimates nothing",
+          "[agent][always_on][budget]") {
+  agent::Budget b(agent::BudgetOptions{0.01, 100.0, 60'000'000'000}, 0);
+  const uint64_t t = 120'000'000'000;
+  REQUIRE(b.admit(t, agent::CostKind::kGroupSwitch));
+  const uint64_t estimate = b.estimate_ns(agent::CostKind::kGroupSwitch);
+  const wire::OverheadStats before = b.stats(t);
+  b.cancel(t + 1000, agent::CostKind::kGroupSwitch, 1000);  // its context was taken: microseconds
+  CHECK(b.estimate_ns(agent::CostKind::kGroupSwitch) == estimate);
+  const wire::OverheadStats after = b.stats(t + 1000);
+  CHECK(after.group_switches + 1 == before.group_switches);
+  // The next real switch is still CUPTI's start-up (left out of the mean), not the cancelled one.
+  REQUIRE(b.admit(t + 20'000'000, agent::CostKind::kGroupSwitch));
+  b.charge(t + 20'000'000 + 700'000'000, agent::CostKind::kGroupSwitch, 700'000'000);
+  CHECK(b.estimate_ns(agent::CostKind::kGroupSwitch) < 700'000'000);
+}
+
+TEST_CASE("always-on stages: without a flush thread, a profiler a stage left halfway is still released",
+          "[agent][always_on][stages]") {
+  // CUTRIAGE_RELEASE_MS below the stage's hold and no flush thread: the release falls to a launch
+  // once due, and the first time it is due the stage's hold still keeps the profiler. It must be
+  // looked at again once the hold is over, not left enabled (slowing every launch) for good.
+  AgentConfig cfg = stages_config();
+  cfg.release_ms = 500;
+  Run on = start("strided_load", cfg);
+  serve(on, 3, 100'000'000);
+  REQUIRE(on.h->platform.stats.begins.load() == 3);
+  const int disables_before = on.h->platform.stats.disables.load();
+  // Then only launches of another shape (never profiled), ten a second for ten seconds.
+  triage::Dim3 other_grid = on.a.launch.grid;
+  other_grid.x += 1;
+  for (int i = 0; i < 100; ++i) {
+    on.h->platform.mono_ns += 100'000'000;
+    on.h->platform.launch(make_launch(on.a.mangled.c_str(), ++on.launches, other_grid, on.a.launch.block));
+  }
+  CHECK(on.h->platform.stats.disables.load() > disables_before);
+  on.h->ag->finish();
+}
+
+TEST_CASE("always-on stages: a launch on another thread while a pass is in flight waits for it",
+          "[agent][always_on][stages]") {
+  // Two threads launch the family. While the stage's first pass is in flight on one (its Start
+  // takes up to 200 ms on the H200), the other's launch must not take the stage for lost: it runs
+  // unprofiled, and the stage goes on with the passes that follow, none lost.
+  Run on = start("strided_load", stages_config());
+  int other_thread_launches = 0;
+  on.h->platform.config.while_profiled = [&] {
+    if (other_thread_launches >= 3) return;
+    ++other_thread_launches;
+    std::thread other([&] {
+      on.h->platform.launch(make_launch(on.a.mangled.c_str(), 900000 + other_thread_launches, on.a.launch.grid,
+                                        on.a.launch.block));
+    });
+    other.join();
+  };
+  serve(on, 3000, 100'000'000);
+  on.h->ag->finish();
+  REQUIRE(other_thread_launches == 3);
+  tools::ReadResult r = on.h->read();
+  CHECK(complete_notices(r) == 1);
+  const v1::KernelProfile* k = last_profiled_of(kernel_records(r), r, on.a.mangled);
+  REQUIRE(k != nullptr);
+  // Every pass begun is one of a stage that completed: nothing abandoned, nothing begun twice.
+  CHECK(k->assembled_launches_size() == on.h->platform.stats.begins.load());
 }

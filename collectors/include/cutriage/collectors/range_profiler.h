@@ -52,6 +52,10 @@ struct MetricPlan {
   uint32_t passes = 0;                     // replay passes the config needs
   std::vector<uint8_t> config_image;       // opaque, for RangeProfiler::start
   PlanReplay replay = PlanReplay::kKernel; // set by the caller after plan()
+  // Passes over repeats: the collection this pass belongs to, set by the caller. A begin() whose
+  // collection differs from the one in progress (another kernel's stage with the same counters)
+  // abandons that one and starts over; 0 continues whichever is in progress with the same plan.
+  uint64_t collection = 0;
 };
 
 struct MetricReading {
@@ -116,6 +120,10 @@ class RangeProfiler {
   // again. Not allowed between begin() and end(). No-op when not enabled. Abandons a
   // PlanReplay::kApplication or kLaunches collection whose passes are not all done.
   virtual Status disable() { return Status::ok(); }
+  // After a successful begin() of a plan whose passes are the application's repeats: the index of
+  // the pass it began (0: the first of a new collection), so the caller can tell a continued
+  // collection from one CUPTI started over. 0 for other plans.
+  [[nodiscard]] virtual uint32_t pass_in_progress() const { return 0; }
 };
 
 struct RangeProfilerOptions {
