@@ -12,7 +12,9 @@
 //   3. keep_enabled = false profiler: Enable/Disable around one launch (the sequence the shared
 //      notes saw working on the H200)
 //   4. a multi-pass plan over the kernel's consecutive launches, one pass each (always-on's
-//      stages, PlanReplay::kLaunches), an unprofiled launch between two passes
+//      stages, PlanReplay::kLaunches), an unprofiled launch between two passes; then a collection
+//      abandoned after two passes by one with another id (MetricPlan::collection), which must
+//      start over at pass 0 and give the same counts
 //   5. with --probe-empty-range: begin()/end() with no kernel in between (the H200 crashed once
 //      in DecodeData there: opt-in, last)
 // After every profiled launch the in-place kernel's output is checked: kernel replay must restore
@@ -310,6 +312,32 @@ int run(bool probe_empty_range) {
     auto readings = take(host->evaluate(stage, data, 0), "evaluate() (passes over launches)");
     print_readings(readings);
     check_plan_a(readings);
+
+    // A stage abandoned halfway (another family's stage with the same counters takes the object):
+    // the new collection's id differs, so the collector starts it over from a fresh object.
+    cc::MetricPlan first = stage;
+    first.collection = 1;
+    for (uint32_t pass = 0; pass < 2; ++pass) {
+      check_status(profiler->begin(first), "begin() (the stage to abandon)");
+      launch_and_verify(b);
+      (void)take(profiler->end(), "end() (the stage to abandon)");
+    }
+    cc::MetricPlan second = stage;
+    second.collection = 2;
+    for (uint32_t pass = 0; pass < second.passes; ++pass) {
+      check_status(profiler->begin(second), "begin() (a new collection)");
+      if (profiler->pass_in_progress() != pass) {
+        throw Failure{"pass " + std::to_string(profiler->pass_in_progress()) + " begun, " + std::to_string(pass) +
+                      " expected: the abandoned collection was continued"};
+      }
+      launch_and_verify(b);
+      data = take(profiler->end(), "end() (a new collection)");
+    }
+    if (data.passes_pending != 0) throw Failure{"passes still pending after the new collection's passes"};
+    auto again = take(host->evaluate(second, data, 0), "evaluate() (the new collection)");
+    std::printf("  after an abandoned collection:\n");
+    print_readings(again);
+    check_plan_a(again);
   }
   launch_and_verify(b);  // unprofiled again after the profilers are gone
 
