@@ -29,6 +29,8 @@ collectors::Result<collectors::MetricPlan> PlanCache::plan(collectors::ProfilerH
 void PlanCache::queue(const std::string& chip, std::vector<std::string> metrics) {
   Key key{chip, std::move(metrics)};
   std::lock_guard<std::mutex> lock(mutex_);
+  // Bounded like the plans: forgetting what was queued only means a list may be made twice.
+  if (ever_queued_.size() >= 4 * max_entries_) ever_queued_.clear();
   if (plans_.count(key) != 0 || !ever_queued_.insert(key).second) return;
   queued_.push_back(std::move(key));
 }

@@ -51,7 +51,7 @@ class PlanCache {
   std::map<Key, collectors::MetricPlan> plans_;
   std::set<Key> in_flight_;        // being made by some thread now
   std::vector<Key> queued_;        // to be made ahead, oldest first
-  std::set<Key> ever_queued_;      // a list is made ahead at most once
+  std::set<Key> ever_queued_;      // a list is made ahead once (bounded: then forgotten)
   size_t waits_ = 0;
 };
 
