@@ -16,6 +16,26 @@ namespace {
 
 std::atomic<uint64_t> g_next_instance{1};
 
+// A context's claim (ContextState::busy) from ContextTable::claim until the profile in flight takes
+// it over (the thread's slot) or the launch gives up: given back on every early return and when an
+// exception leaves (an allocation that failed), and never twice, since another thread may have
+// claimed the context once it was given back.
+class ClaimGuard {
+ public:
+  explicit ClaimGuard(ContextState* ctx) : ctx_(ctx) {}
+  ~ClaimGuard() { release(); }
+  ClaimGuard(const ClaimGuard&) = delete;
+  ClaimGuard& operator=(const ClaimGuard&) = delete;
+  void release() {
+    if (ctx_ != nullptr) ctx_->busy.store(false);
+    ctx_ = nullptr;
+  }
+  void hand_over() { ctx_ = nullptr; }  // the profile in flight releases it at its exit
+
+ private:
+  ContextState* ctx_;
+};
+
 wire::LaunchApi to_wire(collectors::LaunchApi api) {
   using collectors::LaunchApi;
   switch (api) {
@@ -249,6 +269,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     p_.selector.update_candidate_locked(family);
     return;
   }
+  ClaimGuard claim(ctx.get());
   std::unique_ptr<Active> active = new_active(ctx, family, event, launch_index);
   active->group = selection.group;
   active->stage_pass = selection.stage_pass;
@@ -256,7 +277,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
   active->deep = selection.deep;
 
   auto give_up = [&](wire::ProfileStatus status, const std::string& detail) {
-    ctx->busy.store(false);
+    claim.release();
     record_unprofiled(event, family, status, detail, launch_index);
   };
   std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device);
@@ -307,7 +328,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     const collectors::Status made = ctx->ensure_range_profiler_locked(p_.platform, &failed_now);
     if (failed_now && made.code() == StatusCode::kPermissionDenied) {
       p_.set_inactive(wire::AgentState::kPermissionDenied, made.message());
-      ctx->busy.store(false);
+      claim.release();
       record_unprofiled(event, family, wire::ProfileStatus::kNotProfiledPermission, made.message(), launch_index);
       return;
     }
@@ -316,7 +337,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
                 "range profiler unavailable on context " + std::to_string(event.context_id) + ": " + made.message(), 0);
     }
     if (!made.is_ok()) {
-      ctx->busy.store(false);
+      claim.release();
       record_unprofiled(event, family, wire::ProfileStatus::kFailed, "range profiler unavailable on this context",
                         launch_index);
       return;
@@ -337,7 +358,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
       p_.always_on->extend_credit(p_.monotonic_ns() + uint64_t{p_.config.release_ms} * 1'000'000);
     }
     if (!s.is_ok()) {
-      ctx->busy.store(false);
+      claim.release();
       if (s.code() == StatusCode::kPermissionDenied) {
         p_.set_inactive(wire::AgentState::kPermissionDenied, s.message());
         record_unprofiled(event, family, wire::ProfileStatus::kNotProfiledPermission, s.message(), launch_index);
@@ -348,12 +369,21 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
       return;
     }
   }
-  if (p_.trace_started.load()) {
-    // Its execution(s) in the trace are replays: counted, kept out of the duration statistics.
-    p_.trace.mark_replayed(event.correlation_id);
-    active->begin_trace_ns = p_.platform.timestamp_ns();
+  try {
+    if (p_.trace_started.load()) {
+      // Its execution(s) in the trace are replays: counted, kept out of the duration statistics.
+      p_.trace.mark_replayed(event.correlation_id);
+      active->begin_trace_ns = p_.platform.timestamp_ns();
+    }
+    claim.hand_over();
+    active_slot() = std::move(active);
+  } catch (...) {
+    // Begun but never handed over (an allocation failed): the profile is ended unread, so the
+    // context's profiler is not left started; the claim goes back as the exception leaves.
+    std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
+    (void)ctx->profiler->end();
+    throw;
   }
-  active_slot() = std::move(active);
 }
 
 void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t deep) {
@@ -365,6 +395,7 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
     p_.selector.update_candidate_locked(family);
     return;
   }
+  ClaimGuard claim(ctx.get());
   collectors::PcSamplingOptions options;
   options.period_log2 = p_.config.pc_sampling_period_log2;
   if (options.period_log2 == 0) {
@@ -395,7 +426,7 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
     }
   }
   if (!started.is_ok()) {
-    ctx->busy.store(false);
+    claim.release();
     active.reset();  // releases the gate before writing
     PcSummary failed;
     failed.summary.error = "PC sampling could not start: " + started.message();
@@ -406,8 +437,16 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
   }
   // The sampled launch runs serialized and is waited for: keep it out of the duration statistics
   // like a replayed one (its record comes back timed, marked "replayed").
-  if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
-  active_slot() = std::move(active);
+  try {
+    if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+    claim.hand_over();
+    active_slot() = std::move(active);
+  } catch (...) {
+    // Begun but never handed over: the sampler is stopped unread (see begin_counters).
+    std::lock_guard<std::mutex> lock(ctx->profiler_mutex);
+    (void)ctx->sampler->end();
+    throw;
+  }
 }
 
 void LaunchProfiler::exit(const LaunchEvent& event) {

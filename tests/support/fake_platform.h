@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <new>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,6 +91,8 @@ struct FakeConfig {
   // Runs on the launching thread while a profiled launch is in flight (between its enter and exit
   // callbacks): what other threads do meanwhile. Empty: nothing.
   std::function<void()> while_profiled;
+  // The next complete_launch_config() throws std::bad_alloc (once).
+  std::atomic<bool> throw_in_launch_config{false};
   std::set<std::string> chip_rejects{"launch__grid_size"};  // names the chip "does not have"
   // Counter -> partner: refused (RejectedMetric::conflict) when the partner is in the same plan.
   std::map<std::string, std::string> conflicts;
@@ -493,6 +496,8 @@ class FakePlatform final : public collectors::Platform {
   }
   collectors::VersionInfo versions() override { return {"13.0", "13.0"}; }
   Status complete_launch_config(const collectors::LaunchEvent&, triage::LaunchConfig* c) override {
+    // An allocation failing inside the agent's profiled-launch set-up (after its context's claim).
+    if (config.throw_in_launch_config.exchange(false)) throw std::bad_alloc();
     c->registers_per_thread = 32;
     return Status::ok();
   }

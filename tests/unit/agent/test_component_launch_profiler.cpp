@@ -253,6 +253,23 @@ TEST_CASE("launch profiler: a context without a range profiler fails the launch,
   CHECK_FALSE(rig.contexts.for_launch(launch_of(k, 2))->busy.load());
 }
 
+TEST_CASE("launch profiler: an exception after the context's claim gives the context back",
+          "[component][launch_profiler]") {
+  // An allocation failing in the profiled launch's set-up (here the function attributes' call)
+  // is caught at the callback's edge; the context it had claimed must not stay claimed, or no
+  // launch on it is ever profiled again.
+  Captured k = capture_of("vector_add");
+  ComponentRig rig(deep_config(), counters_for({&k}));
+  rig.platform.config.throw_in_launch_config = true;
+  CHECK_FALSE(rig.launch(launch_of(k, 1)));
+  CHECK_FALSE(rig.contexts.for_launch(launch_of(k, 2))->busy.load());
+  CHECK(rig.launch(launch_of(k, 2)));
+  tools::ReadResult r = rig.read();
+  std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  REQUIRE_FALSE(ks.empty());
+  CHECK(ks.back()->status() == v1::PROFILE_STATUS_PROFILED);
+}
+
 TEST_CASE("launch profiler: cooperative and communication kernels get one record saying why",
           "[component][launch_profiler]") {
   ComponentRig rig(deep_config());
