@@ -170,12 +170,7 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
     for (const std::string& m : f.ao_stage) {
       if (!f.measured.has(m) && f.attempted.erase(m) > 0) wanted.push_back(m);
     }
-    f.ao_stage.clear();
-    f.ao_stage_launches.clear();
-    f.ao_stage_pass_ns.clear();
-    f.ao_stage_id = 0;
-    f.ao_stage_pass_begun_ns = 0;
-    f.stage_open_until_ns.store(0, std::memory_order_relaxed);
+    f.clear_stage();
     // A family whose stages keep being abandoned (it launches more than the hold apart, so its
     // idle profiler is released between passes) goes on with single-pass groups: no pass lost.
     if (f.ao_stages_abandoned >= kMaxAbandonedStages) return choose_group_locked(f, wanted, context);

@@ -89,6 +89,26 @@ struct ContextState {
                                               const collectors::PmSamplingOptions& options);
 };
 
+// A context's claim (ContextState::busy) from ContextTable::claim until the profile in flight takes
+// it over (the thread's slot) or the launch gives up: given back on every early return and when an
+// exception leaves (an allocation that failed), and never twice, since another thread may have
+// claimed the context once it was given back.
+class ClaimGuard {
+ public:
+  explicit ClaimGuard(ContextState* ctx) : ctx_(ctx) {}
+  ~ClaimGuard() { release(); }
+  ClaimGuard(const ClaimGuard&) = delete;
+  ClaimGuard& operator=(const ClaimGuard&) = delete;
+  void release() {
+    if (ctx_ != nullptr) ctx_->busy.store(false);
+    ctx_ = nullptr;
+  }
+  void hand_over() { ctx_ = nullptr; }  // the profile in flight releases it at its exit
+
+ private:
+  ContextState* ctx_;
+};
+
 class ContextTable {
  public:
   void created(const collectors::ContextEvent& event);

@@ -23,6 +23,32 @@ void Family::note_rejected(const std::string& name) {
   if (std::find(rejected.begin(), rejected.end(), name) == rejected.end()) rejected.push_back(name);
 }
 
+void Family::clear_stage() {
+  ao_stage.clear();
+  ao_stage_launches.clear();
+  ao_stage_pass_ns.clear();
+  ao_stage_id = 0;
+  ao_stage_pass_begun_ns = 0;
+  stage_open_until_ns.store(0, std::memory_order_relaxed);
+}
+
+bool Family::reconcile_stage_pass(uint64_t collection, uint32_t index) {
+  ao_stage_pass_begun_ns = 0;
+  // The family gave this stage up while the pass ran (another thread found it lost): the pass is
+  // of a collection nobody continues (the next stage has another id, so CUPTI starts over).
+  if (ao_stage_id == 0 || ao_stage_id != collection) return false;
+  if (index < ao_stage_launches.size()) {
+    // CUPTI started the collection over (its object was released between two passes, after the
+    // selection saw it intact): the passes before are lost; this one is the new collection's.
+    const size_t lost = ao_stage_launches.size() - index;
+    ao_stage_launches.erase(ao_stage_launches.begin(), ao_stage_launches.begin() + static_cast<std::ptrdiff_t>(lost));
+    ao_stage_pass_ns.erase(ao_stage_pass_ns.begin(),
+                           ao_stage_pass_ns.begin() + static_cast<std::ptrdiff_t>(std::min(lost, ao_stage_pass_ns.size())));
+    ++ao_stages_abandoned;
+  }
+  return true;
+}
+
 void Family::update_completeness() {
   uncollected = triage::counters_still_needed(*diagnosis, measured, {attempted.begin(), attempted.end()});
   if (uncollected.empty()) complete = true;

@@ -161,6 +161,12 @@ struct Family {
   // From the diagnosis: the counters its route still wants; complete when none; routed when the
   // verdict's own decisions want none.
   void update_completeness();
+  // CUTRIAGE_STAGE_PASSES: the stage in progress is over (completed or given up).
+  void clear_stage();
+  // A pass of the stage with collection id `collection` ended, CUPTI's pass `index` of its
+  // collection. False when the family no longer has that stage (the pass is dropped); drops the
+  // launches of a collection CUPTI started over (counted as an abandoned stage).
+  bool reconcile_stage_pass(uint64_t collection, uint32_t index);
   // Its definition as the file's records reference it.
   [[nodiscard]] wire::FamilyDef definition() const;
 };

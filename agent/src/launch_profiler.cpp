@@ -16,26 +16,6 @@ namespace {
 
 std::atomic<uint64_t> g_next_instance{1};
 
-// A context's claim (ContextState::busy) from ContextTable::claim until the profile in flight takes
-// it over (the thread's slot) or the launch gives up: given back on every early return and when an
-// exception leaves (an allocation that failed), and never twice, since another thread may have
-// claimed the context once it was given back.
-class ClaimGuard {
- public:
-  explicit ClaimGuard(ContextState* ctx) : ctx_(ctx) {}
-  ~ClaimGuard() { release(); }
-  ClaimGuard(const ClaimGuard&) = delete;
-  ClaimGuard& operator=(const ClaimGuard&) = delete;
-  void release() {
-    if (ctx_ != nullptr) ctx_->busy.store(false);
-    ctx_ = nullptr;
-  }
-  void hand_over() { ctx_ = nullptr; }  // the profile in flight releases it at its exit
-
- private:
-  ContextState* ctx_;
-};
-
 wire::LaunchApi to_wire(collectors::LaunchApi api) {
   using collectors::LaunchApi;
   switch (api) {
@@ -523,7 +503,7 @@ void LaunchProfiler::complete_counters(Active& active) {
     // A stage's pass with more to come on the family's next launches: no values, no record yet.
     const uint64_t now = p_.monotonic_ns();
     std::lock_guard<std::mutex> lock(p_.families.mutex());
-    if (reconcile_stage_pass_locked(active)) {
+    if (active.family->reconcile_stage_pass(active.stage_collection, active.stage_pass_index)) {
       active.family->ao_stage_launches.push_back(active.launch_index);
       active.family->ao_stage_pass_ns.push_back(now > active.entered_ns ? now - active.entered_ns : 0);
     }
@@ -531,7 +511,8 @@ void LaunchProfiler::complete_counters(Active& active) {
   }
   if (active.stage_pass) {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
-    if (!reconcile_stage_pass_locked(active)) return;  // a stage the family gave up meanwhile
+    // A stage the family gave up meanwhile: nothing to record.
+    if (!active.family->reconcile_stage_pass(active.stage_collection, active.stage_pass_index)) return;
   }
   collectors::Result<std::vector<collectors::MetricReading>> readings = active.host->evaluate(active.plan, data.value());
   if (!readings.is_ok()) {
@@ -605,11 +586,7 @@ void LaunchProfiler::complete_counters(Active& active) {
         }
         f.assembled.push_back(a);
       }
-      f.ao_stage.clear();
-      f.ao_stage_launches.clear();
-      f.ao_stage_pass_ns.clear();
-      f.ao_stage_id = 0;
-      f.stage_open_until_ns.store(0, std::memory_order_relaxed);
+      f.clear_stage();
     }
     for (const collectors::MetricReading& r : readings.value()) {
       f.measured.set(r.name, r.value, unit_for(r.name));
@@ -796,25 +773,6 @@ void LaunchProfiler::finish_sampling(Family& f, PcSummary summary, std::optional
     f.last_record = record;
   }
   p_.output.write_kernel(record);
-}
-
-bool LaunchProfiler::reconcile_stage_pass_locked(const Active& active) {
-  Family& f = *active.family;
-  f.ao_stage_pass_begun_ns = 0;
-  // The family gave this stage up while the pass ran (another thread found it lost): the pass is
-  // of a collection nobody continues (the next stage has another id, so CUPTI starts over).
-  if (f.ao_stage_id == 0 || f.ao_stage_id != active.stage_collection) return false;
-  const size_t index = active.stage_pass_index;
-  if (index < f.ao_stage_launches.size()) {
-    // CUPTI started the collection over (its object was released between two passes, after the
-    // selection saw it intact): the passes before are lost; this one is the new collection's.
-    const auto lost = static_cast<std::ptrdiff_t>(f.ao_stage_launches.size() - index);
-    f.ao_stage_launches.erase(f.ao_stage_launches.begin(), f.ao_stage_launches.begin() + lost);
-    f.ao_stage_pass_ns.erase(f.ao_stage_pass_ns.begin(),
-                             f.ao_stage_pass_ns.begin() + std::min<std::ptrdiff_t>(lost, static_cast<std::ptrdiff_t>(f.ao_stage_pass_ns.size())));
-    ++f.ao_stages_abandoned;
-  }
-  return true;
 }
 
 void LaunchProfiler::record_failure(Active& active, const std::string& what) {

@@ -91,8 +91,6 @@ class LaunchProfiler {
   void queue_plans(const std::string& chip, const std::vector<std::vector<std::string>>& lists);
   // Makes the queued plans (and the chip's profiler host). Returns how many are ready.
   size_t make_queued_plans();
-  // Profiled launches that found their plan being made ahead and waited for what was left of it.
-  [[nodiscard]] size_t plan_waits() const { return plans_.waits(); }
   // Launches whose PC samples came back.
   [[nodiscard]] uint64_t sampled_launches() const { return sampled_launches_.load(std::memory_order_relaxed); }
 
@@ -113,10 +111,6 @@ class LaunchProfiler {
   // `cost`: the sampled launch's phases (its triage filled in here); none when it never ran.
   void finish_sampling(Family& family, PcSummary summary, std::optional<wire::ProfileCost> cost = std::nullopt);
   void record_failure(Active& active, const std::string& what);
-  // A stage's pass ended (the family table's lock held): matches the family's stage with the pass
-  // CUPTI ran. False when the pass belongs to no stage of the family any more (drop it); drops the
-  // launches of a collection CUPTI started over.
-  bool reconcile_stage_pass_locked(const Active& active);
   // launch_index 0: the latest launch (when the caller does not know its own).
   void record_unprofiled(const collectors::LaunchEvent& event, Family& family, wire::ProfileStatus status,
                          const std::string& detail, uint64_t launch_index = 0);

@@ -68,7 +68,7 @@ struct ComponentRig {
               state.store(s);
             },
             [this](wire::Severity, const std::string& code, const std::string&, uint64_t) { notices.push_back(code); },
-            [this] { ++deep_profiled; }, nullptr, [this] { ++plans_queued; }}),
+            [this] { ++deep_profiled; }, nullptr, {}}),
         view(agent::SessionView::Parts{config, families, trace, trace_started, nvtx, devices, always_on.get(),
                                        earlier, triage_options, counts, state, "rig-host"}) {
     earlier.load(config, log);
@@ -123,7 +123,6 @@ struct ComponentRig {
   std::vector<std::pair<wire::AgentState, std::string>> inactive;  // set_inactive's calls
   std::vector<std::string> notices;                                // notice codes, in order
   int deep_profiled = 0;
-  std::atomic<int> plans_queued{0};  // LaunchProfiler asked the flush thread to make queued plans
 
   agent::CubinCache cubins;
   agent::KernelBuilds builds;
