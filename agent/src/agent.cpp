@@ -560,6 +560,15 @@ void Agent::finish_trace() {
   output_.write_trace_summary(view_.trace_summary_locked(timeline));
 }
 
+void Agent::before_host_unload() {
+  if (in_forked_child() || finished_.load()) return;
+  flush_thread_.stop();
+  try {
+    if (pm_window_) pm_window_->stop_open();
+  } catch (...) {
+  }
+}
+
 void Agent::finish() {
   // A child the application forked inherits the agent with the parent's output descriptor: a
   // finish there would write a second summary and session end into the parent's file (and join

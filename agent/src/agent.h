@@ -96,6 +96,10 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   // Collects the last trace records, writes the application view and the session end, prints the
   // summary. Idempotent; safe after the contexts are gone.
   void finish();
+  // At exit, before the Profiler Host library's destructors (collectors/host_lifetime.h): stops
+  // the flush thread (it may be making a metric plan) and closes an open PM window while the host
+  // can still evaluate it. finish() runs later and makes no host call. Never throws.
+  void before_host_unload();
   // Collects the trace and rewrites the Prometheus file now (cutriage_flush; application threads).
   void flush();
 

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "job_place.h"
 #include "cutriage/base/read_file.h"
+#include "cutriage/collectors/host_lifetime.h"
 #include "cutriage/cutriage.h"
 #include "log.h"
 #include "output.h"
@@ -71,6 +72,13 @@ uint64_t now_unix_ns() {
 void at_exit() {
   Global& g = global();
   if (g.agent != nullptr) g.agent->finish();
+}
+
+// Registered by the collectors after CUPTI loads the Profiler Host library, so it runs before
+// that library's destructors and before at_exit (collectors/host_lifetime.h).
+void before_host_unload() {
+  Global& g = global();
+  if (g.agent != nullptr) g.agent->before_host_unload();
 }
 
 // Returns whether the agent is profiling. Every message it prints is one line, once.
@@ -164,6 +172,7 @@ bool start_agent() {
     sink = make_file_sink(*path, log, std::move(file));
   }
   g.agent = new Agent(std::move(config), *platform, std::move(sink), log, std::move(process), std::move(thresholds));
+  collectors::set_before_host_unload(&before_host_unload);  // before start(): it may load the host
   if (!g.agent->start()) return false;
   if (std::atexit(&at_exit) != 0) log.warn("cannot register the exit handler: no summary at exit");
   return true;

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "cupti_check.h"
+#include "cutriage/collectors/host_lifetime.h"
+#include "host_gate.h"
 
 namespace cutriage::collectors {
 namespace {
@@ -51,11 +53,16 @@ class PmHost {
     p.pCounterAvailabilityImage = availability->empty() ? nullptr : availability->data();
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiProfilerHostInitialize(&p));
     if (p.pHostObject == nullptr) return {StatusCode::kInternal, "cuptiProfilerHostInitialize gave no host object"};
+    host_loaded();
     object_ = p.pHostObject;
     return Status::ok();
   }
   void reset() {
     if (object_ == nullptr) return;
+    if (host_calls_closed()) {  // the library may be gone: the object goes with the process
+      object_ = nullptr;
+      return;
+    }
     CUpti_Profiler_Host_Deinitialize_Params p{};
     p.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
     p.pHostObject = object_;
@@ -107,6 +114,8 @@ class CuptiPmSampler final : public PmSampler {
     const auto t0 = std::chrono::steady_clock::now();
     options_ = options;
     options_.max_samples = std::clamp<uint32_t>(options.max_samples, 1, kMaxPmSamples);
+    const HostCall host;
+    if (!host) return HostCall::refused();
     CurrentContext current(options_.synchronize ? nullptr : context_);
     if (!current.status().is_ok()) return current.status();
     Status s = start();
@@ -120,6 +129,11 @@ class CuptiPmSampler final : public PmSampler {
 
   Result<PmSampleBatch> end() override {
     if (object_ == nullptr) return Status(StatusCode::kInternal, "PM sampling end() without begin()");
+    const HostCall host;  // the decode evaluates through the host
+    if (!host) {
+      (void)disable();
+      return HostCall::refused();
+    }
     CurrentContext current(options_.synchronize ? nullptr : context_);
     if (!current.status().is_ok()) {
       (void)disable();

@@ -36,7 +36,9 @@
 
 #include "checksum.h"
 #include "cupti_check.h"
+#include "cutriage/collectors/host_lifetime.h"
 #include "cutriage/collectors/range_profiler.h"
+#include "host_gate.h"
 
 namespace cutriage::collectors {
 namespace {
@@ -85,10 +87,12 @@ class HostObject {
       return cupti_status(result != CUPTI_SUCCESS ? result : CUPTI_ERROR_UNKNOWN,
                           "cuptiProfilerHostInitialize(chip \"" + chip + "\")");
     }
+    host_loaded();
     return std::unique_ptr<HostObject>(new HostObject(params.pHostObject));
   }
 
   ~HostObject() {
+    if (host_calls_closed()) return;  // the library may be gone: the object goes with the process
     CUpti_Profiler_Host_Deinitialize_Params params{};
     params.structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
     params.pHostObject = object_;
@@ -210,6 +214,8 @@ class CuptiProfilerHost final : public ProfilerHost {
   [[nodiscard]] const std::string& chip() const override { return chip_; }
 
   Result<MetricPlan> plan(const std::vector<std::string>& metrics) override {
+    const HostCall host;
+    if (!host) return HostCall::refused();
     const std::lock_guard<std::mutex> lock(mutex_);
     if (metrics.empty()) {
       return Status(StatusCode::kInvalidArgument, "plan(): no metric requested");
@@ -261,6 +267,8 @@ class CuptiProfilerHost final : public ProfilerHost {
 
   Result<std::vector<MetricReading>> evaluate(const MetricPlan& plan, const CounterData& data,
                                               uint32_t range) override {
+    const HostCall host;
+    if (!host) return HostCall::refused();
     const std::lock_guard<std::mutex> lock(mutex_);
     if (plan.chip != chip_) {
       return Status(StatusCode::kInvalidArgument,
@@ -471,6 +479,8 @@ Result<std::unique_ptr<ProfilerHost>> make_cupti_profiler_host(const std::string
   if (chip.empty()) {
     return Status(StatusCode::kInvalidArgument, "make_cupti_profiler_host: empty chip name");
   }
+  const HostCall host;
+  if (!host) return HostCall::refused();
   CUTRIAGE_ASSIGN_OR_RETURN(std::unique_ptr<HostObject> catalog, HostObject::create(chip));
   return std::unique_ptr<ProfilerHost>(new CuptiProfilerHost(chip, std::move(catalog)));
 }

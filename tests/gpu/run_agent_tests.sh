@@ -105,7 +105,11 @@ done
 # cutriage run: the wrapper, report on stdout.
 "$cli" run --kernel-name 'regex:^zoo_' -o "$out/agent/run_fma_chain.pb" -- "$zoo/zoo_fma_chain" \
   >"$out/logs/run_fma_chain.out" 2>"$out/logs/run_fma_chain.err"
-note "cutriage run fma_chain: exit $? ($(grep -c 'verdict' "$out/logs/run_fma_chain.out") verdict lines)"
+rc_run=$?
+note "cutriage run fma_chain: exit $rc_run ($(grep -c 'verdict' "$out/logs/run_fma_chain.out") verdict lines)"
+# A short program: the process may exit while the flush thread plans ahead (it died at exit
+# before collectors/host_lifetime.h, 2026-12-05).
+if [ "$rc_run" != 0 ]; then note "FAIL: cutriage run exited $rc_run"; fail=1; fi
 
 # No visible GPU: the agent must stay quiet or say one line; the app behaves as without it.
 CUDA_VISIBLE_DEVICES= CUDA_INJECTION64_PATH="$lib" "$zoo/zoo_vector_add" >"$out/logs/novis.out" 2>"$out/logs/novis.err"
