@@ -370,3 +370,22 @@ TEST_CASE("PM window: the range profiler's complete verdict supersedes the windo
   }
   CHECK(complete);
 }
+
+// At exit the host library goes before the agent's own exit handler (collectors/host_lifetime.h):
+// the hook that runs before it must close an open window while its samples can be evaluated (on
+// CUPTI the decode evaluates through the host; the fake counts the ends).
+TEST_CASE("PM window: the hook before the host library goes closes an open window, evaluated",
+          "[agent][always_on][pm]") {
+  Workload w;
+  Harness h(always_on_default(), w.counters());
+  w.configure(h.platform);
+  REQUIRE(h.ag->start());
+  for (int i = 0; i < 300 && h.platform.stats.pm_begins.load() == 0; ++i) w.run(h, 0.1);
+  REQUIRE(h.platform.stats.pm_begins.load() == 1);
+  REQUIRE(h.platform.stats.pm_ends.load() == 0);  // open: the exit comes now
+  h.ag->before_host_unload();
+  CHECK(h.platform.stats.pm_ends.load() == 1);
+  h.ag->before_host_unload();  // a second call (or none at all) changes nothing
+  h.ag->finish();
+  CHECK(h.platform.stats.pm_ends.load() == 1);  // ended once, by the hook
+}
