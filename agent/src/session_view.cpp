@@ -162,9 +162,13 @@ wire::FamilyOutcome SessionView::outcome_locked(const Family& k, const triage::F
   } else if (p_.always_on != nullptr && (k.ranked || p_.config.select == SelectMode::kAll)) {
     o.selection = S::kTooFewLaunches;
     o.selection_detail = "ranked #" + std::to_string(k.rank) +
-                         "; always-on: none of its launches fit the budget yet (one single-pass group a "
-                         "launch, a group switch each time the budget has earned one; families "
-                         "with more GPU time are routed first; a larger CUTRIAGE_BUDGET or a deep "
+                         "; always-on: none of its launches fit the budget yet (" +
+                         (p_.config.stage_passes
+                              ? std::string("stages over launches: one multi-pass stage at a time, each when the "
+                                            "budget has earned its first pass")
+                              : std::string("one single-pass group a launch, a group switch each time the budget "
+                                            "has earned one")) +
+                         "; families with more GPU time are routed first; a larger CUTRIAGE_BUDGET or a deep "
                          "capture gets there sooner)";
   } else if (k.ranked && k.earlier != nullptr) {
     o.selection = S::kTooFewLaunches;
