@@ -509,13 +509,17 @@ void Agent::write_prometheus() {
 
 // ---- the end -------------------------------------------------------------------------------
 
-void Agent::finish_trace() {
-  if (!trace_started_.load()) return;
-  flush_thread_.stop();
+void Agent::stop_host_users() {
+  flush_thread_.stop();  // it may be making a metric plan or decoding a PM window
   try {
     if (pm_window_) pm_window_->stop_open();  // its executions then come with the last flush
   } catch (...) {
   }
+}
+
+void Agent::finish_trace() {
+  if (!trace_started_.load()) return;
+  stop_host_users();
   try {
     std::unique_lock<std::shared_mutex> gate(cupti_gate_);
     platform_.flush_trace(true);  // delivers through on_activity, on this thread
@@ -562,11 +566,7 @@ void Agent::finish_trace() {
 
 void Agent::before_host_unload() {
   if (in_forked_child() || finished_.load()) return;
-  flush_thread_.stop();
-  try {
-    if (pm_window_) pm_window_->stop_open();
-  } catch (...) {
-  }
+  stop_host_users();
 }
 
 void Agent::finish() {

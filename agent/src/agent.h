@@ -139,6 +139,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
  private:
   // The flush thread's work every trace_flush_ms: collect the trace, then the periodic duties.
   void flush_tick();
+  // Stops what may call the Profiler Host off the exiting thread: the flush thread and an open PM
+  // window (ended, and so decoded, now). Shared by the end of the trace and before_host_unload.
+  void stop_host_users();
   void finish_trace();
   void write_prometheus();
   void write_notice(wire::Severity severity, const std::string& code, const std::string& message,
