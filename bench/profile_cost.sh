@@ -87,5 +87,41 @@ for p in programs:
         "%.0f%%" % (100 * covered / added) if added > 0 else "-"))
 print()
 print("Seconds, medians of %d runs; phases summed over the program's profiled launches (KernelProfile.cost)." % runs)
+
+# Inside the phases: the plan made on the application's thread (setup), the range profiler's CUPTI
+# calls (start and stop), the evaluation (stop); ProfileCost.plan_ns, range_steps, evaluate_ns.
+parts = [("plan", None, "planNs"), ("enable", "rangeSteps", "enableNs"),
+         ("counter-data image", "rangeSteps", "counterDataNs"), ("set config", "rangeSteps", "setConfigNs"),
+         ("cupti start", "rangeSteps", "startNs"), ("cupti stop", "rangeSteps", "stopNs"),
+         ("decode", "rangeSteps", "decodeNs"), ("disable", "rangeSteps", "disableNs"),
+         ("evaluate", None, "evaluateNs")]
+print()
+print("| program | " + " | ".join(name for name, _, _ in parts) + " |")
+print("|---|" + "---|" * len(parts))
+for p in programs:
+    per_run = []
+    for i in range(1, runs + 1):
+        try:
+            recs = json.load(open("%s/%s-%d.json" % (d, p, i)))["records"]
+        except Exception:
+            continue
+        latest = {}
+        for r in recs:
+            k = r.get("kernel")
+            if not k or "cost" not in k:
+                continue
+            key = (k.get("mangledNameIid"), k.get("launchIndex"))
+            if key not in latest or int(k.get("revision", 0)) >= int(latest[key].get("revision", 0)):
+                latest[key] = k
+        sums = {name: 0.0 for name, _, _ in parts}
+        for k in latest.values():
+            for name, sub, field in parts:
+                c = k["cost"].get(sub, {}) if sub else k["cost"]
+                sums[name] += float(c.get(field, 0)) / 1e9
+        per_run.append(sums)
+    if per_run:
+        print("| %s | %s |" % (p, " | ".join("%.3f" % statistics.median(r[name] for r in per_run) for name, _, _ in parts)))
+print()
+print("Seconds, medians of %d runs, summed over the profiled launches: the parts of setup, start and stop." % runs)
 PY
 cat "$out/profile_cost.md"

@@ -27,6 +27,7 @@ void Family::clear_stage() {
   ao_stage.clear();
   ao_stage_launches.clear();
   ao_stage_pass_ns.clear();
+  ao_stage_first_cost.reset();
   ao_stage_id = 0;
   ao_stage_pass_begun_ns = 0;
   stage_open_until_ns.store(0, std::memory_order_relaxed);
@@ -45,6 +46,7 @@ bool Family::reconcile_stage_pass(uint64_t collection, uint32_t index) {
     ao_stage_pass_ns.erase(ao_stage_pass_ns.begin(),
                            ao_stage_pass_ns.begin() + static_cast<std::ptrdiff_t>(std::min(lost, ao_stage_pass_ns.size())));
     ++ao_stages_abandoned;
+    if (ao_stage_launches.empty()) ao_stage_first_cost.reset();  // this pass is the first now
   }
   return true;
 }

@@ -122,6 +122,7 @@ struct Family {
   std::vector<std::string> ao_stage;
   std::vector<uint64_t> ao_stage_launches;
   std::vector<uint64_t> ao_stage_pass_ns;  // what each of those passes cost the launching thread
+  std::optional<wire::ProfileCost> ao_stage_first_cost;  // the stage's first pass, by part (its record)
   uint32_t ao_stages_abandoned = 0;
   // The stage's collection id (RangeProfiler: a pass of another collection starts over), unique in
   // the process; 0 = none. And when its latest pass began (0: none in flight): a launch on another

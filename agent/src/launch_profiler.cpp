@@ -48,6 +48,30 @@ std::string ms_text(uint64_t ns) {
   return text;
 }
 
+// Where a profiled launch's time went, for the log: the phases, the plan and the range
+// profiler's CUPTI calls that took 1 ms or more, largest first.
+std::string cost_parts_text(const wire::ProfileCost& c) {
+  std::vector<std::pair<uint64_t, std::string>> parts = {
+      {c.plan_ns, "plan"}, {c.evaluate_ns, "evaluate"}, {c.launch_ns, "launch"}};
+  if (c.range_steps) {
+    const wire::RangeProfilerSteps& r = *c.range_steps;
+    parts.insert(parts.end(), {{r.enable_ns, "enable"},
+                               {r.counter_data_ns, "counter-data image"},
+                               {r.set_config_ns, "set config"},
+                               {r.start_ns, "start"},
+                               {r.stop_ns, "stop"},
+                               {r.decode_ns, "decode"},
+                               {r.disable_ns, "disable"}});
+  }
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string text;
+  for (const auto& [ns, name] : parts) {
+    if (ns < 1'000'000) continue;
+    text += (text.empty() ? "" : ", ") + name + " " + ms_text(ns);
+  }
+  return text.empty() ? "every part under 1 ms" : text;
+}
+
 }  // namespace
 
 // The profiled launch in flight on this thread, from launch entry to launch exit.
@@ -81,6 +105,12 @@ struct LaunchProfiler::Active {
   uint64_t entry_done_ns = 0;
   uint64_t exit_ns = 0;
 
+  // Inside the phases: the metric plan made on this thread (setup), the range profiler's CUPTI
+  // calls (start and stop; from RangeProfiler::last_steps after end()), the evaluation (stop).
+  uint64_t plan_ns = 0;
+  std::optional<collectors::RangeProfilerSteps> steps;
+  uint64_t evaluate_ns = 0;
+
   // The phases up to `stopped_ns` (the collector's end returned), and the triage's.
   [[nodiscard]] wire::ProfileCost phases(uint64_t stopped_ns, uint64_t triage_ns) const {
     auto span = [](uint64_t from, uint64_t to) { return from != 0 && to > from ? to - from : 0; };
@@ -90,6 +120,14 @@ struct LaunchProfiler::Active {
     c.launch_ns = span(entry_done_ns, exit_ns);
     c.stop_ns = span(exit_ns, stopped_ns);
     c.triage_ns = triage_ns;
+    c.passes = plan.passes;
+    c.plan_ns = plan_ns;
+    if (steps) {
+      c.range_steps = wire::RangeProfilerSteps{steps->enable_ns,  steps->counter_data_ns, steps->set_config_ns,
+                                               steps->start_ns,   steps->stop_ns,         steps->decode_ns,
+                                               steps->disable_ns};
+    }
+    c.evaluate_ns = evaluate_ns;
     return c;
   }
 };
@@ -266,6 +304,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     return;
   }
   std::string error;
+  const uint64_t plan_begun = p_.monotonic_ns();  // the host (made once per chip) and the plan
   active->host = p_.devices.host(dev->limits.chip, &error);
   if (!active->host) {
     give_up(wire::ProfileStatus::kFailed, "profiler host: " + error);
@@ -292,6 +331,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
       active->plan.collection = selection.stage_collection;
     }
   }
+  active->plan_ns = p_.monotonic_ns() - plan_begun;
   if (active->event.launch) {
     collectors::Status s = p_.platform.complete_launch_config(event, &*active->event.launch);
     if (!s.is_ok()) {
@@ -493,6 +533,7 @@ void LaunchProfiler::complete_counters(Active& active) {
         if (!p_.flush_running.load()) release_due_ns_.store(now + uint64_t{p_.config.release_ms} * 1'000'000);
       }
     }
+    active.steps = ctx.profiler->last_steps();  // a release's Disable just above included
     return ended;
   }();
   if (!data.is_ok()) {
@@ -503,9 +544,12 @@ void LaunchProfiler::complete_counters(Active& active) {
     // A stage's pass with more to come on the family's next launches: no values, no record yet.
     const uint64_t now = p_.monotonic_ns();
     std::lock_guard<std::mutex> lock(p_.families.mutex());
-    if (active.family->reconcile_stage_pass(active.stage_collection, active.stage_pass_index)) {
-      active.family->ao_stage_launches.push_back(active.launch_index);
-      active.family->ao_stage_pass_ns.push_back(now > active.entered_ns ? now - active.entered_ns : 0);
+    Family& f = *active.family;
+    if (f.reconcile_stage_pass(active.stage_collection, active.stage_pass_index)) {
+      // The pass that configured the profiler: its cost goes into the stage's record.
+      if (f.ao_stage_launches.empty()) f.ao_stage_first_cost = active.phases(now, 0);
+      f.ao_stage_launches.push_back(active.launch_index);
+      f.ao_stage_pass_ns.push_back(now > active.entered_ns ? now - active.entered_ns : 0);
     }
     return;
   }
@@ -514,7 +558,9 @@ void LaunchProfiler::complete_counters(Active& active) {
     // A stage the family gave up meanwhile: nothing to record.
     if (!active.family->reconcile_stage_pass(active.stage_collection, active.stage_pass_index)) return;
   }
+  const uint64_t evaluate_begun = p_.monotonic_ns();
   collectors::Result<std::vector<collectors::MetricReading>> readings = active.host->evaluate(active.plan, data.value());
+  active.evaluate_ns = p_.monotonic_ns() - evaluate_begun;
   if (!readings.is_ok()) {
     // A stage whose values cannot be read is over: its context no longer holds it, so the family's
     // next launch starts a new one (admitted as one) instead of passing for its next pass.
@@ -527,6 +573,7 @@ void LaunchProfiler::complete_counters(Active& active) {
   Family& f = *active.family;
   wire::KernelRecord record;
   std::string stage_line;  // a stage's last pass: what the stage cost, for the log
+  std::optional<wire::ProfileCost> first_pass_cost;  // and what its first pass cost, by part
   {
     std::lock_guard<std::mutex> lock(p_.families.mutex());
     fill_launch_input(f, active.event, active.launch_index, p_.devices, record.input);
@@ -565,6 +612,8 @@ void LaunchProfiler::complete_counters(Active& active) {
       stage_line = f.names->function + ": a stage of " + std::to_string(passes.size()) +
                    " passes over its launches #" + std::to_string(passes.front()) + "-#" +
                    std::to_string(passes.back()) + ": first pass " + ms_text(costs.front());
+      first_pass_cost = f.ao_stage_first_cost;
+      if (first_pass_cost) stage_line += " (" + cost_parts_text(*first_pass_cost) + ")";
       if (costs.size() > 1) {
         uint64_t later = 0;
         for (size_t i = 1; i < costs.size(); ++i) later += costs[i];
@@ -660,7 +709,7 @@ void LaunchProfiler::complete_counters(Active& active) {
   const uint64_t triage_begin = p_.monotonic_ns();
   record.diagnosis = triage::triage_kernel(record.input, p_.triage_options);
   record.cost = active.phases(stopped, p_.monotonic_ns() - triage_begin);
-  record.cost->passes = active.plan.passes;
+  record.first_pass_cost = first_pass_cost;
   std::optional<wire::KernelRecord> pm_rewrite;
   std::vector<std::string> next_stage;
 

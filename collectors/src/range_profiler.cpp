@@ -41,10 +41,12 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +82,24 @@ Status ensure_profiler_initialized() {
 
 namespace {
 
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// Adds the wall time of its scope to *into (RangeProfilerSteps).
+class StepTimer {
+ public:
+  explicit StepTimer(uint64_t* into) : into_(into), begun_(steady_ns()) {}
+  ~StepTimer() { *into_ += steady_ns() - begun_; }
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+ private:
+  uint64_t* into_;
+  uint64_t begun_;
+};
+
 std::vector<const char*> c_strings(const std::vector<std::string>& names) {
   std::vector<const char*> out;
   out.reserve(names.size());
@@ -105,6 +125,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   CuptiRangeProfiler& operator=(const CuptiRangeProfiler&) = delete;
 
   Status enable() {
+    const StepTimer timer(&steps_.enable_ns);
     CUpti_RangeProfiler_Enable_Params params{};
     params.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE;
     params.ctx = context_;
@@ -120,6 +141,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     if (started_) {
       return Status(StatusCode::kInternal, "RangeProfiler::begin() while a range is open (no end())");
     }
+    steps_ = RangeProfilerSteps{};
     if (plan.metrics.empty() || plan.config_image.empty()) {
       return Status(StatusCode::kInvalidArgument,
                     "RangeProfiler::begin(): the plan has no metrics or no config image");
@@ -164,6 +186,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   }
 
   [[nodiscard]] uint32_t pass_in_progress() const override { return begun_pass_; }
+  [[nodiscard]] RangeProfilerSteps last_steps() const override { return steps_; }
 
   Status disable() override {
     if (started_) {
@@ -182,6 +205,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     }
     // The counter-data image's size depends on the metric names; an object only ever serves one
     // plan (see the top of the file), so size it once per object.
+    std::optional<StepTimer> counter_data_timer(&steps_.counter_data_ns);
     if (counter_data_size_ == 0 || sized_for_ != plan.metrics) {
       std::vector<const char*> names = c_strings(plan.metrics);
       CUpti_RangeProfiler_GetCounterDataSize_Params size{};
@@ -207,6 +231,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     init.counterDataSize = image_.size();
     init.pCounterData = image_.data();
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerCounterDataImageInitialize(&init));
+    counter_data_timer.reset();
 
     if (!configured_) {
       config_ = plan.config_image;
@@ -232,7 +257,10 @@ class CuptiRangeProfiler final : public RangeProfiler {
     config.minNestingLevel = 1;
     config.passIndex = 0;
     config.targetNestingLevel = 1;
-    CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerSetConfig(&config));
+    {
+      const StepTimer timer(&steps_.set_config_ns);
+      CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerSetConfig(&config));
+    }
     configured_ = true;
     passes_ = plan.passes;
     pass_ = 0;
@@ -243,6 +271,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   }
 
   Status push_range() {
+    const StepTimer timer(&steps_.start_ns);
     CUpti_RangeProfiler_PushRange_Params push{};
     push.structSize = CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE;
     push.pRangeProfilerObject = object_;
@@ -260,6 +289,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   }
 
   Status start_object() {
+    const StepTimer timer(&steps_.start_ns);
     CUpti_RangeProfiler_Start_Params start{};
     start.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
     start.pRangeProfilerObject = object_;
@@ -276,6 +306,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   }
 
   Result<CounterData> stop_and_decode() {
+    std::optional<StepTimer> stop_timer(&steps_.stop_ns);
     if (replay_ == PlanReplay::kApplication) {
       CUpti_RangeProfiler_PopRange_Params pop{};
       pop.structSize = CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE;
@@ -293,6 +324,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
     stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
     stop.pRangeProfilerObject = object_;
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiRangeProfilerStop(&stop));
+    stop_timer.reset();
     if (passes_over_repeats(replay_) && stop.isAllPassSubmitted == 0) {
       // Pass `pass_` done; CUPTI says which comes next (seen on the H200: 1, 2, ... then 0 with
       // all submitted after the last).
@@ -318,6 +350,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
                         "); no kernel ran between begin() and end()? Counter data not decoded");
     }
 
+    const StepTimer decode_timer(&steps_.decode_ns);
     CUpti_RangeProfiler_DecodeData_Params decode{};
     decode.structSize = CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE;
     decode.pRangeProfilerObject = object_;
@@ -349,6 +382,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
 
   Status disable_object() {
     if (object_ == nullptr) return Status::ok();
+    const StepTimer timer(&steps_.disable_ns);
     CUpti_RangeProfiler_Disable_Params params{};
     params.structSize = CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE;
     params.pRangeProfilerObject = object_;
@@ -385,6 +419,7 @@ class CuptiRangeProfiler final : public RangeProfiler {
   uint32_t pass_ = 0;
   uint32_t begun_pass_ = 0;    // the pass the last begin() started
   uint64_t collection_ = 0;    // MetricPlan::collection of the collection in progress
+  RangeProfilerSteps steps_;   // of the last begin() and the end() after it
 };
 
 }  // namespace

@@ -172,6 +172,16 @@ void print_readings(const std::vector<cc::MetricReading>& readings) {
   for (const auto& r : readings) std::printf("    %-72s %.6g\n", r.name.c_str(), r.value);
 }
 
+// The range profiler's CUPTI calls of the last begin() and end(), for issue 21/22's breakdown.
+void print_steps(const cc::RangeProfiler& profiler) {
+  const cc::RangeProfilerSteps s = profiler.last_steps();
+  auto ms = [](uint64_t ns) { return static_cast<double>(ns) / 1e6; };
+  std::printf("    steps: enable %.1f, counter-data image %.1f, set config %.1f, start %.1f, stop %.1f, "
+              "decode %.1f, disable %.1f ms\n",
+              ms(s.enable_ns), ms(s.counter_data_ns), ms(s.set_config_ns), ms(s.start_ns), ms(s.stop_ns),
+              ms(s.decode_ns), ms(s.disable_ns));
+}
+
 // One profiled launch: begin, launch (checked), end, evaluate.
 std::vector<cc::MetricReading> profile_once(cc::ProfilerHost& host, cc::RangeProfiler& profiler,
                                             const cc::MetricPlan& plan, Buffers& b, const char* label) {
@@ -190,6 +200,7 @@ std::vector<cc::MetricReading> profile_once(cc::ProfilerHost& host, cc::RangePro
   std::printf("  %s: ranges %u, counter data %zu bytes; begin %.1f ms, launch+check %.1f ms, end %.1f ms, "
               "evaluate %.1f ms\n",
               label, data.ranges, data.image.size(), begin_ms, launch_ms, end_ms, eval_ms);
+  print_steps(profiler);
   if (data.ranges != 1) throw Failure{"expected 1 range, got " + std::to_string(data.ranges)};
   print_readings(readings);
   return readings;
@@ -305,6 +316,7 @@ int run(bool probe_empty_range) {
       data = take(profiler->end(), "end() (a pass)");
       std::printf("  pass %u: begin %.1f ms, end %.1f ms, passes pending %u\n", pass, begin_ms, ms_since(ended),
                   data.passes_pending);
+      print_steps(*profiler);
       if (pass + 1 < stage.passes && data.passes_pending == 0) throw Failure{"CUPTI called the stage done early"};
       if (pass == 0) launch_and_verify(b);  // unprofiled, between two passes
     }

@@ -129,6 +129,8 @@ struct FakeConfig {
   uint64_t cost_pc_ns = 200'000'000;
   // Added to the process's first begin() (cuptiProfilerInitialize); 0 by default.
   uint64_t cost_first_begin_ns = 0;
+  // What a metric plan costs, on the same clock, on whichever thread makes it; 0 by default.
+  uint64_t cost_plan_ns = 0;
   // How many names the fake chip plans in one pass (10: small groups, so tests see packing).
   size_t names_per_pass = 10;
   // When set, a plan's passes instead of names_per_pass (the simulation's model of GH100).
@@ -146,6 +148,7 @@ class FakeHost final : public collectors::ProfilerHost {
   [[nodiscard]] const std::string& chip() const override { return cfg_.chip; }
   Result<collectors::MetricPlan> plan(const std::vector<std::string>& metrics) override {
     ++stats_.plans;
+    if (cfg_.mono_ns != nullptr) *cfg_.mono_ns += cfg_.cost_plan_ns;
     collectors::MetricPlan p;
     p.chip = cfg_.chip;
     for (const std::string& m : metrics) {
@@ -239,9 +242,14 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
       stats_.begin_replays.push_back(plan.replay);
       stats_.begin_metrics.push_back(plan.metrics);
     }
+    steps_ = collectors::RangeProfilerSteps{};
     if (cfg_.mono_ns != nullptr) {
-      *cfg_.mono_ns += plan.config_image == configured_ ? cfg_.cost_same_ns : cfg_.cost_switch_ns;
-      if (!cfg_.began_once.exchange(true)) *cfg_.mono_ns += cfg_.cost_first_begin_ns;
+      // The fake charges a begin() to Start, where CUPTI spends a new object's cost (its first
+      // Start); the steps say so, on the agent's clock.
+      uint64_t cost = plan.config_image == configured_ ? cfg_.cost_same_ns : cfg_.cost_switch_ns;
+      if (!cfg_.began_once.exchange(true)) cost += cfg_.cost_first_begin_ns;
+      *cfg_.mono_ns += cost;
+      steps_.start_ns = cost;
     }
     // Like the collector: another plan (or a disable since) starts a kApplication collection over,
     // and so does another collection id while one is halfway.
@@ -286,6 +294,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     return Status::ok();
   }
   [[nodiscard]] uint32_t pass_in_progress() const override { return begun_pass_; }
+  [[nodiscard]] collectors::RangeProfilerSteps last_steps() const override { return steps_; }
   Result<collectors::CounterData> end() override {
     int n = ++stats_.ends;
     in_flight_.store(false);
@@ -328,6 +337,7 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   uint64_t collection_ = 0;           // MetricPlan::collection of the collection in progress
   std::string collection_kernel_;     // its first pass's kernel ("mixed collection" once another ran)
   bool open_ = false;                 // between a successful begin() and end()
+  collectors::RangeProfilerSteps steps_;  // of the last begin()
 };
 
 // Hands out the configured batch of the kernel in flight at begin(), stamped with the period asked

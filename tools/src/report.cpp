@@ -147,11 +147,29 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
 }
 
 // What profiling cost the application's thread, by phase (--verbose).
+// Each phase's parts follow it in parentheses, those that were measured (not 0).
 std::string cost_text(const v1::ProfileCost& c) {
-  std::string text = "setup " + short_duration(double(c.setup_ns())) + ", start " + short_duration(double(c.start_ns())) +
+  auto parts = [](std::initializer_list<std::pair<const char*, uint64_t>> list) {
+    std::string text;
+    for (const auto& [name, ns] : list) {
+      if (ns == 0) continue;
+      text += (text.empty() ? " (" : ", ") + std::string(name) + " " + short_duration(double(ns));
+    }
+    return text.empty() ? text : text + ")";
+  };
+  const v1::RangeProfilerSteps& r = c.range_steps();
+  std::string text = "setup " + short_duration(double(c.setup_ns())) + parts({{"plan", c.plan_ns()}}) + ", start " +
+                     short_duration(double(c.start_ns())) +
+                     parts({{"enable", r.enable_ns()},
+                            {"counter-data image", r.counter_data_ns()},
+                            {"set config", r.set_config_ns()},
+                            {"cupti start", r.start_ns()}}) +
                      ", launch " + short_duration(double(c.launch_ns()));
   if (c.passes() > 1) text += " (" + std::to_string(c.passes()) + " passes)";
-  text += ", stop " + short_duration(double(c.stop_ns())) + ", triage " + short_duration(double(c.triage_ns()));
+  text += ", stop " + short_duration(double(c.stop_ns())) +
+          parts({{"cupti stop", r.stop_ns()}, {"decode", r.decode_ns()}, {"evaluate", c.evaluate_ns()}}) +
+          ", triage " + short_duration(double(c.triage_ns()));
+  if (r.disable_ns() > 0) text += ", disable " + short_duration(double(r.disable_ns())) + " (within start or stop)";
   return text;
 }
 
@@ -176,6 +194,9 @@ void render_kernel(std::ostringstream& out, const ReadResult& file, const v1::Ke
   out << "\n";
   if (const std::string collected = collected_text(k); !collected.empty()) out << "    collected " << collected << "\n";
   if (options.verbose && k.has_cost()) out << "    cost      " << cost_text(k.cost()) << "\n";
+  if (options.verbose && k.has_first_pass_cost()) {
+    out << "    1st pass  " << cost_text(k.first_pass_cost()) << "\n";
+  }
   if (options.verbose && k.pc_sampling().has_cost()) {
     out << "    pc cost   " << cost_text(k.pc_sampling().cost()) << "\n";
   }

@@ -230,6 +230,20 @@ void put_cost(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const Profi
   put_u64(c, C::kStopNs, cost.stop_ns);
   put_u64(c, C::kTriageNs, cost.triage_ns);
   put_u32(c, C::kPasses, cost.passes);
+  put_u64(c, C::kPlanNs, cost.plan_ns);
+  if (cost.range_steps) {
+    using R = schema::RangeProfilerSteps;
+    const RangeProfilerSteps& r = *cost.range_steps;
+    protozero::pbf_writer steps(c, C::kRangeSteps);
+    put_u64(steps, R::kEnableNs, r.enable_ns);
+    put_u64(steps, R::kCounterDataNs, r.counter_data_ns);
+    put_u64(steps, R::kSetConfigNs, r.set_config_ns);
+    put_u64(steps, R::kStartNs, r.start_ns);
+    put_u64(steps, R::kStopNs, r.stop_ns);
+    put_u64(steps, R::kDecodeNs, r.decode_ns);
+    put_u64(steps, R::kDisableNs, r.disable_ns);
+  }
+  put_u64(c, C::kEvaluateNs, cost.evaluate_ns);
 }
 
 void put_pc_sampling(protozero::pbf_writer& w, protozero::pbf_tag_type tag, const triage::PcSampleSummary& pcs,
@@ -502,6 +516,7 @@ std::string RecordEncoder::kernel(const KernelRecord& k) {
       put_u32(pw, W::kExecutions, w.executions);
     }
     if (k.cost) put_cost(m, K::kCost, *k.cost);
+    if (k.first_pass_cost) put_cost(m, K::kFirstPassCost, *k.first_pass_cost);
     if (k.application_replay) {
       using AR = schema::ApplicationReplay;
       protozero::pbf_writer ar(m, K::kApplicationReplay);

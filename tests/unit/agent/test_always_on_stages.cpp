@@ -161,6 +161,46 @@ TEST_CASE("always-on stages: a stage is one multi-pass plan over the family's ne
   }
 }
 
+TEST_CASE("always-on stages: the stage's record says what its first pass cost, part by part",
+          "[agent][always_on][stages]") {
+  // The H200 showed a stage's first pass at 531 ms against 24.5 ms for the others, with no split:
+  // the record and the log now carry the plan made on the launching thread and the range
+  // profiler's calls. The fake charges a plan 90 ms and a begin() to CUPTI's Start.
+  Run on = start("fma_chain", stages_config());
+  serve(on, 1, 100'000'000);  // the chip's groups are planned, and the first stage, at launch #1
+  on.h->platform.config.cost_plan_ns = 90'000'000;
+  serve(on, 600, 100'000'000);  // a minute, ten launches a second
+  on.h->ag->finish();
+  tools::ReadResult r = on.h->read();
+  const v1::KernelProfile* k = nullptr;  // the last stage's record
+  for (const v1::KernelProfile* p : kernel_records(r)) {
+    if (p->status() == v1::PROFILE_STATUS_PROFILED && p->has_first_pass_cost()) k = p;
+  }
+  REQUIRE(k != nullptr);
+  REQUIRE(k->passes() > 1);
+  const v1::ProfileCost& first = k->first_pass_cost();
+  CHECK(first.plan_ns() == 90'000'000);                  // made on the launching thread, inside setup
+  CHECK(first.setup_ns() >= first.plan_ns());
+  CHECK(first.range_steps().start_ns() == 170'000'000);  // a new configuration: the switch's cost
+  CHECK(first.start_ns() >= first.range_steps().start_ns());
+  CHECK(first.passes() == k->passes());
+  // The last pass (the record's own cost) reused both.
+  CHECK(k->cost().plan_ns() == 0);
+  CHECK(k->cost().range_steps().start_ns() == 20'000'000);
+  // The log's line for that stage, its parts largest first.
+  const std::string log = on.h->log_text();
+  const size_t line = log.rfind(": first pass ");
+  REQUIRE(line != std::string::npos);
+  const std::string last_line = log.substr(line, log.find('\n', line) - line);
+  INFO(last_line);
+  CHECK(last_line.find(": first pass 260.0 ms (start 170.0 ms, plan 90.0 ms)") != std::string::npos);
+  // The report's verbose cost lines show both.
+  tools::ReportOptions verbose;
+  verbose.verbose = true;
+  const std::string text = tools::render_report(r, verbose);
+  CHECK(text.find("1st pass  setup 90.0 ms (plan 90.0 ms)") != std::string::npos);
+}
+
 TEST_CASE("always-on stages: a stage whose profiler was released between two passes starts again",
           "[agent][always_on][stages]") {
   Run on = start("strided_load", stages_config());

@@ -103,6 +103,19 @@ Result<std::unique_ptr<ProfilerHost>> make_cupti_profiler_host(const std::string
 // Wraps one launch in auto range + kernel replay. begin() on launch entry, end() on launch exit.
 // Not thread-safe: one thread at a time per object (the agent serializes profiled launches per
 // context). Destroy it before its context is destroyed (CONTEXT_DESTROY_STARTING).
+// Wall time (steady clock, ns) of each CUPTI step of the last begin() and the end() after it; 0
+// for a step that did not run. What bench/profile_cost.sh and the stage log split a profiled
+// launch's start and stop phases into (issue 21's breakdown).
+struct RangeProfilerSteps {
+  uint64_t enable_ns = 0;        // cuptiRangeProfilerEnable: a new object (first use, another plan)
+  uint64_t counter_data_ns = 0;  // the counter-data image sized and initialized
+  uint64_t set_config_ns = 0;    // cuptiRangeProfilerSetConfig
+  uint64_t start_ns = 0;         // cuptiRangeProfilerStart (and PushRange under kApplication)
+  uint64_t stop_ns = 0;          // cuptiRangeProfilerStop (and PopRange)
+  uint64_t decode_ns = 0;        // DecodeData and GetCounterDataInfo, after the last pass
+  uint64_t disable_ns = 0;       // Disable: the object of another plan (begin), or after the launch (end)
+};
+
 class RangeProfiler {
  public:
   virtual ~RangeProfiler() = default;
@@ -124,6 +137,9 @@ class RangeProfiler {
   // the pass it began (0: the first of a new collection), so the caller can tell a continued
   // collection from one CUPTI started over. 0 for other plans.
   [[nodiscard]] virtual uint32_t pass_in_progress() const { return 0; }
+  // The steps of the last begin() and of the end() after it (begin() clears them). Read after
+  // end(), by the thread that called it.
+  [[nodiscard]] virtual RangeProfilerSteps last_steps() const { return {}; }
 };
 
 struct RangeProfilerOptions {

@@ -144,6 +144,17 @@ struct FunctionCode {
   std::vector<uint8_t> text;  // offset 0 = pc_offset 0
 };
 
+// RangeProfilerSteps in the schema: the range profiler's CUPTI calls inside start and stop.
+struct RangeProfilerSteps {
+  uint64_t enable_ns = 0;
+  uint64_t counter_data_ns = 0;
+  uint64_t set_config_ns = 0;
+  uint64_t start_ns = 0;
+  uint64_t stop_ns = 0;
+  uint64_t decode_ns = 0;
+  uint64_t disable_ns = 0;
+};
+
 // ProfileCost in the schema: one profiled launch's cost on the application's thread, by phase.
 struct ProfileCost {
   uint64_t setup_ns = 0;
@@ -152,6 +163,9 @@ struct ProfileCost {
   uint64_t stop_ns = 0;
   uint64_t triage_ns = 0;
   uint32_t passes = 0;
+  uint64_t plan_ns = 0;                           // inside setup_ns
+  std::optional<RangeProfilerSteps> range_steps;  // inside start_ns and stop_ns
+  uint64_t evaluate_ns = 0;                       // inside stop_ns
 };
 
 // ApplicationReplay in the schema: counters assembled over runs of the program.
@@ -187,6 +201,7 @@ struct KernelRecord {
   std::optional<ProfileCost> cost;  // the launch this record was written for (not rewrites' own)
   std::optional<ApplicationReplay> application_replay;  // set under application replay only
   std::optional<ProfileCost> pc_cost;  // the PC-sampled launch's (written inside PcSampling)
+  std::optional<ProfileCost> first_pass_cost;  // a stage over launches: its first pass's
 };
 
 // KernelFamily: defined once per file, before the first record that uses `id` (ids start at 1).
