@@ -116,6 +116,10 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
         [this] { return counts_.launches.load(std::memory_order_relaxed); },
         [this](wire::Severity s, const std::string& code, const std::string& message, uint64_t family) {
           write_notice(s, code, message, family);
+        },
+        [this](const std::string& chip, const std::vector<std::vector<std::string>>& lists) {
+          profiler_.queue_plans(chip, lists);
+          (void)profiler_.make_queued_plans();
         }});
   }
   families_.set_on_create([this](Family& f) {
@@ -218,11 +222,13 @@ void Agent::on_context_created(const collectors::ContextEvent& event) {
   try {
     contexts_.created(event);
     std::optional<collectors::DeviceInfo> dev = devices_.info(event.device);
-    // Deep mode with kernel replay: the first profiled launch's metric plan is made now, on the
-    // flush thread, instead of on the application's thread at that launch. Always-on and
-    // application replay plan their groups there already.
-    if (dev && !dev->limits.chip.empty() && config_.mode == AgentMode::kDeep && single_pass() == nullptr &&
-        flush_thread_.running()) {
+    // Deep mode with kernel replay, and always-on's stages (CUTRIAGE_STAGE_PASSES): the first
+    // profiled launch's metric plan is made now, on the flush thread, instead of on the
+    // application's thread at that launch. Always-on's groups and application replay's are
+    // planned there already.
+    const bool plans_first = (config_.mode == AgentMode::kDeep && single_pass() == nullptr) ||
+                             (config_.mode == AgentMode::kAlwaysOn && config_.stage_passes);
+    if (dev && !dev->limits.chip.empty() && plans_first && flush_thread_.running()) {
       profiler_.queue_plans(dev->limits.chip, selector_.first_lists(dev->limits.chip));
     }
   } catch (...) {

@@ -138,6 +138,50 @@ bool AlwaysOnPolicy::first_for_stage_locked(const Family& family, uint64_t now_n
   return eligible[at] == &family;
 }
 
+namespace {
+
+// What a PM-routed verdict's decisions read (its limiter's: Decision 4, 5 or 7), with Decision 3's
+// stall reasons, which the range profiler's routes visit beside them.
+std::vector<std::string> pm_route_counters(triage::Classification verdict) {
+  std::vector<triage::Decision> decisions = triage::verdict_decisions(verdict);
+  decisions.push_back(triage::Decision::kD3IssueStalls);
+  return triage::verdict_counters_for(decisions);
+}
+
+}  // namespace
+
+std::vector<std::string> AlwaysOnPolicy::stage_counters_locked(const Family* f, std::vector<std::string> wanted) {
+  if (f != nullptr && !f->diagnosis && f->pm_routed && f->pm_diag_) {
+    // The PM window routed it: its first stage also takes its verdict's route, in the same
+    // configuration: one switch fewer when the range profiler's route agrees, and a later stage
+    // collects the rest when it does not.
+    for (const std::string& m : pm_route_counters(f->pm_diag_->classification)) {
+      if (f->attempted.count(m) == 0 && !f->measured.has(m)) wanted.push_back(m);
+    }
+  }
+  if (wanted.empty()) return wanted;
+  // Every stage measures the launch's duration too, as every group does: Decision 0 compares the
+  // launches a diagnosis is assembled from.
+  wanted.insert(wanted.end(), in_every_group().begin(), in_every_group().end());
+  std::sort(wanted.begin(), wanted.end());
+  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  return wanted;
+}
+
+std::vector<std::string> AlwaysOnPolicy::plan_list_locked(const Family* family, std::vector<std::string> wanted) const {
+  // Groups are planned once per chip already; a family gone on with groups plans nothing more.
+  if (!config_.stage_passes || (family != nullptr && family->ao_stages_abandoned >= kMaxAbandonedStages)) return {};
+  return stage_counters_locked(family, std::move(wanted));
+}
+
+std::vector<std::string> AlwaysOnPolicy::routed_first_stage(const std::string& chip,
+                                                            triage::Classification verdict) const {
+  if (!config_.stage_passes) return {};
+  std::vector<std::string> wanted = first_counters(chip);
+  for (std::string& m : pm_route_counters(verdict)) wanted.push_back(std::move(m));
+  return stage_counters_locked(nullptr, std::move(wanted));
+}
+
 SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vector<std::string> wanted,
                                                             const ContextGroups& context) {
   const uint64_t now = clocks_.monotonic_ns();
@@ -175,28 +219,11 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
     // idle profiler is released between passes) goes on with single-pass groups: no pass lost.
     if (f.ao_stages_abandoned >= kMaxAbandonedStages) return choose_group_locked(f, wanted, context);
   }
-  if (!f.diagnosis && f.pm_routed && f.pm_diag_) {
-    // The PM window routed it: its first stage also takes what the decisions of that verdict
-    // read beyond the first stage's counters (its limiter's: Decision 4, 5 or 7), and the stall
-    // reasons of Decision 3, which the range profiler's routes visit beside them, in the same
-    // configuration: one switch fewer when the range profiler's route agrees, and a later stage
-    // collects the rest when it does not.
-    std::vector<triage::Decision> decisions = triage::verdict_decisions(f.pm_diag_->classification);
-    decisions.push_back(triage::Decision::kD3IssueStalls);
-    const std::vector<std::string> route = triage::verdict_counters_for(decisions);
-    for (const std::string& m : route) {
-      if (f.attempted.count(m) == 0 && !f.measured.has(m)) wanted.push_back(m);
-    }
-  }
+  wanted = stage_counters_locked(&f, std::move(wanted));
   if (wanted.empty()) {
     choice.kind = Choice::Kind::kComplete;
     return choice;
   }
-  // Every stage measures the launch's duration too, as every group does: Decision 0 compares the
-  // launches a diagnosis is assembled from.
-  wanted.insert(wanted.end(), in_every_group().begin(), in_every_group().end());
-  std::sort(wanted.begin(), wanted.end());
-  wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   if (!f.diagnosis && !f.pm_routed && !pm_settled_.load(std::memory_order_relaxed) &&
       now < started_ns_ + kPmWaitNs) {
     // The PM window may route it in seconds: then its first stage takes that verdict's decisions

@@ -58,6 +58,16 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   [[nodiscard]] bool stage_in_progress_locked(const Family& family) const override {
     return config_.stage_passes && !family.ao_stage.empty();
   }
+  // CUTRIAGE_STAGE_PASSES: the stage choose_locked would begin for `wanted` (stage_counters_locked);
+  // nothing otherwise, since the groups are planned once per chip.
+  [[nodiscard]] std::vector<std::string> plan_list_locked(const Family* family,
+                                                          std::vector<std::string> wanted) const override;
+
+  // CUTRIAGE_STAGE_PASSES: the first stage of a family the PM window routes with `verdict`, as
+  // choose_locked will begin it when nothing was collected yet (its plan is made before the
+  // routing is published); empty otherwise.
+  [[nodiscard]] std::vector<std::string> routed_first_stage(const std::string& chip,
+                                                            triage::Classification verdict) const;
 
   // A graph launch the graph profiler would make a pass of (the first of a stage: kGroupSwitch;
   // the stage's later passes: kSameGroup, at once, since a stage abandoned halfway is wasted) or
@@ -103,6 +113,11 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   GroupDemand group_demand_locked(const Family& family, const MetricGroups& groups, uint64_t now_ns) const;
   // One single-pass group for this launch (the default), or a wait.
   Choice choose_group_locked(Family& family, const std::vector<std::string>& wanted, const ContextGroups& context);
+  // A stage's counters for `wanted`: with a family the PM window routed first, its verdict's route
+  // too; then what every group measures; sorted. Empty when `wanted` and the route add nothing.
+  // `family` may be null (a family not seen yet).
+  [[nodiscard]] static std::vector<std::string> stage_counters_locked(const Family* family,
+                                                                      std::vector<std::string> wanted);
   // CUTRIAGE_STAGE_PASSES: the next pass of the family's stage, or a new stage.
   Choice choose_stage_locked(Family& family, std::vector<std::string> wanted, const ContextGroups& context);
   // Whether no other family still launching on the device, with counters left, holds more of the

@@ -726,12 +726,13 @@ void LaunchProfiler::complete_counters(Active& active) {
     } else {
       f.update_completeness();
     }
-    if (p_.flush_running.load() && single_pass_ == nullptr && active.deep == 0 &&
-        p_.config.metric_mode == MetricMode::kAdaptive && f.diagnosis && p_.selector.counters_left_locked(f)) {
-      // Deep mode's next stage: the list the family's next launch will ask for (Selector's
-      // wanted_locked reads the same state), planned on the flush thread meanwhile. A launch that
-      // comes first makes it itself; one that finds it being made waits for what is left.
-      next_stage = triage::counters_still_needed(*f.diagnosis, f.measured, {f.attempted.begin(), f.attempted.end()});
+    if (p_.flush_running.load() && (single_pass_ == nullptr || active.stage_pass) && active.deep == 0 &&
+        p_.config.metric_mode == MetricMode::kAdaptive && f.diagnosis) {
+      // The next stage (deep mode's, or always-on's with CUTRIAGE_STAGE_PASSES): the list the
+      // family's next profiled launch will hand the collector, planned on the flush thread
+      // meanwhile. A launch that comes first makes it itself; one that finds it being made waits
+      // for what is left.
+      next_stage = p_.selector.next_list_locked(f, active.plan.chip);
     }
     // Application replay: whether another run adds counters, and over how many runs these were
     // assembled (the tool's loop reads it).

@@ -209,7 +209,19 @@ void PmWindow::attribute() {
   const TraceFolder::WindowExecutions seen = p_.trace.window_executions();
   p_.trace.unwatch_window();
   state_ = State::kIdle;
-  p_.always_on.pm_window_settled();
+  // Stages stop waiting for the window once its families are routed and their first stages'
+  // plans made (below), whichever way this returns: a stage begun earlier would take the plain
+  // first stage, or make its plan on the launching thread.
+  class Settle {
+   public:
+    explicit Settle(AlwaysOnPolicy& policy) : policy_(policy) {}
+    Settle(const Settle&) = delete;
+    Settle& operator=(const Settle&) = delete;
+    ~Settle() { policy_.pm_window_settled(); }
+
+   private:
+    AlwaysOnPolicy& policy_;
+  } settle(p_.always_on);
   if (!batch_) return;
   const collectors::PmSampleBatch batch = std::move(*batch_);
   batch_.reset();
@@ -286,6 +298,22 @@ void PmWindow::attribute() {
 
   std::vector<wire::KernelRecord> writes;
   std::vector<std::pair<uint64_t, std::string>> notices;
+  auto routes = [](const triage::Diagnosis& d) {
+    return d.classification != triage::Classification::kInconclusive && d.trust != triage::Trust::kUntrusted;
+  };
+  // CUTRIAGE_STAGE_PASSES: the first stage of a family routed here takes its verdict's route too,
+  // a list of its own. Its plan is made now, before the routing is published below: a routed
+  // family's next launch may begin that stage at once.
+  const std::string chip = device ? device->limits.chip : std::string();
+  std::vector<std::vector<std::string>> stage_lists;
+  for (const auto& [id, record] : records) {
+    if (chip.empty() || !routes(record.diagnosis)) continue;
+    std::vector<std::string> list = p_.always_on.routed_first_stage(chip, record.diagnosis.classification);
+    if (!list.empty() && std::find(stage_lists.begin(), stage_lists.end(), list) == stage_lists.end()) {
+      stage_lists.push_back(std::move(list));
+    }
+  }
+  if (!stage_lists.empty() && p_.plan_ahead) p_.plan_ahead(chip, stage_lists);
   const std::string when = seconds_text(p_.always_on.since_start_ns());
   {
     std::lock_guard<std::mutex> flock(p_.families.mutex());
@@ -295,7 +323,7 @@ void PmWindow::attribute() {
       const triage::Diagnosis& d = record.diagnosis;
       // Routed: classified from trusted counters. An unrouted PM verdict is not written: the range
       // profiler's records say more.
-      if (d.classification == triage::Classification::kInconclusive || d.trust == triage::Trust::kUntrusted) {
+      if (!routes(d)) {
         ++f->pm_windows_missed;
         missed_names.push_back(f->names->function + " (" + std::to_string(record.input.pm_window->samples) +
                                ", not routed)");

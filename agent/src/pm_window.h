@@ -63,6 +63,10 @@ class PmWindow {
     std::function<uint64_t()> monotonic_ns;
     std::function<uint64_t()> launch_index;  // the latest launch's index (the window record's)
     Notify notify;
+    // Makes metric plans now, on the thread that attributes the window (the flush thread, or
+    // cutriage_flush's without one), before stages stop waiting for it: the first stage of each
+    // family it routed, which takes the verdict's route too (CUTRIAGE_STAGE_PASSES).
+    std::function<void(const std::string& chip, const std::vector<std::vector<std::string>>& lists)> plan_ahead;
   };
 
   // Families wanted: at least this share of the traced GPU time, without a routed verdict.

@@ -134,10 +134,17 @@ std::vector<std::vector<std::string>> Selector::first_lists(const std::string& c
     case MetricMode::kList: return {config_.metric_list};
     case MetricMode::kAdaptive: break;
   }
-  std::vector<std::vector<std::string>> lists{policy_.first_counters(chip)};
+  std::vector<std::vector<std::string>> lists;
+  std::vector<std::string> first = policy_.plan_list_locked(nullptr, policy_.first_counters(chip));
+  if (!first.empty()) lists.push_back(std::move(first));
   // As wanted_locked: a family the earlier run launched once gets everything at once.
   if (config_.mode == AgentMode::kDeep && earlier_.selects_single_launch()) lists.push_back(all_counters());
   return lists;
+}
+
+std::vector<std::string> Selector::next_list_locked(Family& family, const std::string& chip) {
+  if (!counters_left_locked(family)) return {};
+  return policy_.plan_list_locked(&family, wanted_locked(family, chip));
 }
 
 Selection Selector::select_deep_locked(const collectors::LaunchEvent& event, Family& f) {

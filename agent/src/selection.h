@@ -102,6 +102,13 @@ class SelectionPolicy {
   // Whether the family has a stage in progress whose passes are not all done (always-on with
   // CUTRIAGE_STAGE_PASSES): its launches go to choose_locked even when nothing else is wanted.
   [[nodiscard]] virtual bool stage_in_progress_locked(const Family& /*family*/) const { return false; }
+  // The counter list a launch that wants `wanted` hands the collector, as choose_locked would make
+  // it, for its metric plan to be made ahead on the flush thread; empty when there is nothing to
+  // plan ahead. `family` (its lock held) is null for one not seen yet.
+  [[nodiscard]] virtual std::vector<std::string> plan_list_locked(const Family* /*family*/,
+                                                                  std::vector<std::string> wanted) const {
+    return wanted;
+  }
 };
 
 class Selector {
@@ -127,6 +134,9 @@ class Selector {
   // The counter lists a family's first profiled launch on `chip` may ask for, most likely first
   // (deep mode plans them ahead, off the application's thread). Empty when nothing is profiled.
   [[nodiscard]] std::vector<std::vector<std::string>> first_lists(const std::string& chip) const;
+  // The counter list the family's next profiled launch will hand the collector (lock held), for
+  // its plan to be made ahead; empty when nothing is left or nothing is worth planning ahead.
+  [[nodiscard]] std::vector<std::string> next_list_locked(Family& family, const std::string& chip);
   // Launches of families that pass the kernel-name filter (CUTRIAGE_LAUNCH_SKIP counts them).
   void count_matching_launch() { matching_launches_.fetch_add(1, std::memory_order_relaxed); }
   // The deep-capture window (lock held).

@@ -129,8 +129,10 @@ struct FakeConfig {
   uint64_t cost_pc_ns = 200'000'000;
   // Added to the process's first begin() (cuptiProfilerInitialize); 0 by default.
   uint64_t cost_first_begin_ns = 0;
-  // What a metric plan costs, on the same clock, on whichever thread makes it; 0 by default.
+  // What a metric plan of at least cost_plan_min_names names costs, on the same clock, on
+  // whichever thread makes it; 0 by default. (Single-pass groups hold names_per_pass names or fewer.)
   uint64_t cost_plan_ns = 0;
+  size_t cost_plan_min_names = 0;
   // How many names the fake chip plans in one pass (10: small groups, so tests see packing).
   size_t names_per_pass = 10;
   // When set, a plan's passes instead of names_per_pass (the simulation's model of GH100).
@@ -148,7 +150,7 @@ class FakeHost final : public collectors::ProfilerHost {
   [[nodiscard]] const std::string& chip() const override { return cfg_.chip; }
   Result<collectors::MetricPlan> plan(const std::vector<std::string>& metrics) override {
     ++stats_.plans;
-    if (cfg_.mono_ns != nullptr) *cfg_.mono_ns += cfg_.cost_plan_ns;
+    if (cfg_.mono_ns != nullptr && metrics.size() >= cfg_.cost_plan_min_names) *cfg_.mono_ns += cfg_.cost_plan_ns;
     collectors::MetricPlan p;
     p.chip = cfg_.chip;
     for (const std::string& m : metrics) {

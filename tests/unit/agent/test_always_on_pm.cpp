@@ -3,7 +3,10 @@
 // captures give the range profiler's counters and the durations) launched every 7 ms of a fake
 // clock, and made-up PM values per kernel that the fake hands out for samples lying wholly inside
 // that kernel's executions (999 for any other sample, which must never be used).
+#include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_harness.h"
@@ -388,4 +391,45 @@ TEST_CASE("PM window: the hook before the host library goes closes an open windo
   h.ag->before_host_unload();  // a second call (or none at all) changes nothing
   h.ag->finish();
   CHECK(h.platform.stats.pm_ends.load() == 1);  // ended once, by the hook
+}
+
+TEST_CASE("PM window: with stages, a routed family's first stage (its verdict's route too) is planned on the flush thread",
+          "[agent][always_on][pm][stages][plan]") {
+  // CUTRIAGE_STAGE_PASSES: a family the window routes takes its verdict's decisions into its first
+  // stage, a list of its own; the window queues that list's plan for the flush thread, so that
+  // the stage's first pass does not make it on the launching thread. The fake host charges a
+  // stage's plan 90 ms on the agent's clock; the stage's record says where it was made.
+  AgentConfig cfg = always_on_default();
+  cfg.stage_passes = true;
+  cfg.budget_fraction = 0.05;
+  cfg.trace_flush_ms = 5;  // the flush thread runs the window and makes the plans
+  Workload w;
+  Harness h(cfg, w.counters());
+  w.configure(h.platform);
+  h.platform.config.cost_plan_ns = 90'000'000;
+  h.platform.config.cost_plan_min_names = 11;  // stage lists; the groups (10 names) cost nothing
+  REQUIRE(h.ag->start());
+  // Steps of 7 ms, slowed to real time a little so the flush thread keeps up with the fake clock.
+  const uint64_t end = h.platform.mono_ns.load() + 60'000'000'000;
+  while (h.platform.mono_ns.load() < end) {
+    const uint64_t step = h.platform.mono_ns.load();
+    h.platform.launch(make_launch(w.gemm.mangled, ++w.launches, w.gemm.launch.grid, w.gemm.launch.block));
+    h.platform.launch(make_launch(w.load.mangled, ++w.launches, w.load.launch.grid, w.load.launch.block));
+    h.platform.mono_ns.store(std::max(h.platform.mono_ns.load(), step + 7'000'000));
+    if (w.launches % 64 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  const std::vector<const v1::KernelProfile*> ks = kernel_records(r);
+  REQUIRE(pm_record_of(r, ks, w.gemm.mangled) != nullptr);  // routed by the window
+  const v1::KernelProfile* stage = nullptr;  // the GEMM's first stage
+  for (const v1::KernelProfile* k : ks) {
+    if (k->has_first_pass_cost() && tools::lookup(r, k->mangled_name_iid()) == w.gemm.mangled &&
+        (stage == nullptr || k->launch_index() < stage->launch_index())) {
+      stage = k;
+    }
+  }
+  INFO(h.log_text());
+  REQUIRE(stage != nullptr);
+  CHECK(stage->first_pass_cost().plan_ns() == 0);
 }

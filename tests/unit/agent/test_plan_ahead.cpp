@@ -4,17 +4,20 @@
 // through the fake platform; its profiler host stands for CUPTI's (synthetic plans).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent_harness.h"
+#include "groups.h"
 #include "plan_cache.h"
 #include "stages.h"
 
@@ -288,4 +291,62 @@ TEST_CASE("plan ahead: a kernel's next stage is planned on the flush thread befo
   REQUIRE(began.size() >= 2);
   CHECK(began[1] == second);  // the second launch's counters are the list made ahead
   CHECK(times_planned(h.platform, second) == 1);
+}
+
+TEST_CASE("plan ahead: always-on's stages are planned on the flush thread, the first when the context comes, the next as a stage ends",
+          "[agent][plan][always_on][stages]") {
+  // CUTRIAGE_STAGE_PASSES: a stage's first pass made its plan on the launching thread (the H200's
+  // 531 ms first pass had it inside). The fake host charges a plan 90 ms on the agent's clock, so a
+  // plan made at the launch shows in the stage's first_pass_cost.
+  Captured a = capture_of("fma_chain");
+  AgentConfig c = deep_with_flush_thread();
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.stage_passes = true;
+  c.pm_window = false;
+  c.summary = false;
+  c.budget_fraction = 0.05;
+  Harness h(c, counters_for({&a}));
+  h.platform.config.cost_switch_ns = 170'000'000;
+  h.platform.config.cost_same_ns = 20'000'000;
+  REQUIRE(h.ag->start());
+  h.ag->on_context_created(context_on(0));
+  // The first stage as the policy begins it: deep mode's first stage and the launch's duration.
+  std::vector<std::string> first = agent::first_stage_counters("GH100");
+  first.insert(first.end(), agent::in_every_group().begin(), agent::in_every_group().end());
+  std::sort(first.begin(), first.end());
+  first.erase(std::unique(first.begin(), first.end()), first.end());
+  first = accepted(first, h.platform);
+  for (int i = 0; i < 2000 && times_planned(h.platform, first) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(times_planned(h.platform, first) == 1);  // no launch yet: the flush thread made it
+  // The first launch asks the flush thread for the chip's single-pass groups too (the fallback of
+  // a family whose stages are abandoned): let it finish them before plans cost anything, since
+  // the fake's clock is shared and would charge their time to whatever the launch measures.
+  h.platform.mono_ns += 100'000'000;
+  h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+  for (int i = 0; i < 2000 && h.log_text().find("single-pass groups") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  h.platform.config.cost_plan_ns = 90'000'000;
+  h.platform.config.cost_plan_min_names = 11;  // a stage's lists; the groups (10 names) cost nothing
+  for (uint64_t i = 2; i <= 600; ++i) {
+    h.platform.mono_ns += 100'000'000;
+    h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the flush thread's turn
+  }
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  std::map<uint64_t, const v1::KernelProfile*> stages;  // by the launch of the stage's last pass
+  for (const v1::KernelProfile* k : testing::kernel_records(r)) {
+    if (k->status() == v1::PROFILE_STATUS_PROFILED && k->has_first_pass_cost()) stages[k->launch_index()] = k;
+  }
+  INFO(h.log_text());
+  REQUIRE(stages.size() >= 2);  // the first stage and one its route asked for
+  for (const auto& [launch, k] : stages) {
+    INFO("stage ending at launch " << k->launch_index());
+    CHECK(k->first_pass_cost().plan_ns() == 0);  // made ahead: nothing planned at its launch
+    CHECK(k->first_pass_cost().range_steps().start_ns() == 170'000'000);
+  }
+  CHECK(times_planned(h.platform, first) == 1);
 }
