@@ -228,6 +228,15 @@ void Agent::on_context_created(const collectors::ContextEvent& event) {
     // planned there already.
     const bool plans_first = (config_.mode == AgentMode::kDeep && single_pass() == nullptr) ||
                              (config_.mode == AgentMode::kAlwaysOn && config_.stage_passes);
+    if (dev && !dev->limits.chip.empty() && config_.mode == AgentMode::kDeep &&
+        config_.select != SelectMode::kNone) {
+      // Deep mode runs short programs, which may exit soon after this. The chip's profiler host
+      // is made here, on the thread creating the context, which cannot be exiting meanwhile: the
+      // host library builds state of its own at its first use, and an exit during that (on the
+      // flush thread, planning ahead) could crash (collectors/host_lifetime.h). Made once per chip.
+      std::string error;  // a chip without a host is said by the launch that needs it
+      (void)devices_.host(dev->limits.chip, &error);
+    }
     if (dev && !dev->limits.chip.empty() && plans_first && flush_thread_.running()) {
       profiler_.queue_plans(dev->limits.chip, selector_.first_lists(dev->limits.chip));
     }

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <mutex>
 
 #include "cutriage/collectors/host_lifetime.h"
 
@@ -14,8 +13,12 @@ struct Gate {
   std::shared_timed_mutex calls;  // shared: a host call in flight; exclusive: the exit handler
   std::atomic<bool> closed{false};
   std::atomic<BeforeHostUnload> hook{nullptr};
-  std::once_flag registered;
+  std::atomic<int> registrations{0};
 };
+
+// Registrations of the handler at most (host_loaded): one a host kind and a first use of each
+// call, with room to spare; atexit's own table is not unbounded everywhere.
+constexpr int kMaxRegistrations = 8;
 
 // Never destroyed: it is used from exit handlers, in an order no static destructor respects.
 Gate& gate() {
@@ -23,6 +26,7 @@ Gate& gate() {
   return *g;
 }
 
+// Runs once per registration: only the first does anything but take and give back the lock.
 void close_before_unload() {
   Gate& g = gate();
   if (BeforeHostUnload hook = g.hook.exchange(nullptr)) hook();
@@ -52,7 +56,8 @@ Status HostCall::refused() {
 
 void host_loaded() {
   Gate& g = gate();
-  std::call_once(g.registered, [] { (void)std::atexit(&close_before_unload); });
+  if (g.closed.load() || g.registrations.fetch_add(1) >= kMaxRegistrations) return;
+  (void)std::atexit(&close_before_unload);
 }
 
 }  // namespace cutriage::collectors

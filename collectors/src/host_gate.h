@@ -22,8 +22,11 @@ class HostCall {
   std::shared_lock<std::shared_timed_mutex> lock_;
 };
 
-// After a successful cuptiProfilerHostInitialize (the library is loaded by then): registers the
-// exit handler that closes the gate, once per process.
+// After the host library may have registered destructors of its own: a successful
+// cuptiProfilerHostInitialize (the library is loaded by then) and the first use of a call that
+// builds state lazily (its function-local statics register their destructors at that first use).
+// Registers the exit handler that closes the gate again, so that it runs before every destructor
+// registered so far (exit handlers run in reverse order); a bounded number of times per process.
 void host_loaded();
 
 }  // namespace cutriage::collectors

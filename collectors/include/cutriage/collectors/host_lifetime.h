@@ -8,6 +8,13 @@
 // initialization, which runs before those destructors: it calls the hook below (the agent ends
 // what still needs the host: its flush thread, an open PM window), then refuses every later host
 // call (Status kUnavailable, "the process is exiting") once the calls in flight have returned.
+//
+// The library also builds state at the first use of a call (function-local statics), registering
+// their teardown then: a handler registered before that runs after it. So the host made by
+// make_cupti_profiler_host makes a small plan of each kind of metric name first, and the handler
+// is registered (again) after that and after the process's first evaluation. An exit during the
+// making of the host itself is not covered: callers that can, make it on a thread that cannot be
+// exiting meanwhile (the agent, in deep mode: the thread creating the CUDA context).
 #pragma once
 
 namespace cutriage::collectors {
