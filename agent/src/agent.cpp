@@ -228,12 +228,14 @@ void Agent::on_context_created(const collectors::ContextEvent& event) {
     // planned there already.
     const bool plans_first = (config_.mode == AgentMode::kDeep && single_pass() == nullptr) ||
                              (config_.mode == AgentMode::kAlwaysOn && config_.stage_passes);
-    if (dev && !dev->limits.chip.empty() && config_.mode == AgentMode::kDeep &&
-        config_.select != SelectMode::kNone) {
-      // Deep mode runs short programs, which may exit soon after this. The chip's profiler host
-      // is made here, on the thread creating the context, which cannot be exiting meanwhile: the
-      // host library builds state of its own at its first use, and an exit during that (on the
-      // flush thread, planning ahead) could crash (collectors/host_lifetime.h). Made once per chip.
+    if (dev && !dev->limits.chip.empty() && config_.select != SelectMode::kNone) {
+      // A process may exit soon after this (a short program under `cutriage run`, a health check
+      // in a container where always-on is set for every process). The chip's profiler host is
+      // made here, on the thread creating the context, which cannot be exiting meanwhile: the
+      // host library builds state of its own as it is made, and an exit during that on the flush
+      // thread (planning ahead) could crash (collectors/host_lifetime.h). Once per chip and
+      // process, about 90 ms on the development machine's CPU; not charged to always-on's budget,
+      // like the context's own creation.
       std::string error;  // a chip without a host is said by the launch that needs it
       (void)devices_.host(dev->limits.chip, &error);
     }

@@ -350,3 +350,26 @@ TEST_CASE("plan ahead: always-on's stages are planned on the flush thread, the f
   }
   CHECK(times_planned(h.platform, first) == 1);
 }
+
+TEST_CASE("plan ahead: the chip's profiler host is made on the thread creating the context", "[agent][plan]") {
+  // That thread cannot be exiting while the host library builds its state (collectors/
+  // host_lifetime.h): the host is made in the context callback itself, in every mode that
+  // profiles, before any launch and whether or not a flush thread runs.
+  Captured a = capture_of("vector_add");
+  for (agent::AgentMode mode : {agent::AgentMode::kDeep, agent::AgentMode::kAlwaysOn}) {
+    for (uint32_t flush_ms : {0U, 5U}) {
+      INFO("mode " << static_cast<int>(mode) << ", flush thread every " << flush_ms << " ms");
+      AgentConfig c = deep_with_flush_thread();
+      c.mode = mode;
+      c.trace_flush_ms = flush_ms;
+      Harness h(c, counters_for({&a}));
+      REQUIRE(h.ag->start());
+      CHECK(h.platform.stats.host_calls.load() == 0);
+      h.ag->on_context_created(context_on(0));
+      CHECK(h.platform.stats.host_calls.load() == 1);  // on return: made on this thread
+      h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));
+      h.ag->finish();
+      CHECK(h.platform.stats.host_calls.load() == 1);  // and only once
+    }
+  }
+}

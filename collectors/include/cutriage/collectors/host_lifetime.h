@@ -14,7 +14,7 @@
 // make_cupti_profiler_host makes a small plan of each kind of metric name first, and the handler
 // is registered (again) after that and after the process's first evaluation. An exit during the
 // making of the host itself is not covered: callers that can, make it on a thread that cannot be
-// exiting meanwhile (the agent, in deep mode: the thread creating the CUDA context).
+// exiting meanwhile (the agent: the thread creating the CUDA context).
 #pragma once
 
 namespace cutriage::collectors {
