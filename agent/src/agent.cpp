@@ -228,7 +228,8 @@ void Agent::on_context_created(const collectors::ContextEvent& event) {
     // planned there already.
     const bool plans_first = (config_.mode == AgentMode::kDeep && single_pass() == nullptr) ||
                              (config_.mode == AgentMode::kAlwaysOn && config_.stage_passes);
-    if (dev && !dev->limits.chip.empty() && config_.select != SelectMode::kNone) {
+    if (dev && !dev->limits.chip.empty() && config_.select != SelectMode::kNone &&
+        state_.load() == wire::AgentState::kActive) {
       // A process may exit soon after this (a short program under `cutriage run`, a health check
       // in a container where always-on is set for every process). The chip's profiler host is
       // made here, on the thread creating the context, which cannot be exiting meanwhile: the
