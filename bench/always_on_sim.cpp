@@ -1,6 +1,7 @@
 // Prints the always-on simulation's table (tests/support/always_on_sim.h): the synthetic
 // workload at the default budget on the fake platform. Optional arguments: BUDGET (a fraction,
-// 0.004), SECONDS (900), "nopm" (without the PM routing window) and "stages" (CUTRIAGE_STAGE_PASSES=1).
+// 0.004), SECONDS (900), "nopm" (without the PM routing window), "stages" (CUTRIAGE_STAGE_PASSES=1)
+// and switch_ms=N / same_ms=N (the cost model: a new configuration's first pass, a configured one's).
 // bench/always_on_sim.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
@@ -28,8 +29,19 @@ int main(int argc, char** argv) {
       o.pm_window = false;
     } else if (a == "stages") {
       o.stage_passes = true;
+    } else if (a.rfind("switch_ms=", 0) == 0 || a.rfind("same_ms=", 0) == 0) {
+      // The cost model's two costs, to ask what a cheaper switch (a stage's first pass) would
+      // change: switch_ms=N, same_ms=N (milliseconds, whole).
+      const std::string value = a.substr(a.find('=') + 1);
+      char* end = nullptr;
+      const unsigned long long ms = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0') {
+        std::fprintf(stderr, "always_on_sim: '%s' needs whole milliseconds\n", argv[i]);
+        return 1;
+      }
+      (a[1] == 'w' ? o.switch_ns : o.same_group_ns) = ms * 1'000'000ULL;
     } else {
-      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages)\n", argv[i]);
+      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, switch_ms=N, same_ms=N)\n", argv[i]);
       return 1;
     }
   }
