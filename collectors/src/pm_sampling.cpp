@@ -16,6 +16,7 @@
 #include <cupti_profiler_target.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -140,6 +141,9 @@ class CuptiPmSampler final : public PmSampler {
       return current.status();
     }
     Result<PmSampleBatch> batch = collect();
+    // The process's first decode may have built state of the host library's own (host_loaded).
+    static std::atomic<bool> decoded{false};
+    if (batch.is_ok() && !decoded.exchange(true)) host_loaded();
     const Status d = disable();
     if (batch.is_ok() && !d.is_ok()) return d;
     return batch;
