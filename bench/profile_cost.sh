@@ -41,6 +41,23 @@ walls = {}
 for line in open(d + "/walls.txt"):
     p, arm, s = line.split()
     walls.setdefault((p, arm), []).append(float(s))
+def latest_costed(p, i):
+    """Run i's profiled launches with a cost, the latest revision of each (its cost is the
+    launch's own); None when the run left no readable file."""
+    try:
+        recs = json.load(open("%s/%s-%d.json" % (d, p, i)))["records"]
+    except Exception:
+        return None
+    latest = {}
+    for r in recs:
+        k = r.get("kernel")
+        if not k or "cost" not in k:
+            continue
+        key = (k.get("mangledNameIid"), k.get("launchIndex"))
+        if key not in latest or int(k.get("revision", 0)) >= int(latest[key].get("revision", 0)):
+            latest[key] = k
+    return latest
+
 phases = ["setupNs", "startNs", "launchNs", "stopNs", "triageNs"]
 print("| program | plain s | cutriage s | added s | launches profiled | passes | setup | start | launch | stop | triage | PC launch | phases / added |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -48,19 +65,9 @@ tot = {}
 for p in programs:
     per_run = []
     for i in range(1, runs + 1):
-        try:
-            recs = json.load(open("%s/%s-%d.json" % (d, p, i)))["records"]
-        except Exception:
+        latest = latest_costed(p, i)
+        if latest is None:
             continue
-        # The latest revision of each launch: its cost is the launch's own.
-        latest = {}
-        for r in recs:
-            k = r.get("kernel")
-            if not k or "cost" not in k:
-                continue
-            key = (k.get("mangledNameIid"), k.get("launchIndex"))
-            if key not in latest or int(k.get("revision", 0)) >= int(latest[key].get("revision", 0)):
-                latest[key] = k
         sums = {ph: 0.0 for ph in phases}
         pc = 0.0
         passes = 0
@@ -101,18 +108,9 @@ print("|---|" + "---|" * len(parts))
 for p in programs:
     per_run = []
     for i in range(1, runs + 1):
-        try:
-            recs = json.load(open("%s/%s-%d.json" % (d, p, i)))["records"]
-        except Exception:
+        latest = latest_costed(p, i)
+        if latest is None:
             continue
-        latest = {}
-        for r in recs:
-            k = r.get("kernel")
-            if not k or "cost" not in k:
-                continue
-            key = (k.get("mangledNameIid"), k.get("launchIndex"))
-            if key not in latest or int(k.get("revision", 0)) >= int(latest[key].get("revision", 0)):
-                latest[key] = k
         sums = {name: 0.0 for name, _, _ in parts}
         for k in latest.values():
             for name, sub, field in parts:
