@@ -1,8 +1,8 @@
 // Prints the fleet simulation (tests/support/always_on_sim.h, run_fleet): N replicas of the
 // issue's synthetic service at the default budget for T simulated seconds each, their files merged
 // by `cutriage merge`, then a process resumed from the merged file: which families were complete
-// across the fleet. Arguments: SECONDS (600), the replica counts (1 2 4 8), and "stages"
-// (CUTRIAGE_STAGE_PASSES=1).
+// across the fleet. Arguments: SECONDS (600), the replica counts (1 2 4 8), "stages"
+// (CUTRIAGE_STAGE_PASSES=1) and switch_ms=N / same_ms=N (the cost model, as always_on_sim's).
 // bench/always_on_fleet.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +26,13 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     if (std::string(argv[i]) == "stages") {  // CUTRIAGE_STAGE_PASSES=1
       o.stage_passes = true;
+      continue;
+    }
+    if (std::string error; sim::parse_cost_arg(argv[i], o, &error)) {  // switch_ms=N, same_ms=N
+      if (!error.empty()) {
+        std::fprintf(stderr, "always_on_fleet: %s\n", error.c_str());
+        return 1;
+      }
       continue;
     }
     const long n = std::strtol(argv[i], nullptr, 10);

@@ -29,17 +29,12 @@ int main(int argc, char** argv) {
       o.pm_window = false;
     } else if (a == "stages") {
       o.stage_passes = true;
-    } else if (a.rfind("switch_ms=", 0) == 0 || a.rfind("same_ms=", 0) == 0) {
-      // The cost model's two costs, to ask what a cheaper switch (a stage's first pass) would
-      // change: switch_ms=N, same_ms=N (milliseconds, whole).
-      const std::string value = a.substr(a.find('=') + 1);
-      char* end = nullptr;
-      const unsigned long long ms = std::strtoull(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0') {
-        std::fprintf(stderr, "always_on_sim: '%s' needs whole milliseconds\n", argv[i]);
+    } else if (std::string error; cutriage::testing::sim::parse_cost_arg(a, o, &error)) {
+      // What a cheaper switch (a stage's first pass) would change.
+      if (!error.empty()) {
+        std::fprintf(stderr, "always_on_sim: %s\n", error.c_str());
         return 1;
       }
-      (a[1] == 'w' ? o.switch_ns : o.same_group_ns) = ms * 1'000'000ULL;
     } else {
       std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, switch_ms=N, same_ms=N)\n", argv[i]);
       return 1;

@@ -76,6 +76,23 @@ struct Options {
   bool stage_passes = false;
 };
 
+// A bench argument that sets the cost model: switch_ms=N (a new configuration's first pass) or
+// same_ms=N (a configured one's), whole milliseconds. False when `arg` is neither; sets *error
+// when it is one with a bad value.
+inline bool parse_cost_arg(const std::string& arg, Options& o, std::string* error) {
+  const bool is_switch = arg.rfind("switch_ms=", 0) == 0;
+  if (!is_switch && arg.rfind("same_ms=", 0) != 0) return false;
+  const std::string value = arg.substr(arg.find('=') + 1);
+  char* end = nullptr;
+  const unsigned long long ms = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0') {
+    *error = "'" + arg + "' needs whole milliseconds";
+    return true;
+  }
+  (is_switch ? o.switch_ns : o.same_group_ns) = ms * 1'000'000ULL;
+  return true;
+}
+
 // A plan's passes as the GH100 single-pass groups table packs its names: an upper bound on what
 // CUPTI packs into one config (always_on_sim's stage model; a group's own plan is one pass).
 inline uint32_t gh100_groups_touched(const std::vector<std::string>& metrics) {
