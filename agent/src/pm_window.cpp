@@ -306,6 +306,7 @@ void PmWindow::attribute() {
   // family's next launch may begin that stage at once.
   const std::string chip = device ? device->limits.chip : std::string();
   std::vector<std::vector<std::string>> stage_lists;
+  std::vector<std::string> missed_why;  // a line each, after the window's own
   for (const auto& [id, record] : records) {
     if (chip.empty() || !routes(record.diagnosis)) continue;
     std::vector<std::string> list = p_.always_on.routed_first_stage(chip, record.diagnosis.classification);
@@ -327,6 +328,10 @@ void PmWindow::attribute() {
         ++f->pm_windows_missed;
         missed_names.push_back(f->names->function + " (" + std::to_string(record.input.pm_window->samples) +
                                ", not routed)");
+        // Why, for whoever reads the log: the window's verdict is not written.
+        std::string why = d.headline.size() > 240 ? d.headline.substr(0, 240) + "..." : d.headline;
+        missed_why.push_back("PM window: " + f->names->function + " not routed from its " +
+                             std::to_string(record.input.pm_window->samples) + " samples: " + why);
         continue;
       }
       // The range profiler's records so far are superseded by this one (until its counters are
@@ -357,6 +362,7 @@ void PmWindow::attribute() {
     for (const std::string& m : missed_names) line += " " + m;
   }
   p_.log.info(line);
+  for (const std::string& why : missed_why) p_.log.info(why);
 }
 
 void PmWindow::fail(const collectors::Status& why, const std::string& phase, uint64_t now) {

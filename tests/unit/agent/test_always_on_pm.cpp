@@ -433,3 +433,28 @@ TEST_CASE("PM window: with stages, a routed family's first stage (its verdict's 
   REQUIRE(stage != nullptr);
   CHECK(stage->first_pass_cost().plan_ns() == 0);
 }
+
+TEST_CASE("PM window: the log says why a family's samples did not route it", "[agent][always_on][pm]") {
+  // The H200's PyTorch run left the top GEMM "not routed" from 582 samples, with no word on why:
+  // the window's verdict is not written, so the log carries its headline. Synthetic PM values that
+  // cannot route the GEMM: its samples lack the SM and DRAM throughputs (the fake reads NaN).
+  Workload w;
+  Harness h(always_on_default(), w.counters());
+  w.configure(h.platform);
+  h.platform.config.pm_values[w.gemm.mangled] = {{kPmL1, 30}, {kPmFma, 35}, {kPmClock, 1.98e9}};
+  REQUIRE(h.ag->start());
+  w.run(h, 30);
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  CHECK(pm_record_of(r, kernel_records(r), w.gemm.mangled) == nullptr);  // not written
+  CHECK(pm_record_of(r, kernel_records(r), w.load.mangled) != nullptr);
+  const std::string log = h.log_text();
+  INFO(log);
+  const std::string line = "PM window: " + w.gemm.mangled + " not routed from its ";  // cuBLAS's names are plain
+  const size_t at = log.find(line);
+  REQUIRE(at != std::string::npos);
+  const std::string why = log.substr(at, log.find('\n', at) - at);
+  CHECK(why.find("samples: inconclusive: ") != std::string::npos);
+  CHECK(why.find("missing sm__throughput") != std::string::npos);  // what it lacked
+  CHECK(log.find("PM window: zoo_strided_load not routed") == std::string::npos);  // routed
+}
