@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "cutriage/triage/plan.h"
+#include "cost_text.h"
 
 namespace cutriage::agent {
 
@@ -41,35 +41,24 @@ std::string unit_for(const std::string& name) {
   return "";
 }
 
-// Milliseconds with one decimal, for the log.
-std::string ms_text(uint64_t ns) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f ms", static_cast<double>(ns) / 1e6);
-  return text;
-}
-
-// Where a profiled launch's time went, for the log: the phases, the plan and the range
-// profiler's CUPTI calls that took 1 ms or more, largest first.
-std::string cost_parts_text(const wire::ProfileCost& c) {
-  std::vector<std::pair<uint64_t, std::string>> parts = {
-      {c.plan_ns, "plan"}, {c.evaluate_ns, "evaluate"}, {c.launch_ns, "launch"}};
-  if (c.range_steps) {
-    const wire::RangeProfilerSteps& r = *c.range_steps;
-    parts.insert(parts.end(), {{r.enable_ns, "enable"},
-                               {r.counter_data_ns, "counter-data image"},
-                               {r.set_config_ns, "set config"},
-                               {r.start_ns, "start"},
-                               {r.stop_ns, "stop"},
-                               {r.decode_ns, "decode"},
-                               {r.disable_ns, "disable"}});
+// One launch a record's counters were assembled from (always-on's groups, a stage's passes): its
+// shape, and when `readings` are its own, its duration and how many counters it gave.
+triage::AssembledLaunch assembled_launch(const LaunchEvent& event, uint64_t launch_index,
+                                         const std::vector<collectors::MetricReading>* readings) {
+  triage::AssembledLaunch a;
+  a.launch_index = launch_index;
+  if (event.launch) {
+    a.grid = event.launch->grid;
+    a.block = event.launch->block;
+    a.dynamic_shared_bytes = event.launch->dynamic_shared_bytes;
   }
-  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::string text;
-  for (const auto& [ns, name] : parts) {
-    if (ns < 1'000'000) continue;
-    text += (text.empty() ? "" : ", ") + name + " " + ms_text(ns);
+  if (readings != nullptr) {
+    for (const collectors::MetricReading& r : *readings) {
+      if (r.name == "gpu__time_duration.sum") a.duration_ns = r.value;
+    }
+    a.metrics = static_cast<uint32_t>(readings->size());
   }
-  return text.empty() ? "every part under 1 ms" : text;
+  return a;
 }
 
 }  // namespace
@@ -586,18 +575,8 @@ void LaunchProfiler::complete_counters(Active& active) {
       f.assembled.clear();
     }
     if (active.group >= 0) {
-      triage::AssembledLaunch a;
-      a.launch_index = active.launch_index;
-      if (active.event.launch) {
-        a.grid = active.event.launch->grid;
-        a.block = active.event.launch->block;
-        a.dynamic_shared_bytes = active.event.launch->dynamic_shared_bytes;
-      }
-      for (const collectors::MetricReading& r : readings.value()) {
-        if (r.name == "gpu__time_duration.sum") a.duration_ns = r.value;
-      }
+      triage::AssembledLaunch a = assembled_launch(active.event, active.launch_index, &readings.value());
       a.metric_group = static_cast<uint32_t>(active.group) + 1;
-      a.metrics = static_cast<uint32_t>(readings.value().size());
       f.assembled.push_back(a);
     }
     if (active.stage_pass) {
@@ -609,31 +588,11 @@ void LaunchProfiler::complete_counters(Active& active) {
       // What the stage cost, pass by pass, for the log (the budget has each pass's own charge).
       std::vector<uint64_t> costs = std::move(f.ao_stage_pass_ns);
       costs.push_back(stopped > active.entered_ns ? stopped - active.entered_ns : 0);
-      stage_line = f.names->function + ": a stage of " + std::to_string(passes.size()) +
-                   " passes over its launches #" + std::to_string(passes.front()) + "-#" +
-                   std::to_string(passes.back()) + ": first pass " + ms_text(costs.front());
       first_pass_cost = f.ao_stage_first_cost;
-      if (first_pass_cost) stage_line += " (" + cost_parts_text(*first_pass_cost) + ")";
-      if (costs.size() > 1) {
-        uint64_t later = 0;
-        for (size_t i = 1; i < costs.size(); ++i) later += costs[i];
-        stage_line += ", the others " + ms_text(later / (costs.size() - 1)) + " on average";
-      }
+      stage_line = stage_cost_line(f.names->function, passes, costs, first_pass_cost);
       for (uint64_t li : passes) {
-        triage::AssembledLaunch a;
-        a.launch_index = li;
-        if (active.event.launch) {
-          a.grid = active.event.launch->grid;
-          a.block = active.event.launch->block;
-          a.dynamic_shared_bytes = active.event.launch->dynamic_shared_bytes;
-        }
-        if (li == active.launch_index) {
-          for (const collectors::MetricReading& r : readings.value()) {
-            if (r.name == "gpu__time_duration.sum") a.duration_ns = r.value;
-          }
-          a.metrics = static_cast<uint32_t>(readings.value().size());
-        }
-        f.assembled.push_back(a);
+        f.assembled.push_back(
+            assembled_launch(active.event, li, li == active.launch_index ? &readings.value() : nullptr));
       }
       f.clear_stage();
     }
