@@ -285,6 +285,10 @@ ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::str
                              "group per launch the budget admits); expected CUTRIAGE_REPLAY=kernel (or unset) "
                              "with CUTRIAGE_MODE=always-on, or CUTRIAGE_MODE=deep"});
   }
+  if (!result.config.metric_mode_set && result.config.mode == AgentMode::kDeep &&
+      result.config.replay == Replay::kKernel) {
+    result.config.metric_mode = MetricMode::kFull;
+  }
   if (!result.config.trace_duty_set && result.config.mode == AgentMode::kAlwaysOn && result.config.trace &&
       result.config.trace_flush_ms > 0) {
     result.config.trace_duty = kAlwaysOnTraceDuty;

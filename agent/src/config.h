@@ -117,7 +117,13 @@ struct AgentConfig {
   uint64_t launch_skip = 0;     // matching launches to let pass before profiling starts
   uint64_t launch_count = 0;    // profile at most this many launches in all; 0 = no limit
   uint32_t max_profiles_per_kernel = 3;
+  // Left unset (metric_mode_set false), parse_config gives deep mode with kernel replay kFull:
+  // nearly every kernel's route needs a second stage (often a third) whose passes add up to about
+  // the full list's, and each stage pays a new configuration's first start (docs/agent.md,
+  // "Counters per launch"). Always-on and application replay keep kAdaptive, where a stage or a
+  // run is paid per group. A config built in code keeps kAdaptive unless it says otherwise.
   MetricMode metric_mode = MetricMode::kAdaptive;
+  bool metric_mode_set = false;
   std::vector<std::string> metric_list;  // for kList
   LogLevel log_level = LogLevel::kWarn;
   std::string log_file;                  // empty: stderr

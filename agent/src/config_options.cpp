@@ -70,6 +70,7 @@ Problem apply_metrics(std::string_view value, AgentConfig& config) {
                        Mode{"base", MetricMode::kBase}}) {
     if (iequals(v, m.name)) {
       config.metric_mode = m.mode;
+      config.metric_mode_set = true;
       config.metric_list.clear();
       return ok();
     }
@@ -91,6 +92,7 @@ Problem apply_metrics(std::string_view value, AgentConfig& config) {
     rest = rest.substr(comma + 1);
   }
   config.metric_mode = MetricMode::kList;
+  config.metric_mode_set = true;
   config.metric_list = std::move(names);
   return ok();
 }
@@ -246,9 +248,11 @@ const std::array<Option, 47> kOptions = {{
      [](std::string_view v, AgentConfig& c) {
        return apply_unsigned(v, c.max_profiles_per_kernel, 1, UINT32_MAX);
      }},
-    {{"CUTRIAGE_METRICS", "--metrics", "adaptive|full|base|list:M[,M...]", "adaptive",
-      "adaptive: Decisions 0-2 first, then what the route asks for; full: everything every rule "
-      "reads; base: Decisions 0-2 only; list: exactly these CUPTI metrics"},
+    {{"CUTRIAGE_METRICS", "--metrics", "adaptive|full|base|list:M[,M...]",
+      "full in deep mode, adaptive in always-on and with application replay",
+      "full: everything every rule reads, in one launch; adaptive: Decisions 0-2 first, then what "
+      "the route asks for, over later launches; base: Decisions 0-2 only; list: exactly these CUPTI "
+      "metrics"},
      "adaptive, full, base or list:<metric>[,<metric>...] with CUPTI metric names such as "
      "sm__throughput.avg.pct_of_peak_sustained_elapsed",
      apply_metrics},

@@ -346,3 +346,36 @@ TEST_CASE("pc sampling: a PC inlined from a helper is attributed to its calling 
   CHECK(own->inlined_file_iid() == 0);
   CHECK(own->inlined_line() == 0);
 }
+
+// Deep mode's default (CUTRIAGE_METRICS unset, through parse_config as injection reads it): the
+// first profiled launch collects every counter and the second is PC-sampled, so a kernel launched
+// twice gets its whole diagnosis with source lines. Adaptive, asked for, takes a second counter
+// launch on the vector_add capture (its route wants Decision 4's counters) and samples later.
+TEST_CASE("pc sampling: deep mode's default counters take one launch, the next one is sampled",
+          "[agent][pcsampling][metrics]") {
+  struct Case {
+    const char* metrics;  // nullptr: unset
+    int counter_launches;
+    uint64_t sampled_launch;
+  };
+  for (const Case c : {Case{nullptr, 1, 2}, Case{"adaptive", 2, 3}}) {
+    INFO("CUTRIAGE_METRICS=" << (c.metrics != nullptr ? c.metrics : "(unset)"));
+    std::vector<std::pair<std::string, std::string>> env = {{"CUTRIAGE_SELECT", "all"}};
+    if (c.metrics != nullptr) env.emplace_back("CUTRIAGE_METRICS", c.metrics);
+    const agent::ConfigResult parsed = agent::parse_config(env);
+    REQUIRE(parsed.ok());
+    Run run = make_run(parsed.config);
+    Harness& h = *run.h;
+    launch_n(run, 4);
+    h.ag->finish();
+    CHECK(h.platform.stats.begins.load() == c.counter_launches);
+    CHECK(h.platform.stats.pc_begins.load() == 1);
+    tools::ReadResult r = h.read();
+    auto ks = kernel_records(r);
+    REQUIRE(!ks.empty());
+    const v1::KernelProfile& k = *ks.back();
+    REQUIRE(k.has_pc_sampling());
+    CHECK(k.pc_sampling().from_launch_index() == c.sampled_launch);
+    CHECK(k.diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+  }
+}

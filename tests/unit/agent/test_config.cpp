@@ -140,7 +140,7 @@ TEST_CASE("config: no CUTRIAGE_ variable gives the defaults", "[config]") {
   CHECK(c.launch_skip == 0);
   CHECK(c.launch_count == 0);
   CHECK(c.max_profiles_per_kernel == 3);
-  CHECK(c.metric_mode == MetricMode::kAdaptive);
+  CHECK(c.metric_mode == MetricMode::kFull);  // deep mode with kernel replay
   CHECK(c.metric_list.empty());
   CHECK(c.log_level == LogLevel::kWarn);
   CHECK(c.log_file.empty());
@@ -238,6 +238,28 @@ TEST_CASE("config: keywords are case-insensitive and may carry whitespace", "[co
   }
 }
 
+// Deep mode's kernel replay pays a new configuration's start for every stage of an adaptive
+// collection, and the stages' passes add up to about the full list's (docs/agent.md): unset, it
+// collects everything in one launch. Always-on and application replay keep adaptive; a value the
+// user gives wins in every mode.
+TEST_CASE("config: CUTRIAGE_METRICS unset is full in deep mode and adaptive in always-on and application replay",
+          "[config]") {
+  CHECK(parse_config({}).config.metric_mode == MetricMode::kFull);
+  CHECK(parse_config({{"CUTRIAGE_MODE", "deep"}}).config.metric_mode == MetricMode::kFull);
+  CHECK(parse_config({{"CUTRIAGE_METRICS", ""}}).config.metric_mode == MetricMode::kFull);
+  CHECK(parse_config({{"CUTRIAGE_MODE", "always-on"}}).config.metric_mode == MetricMode::kAdaptive);
+  CHECK(parse_config({{"CUTRIAGE_REPLAY", "application"}}).config.metric_mode == MetricMode::kAdaptive);
+  CHECK(parse_config({{"CUTRIAGE_REPLAY", "kernel"}}).config.metric_mode == MetricMode::kFull);
+  CHECK(parse_config({{"CUTRIAGE_METRICS", "adaptive"}}).config.metric_mode == MetricMode::kAdaptive);
+  CHECK(parse_config({{"CUTRIAGE_METRICS", "base"}}).config.metric_mode == MetricMode::kBase);
+  CHECK(parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_METRICS", "full"}}).config.metric_mode ==
+        MetricMode::kFull);
+  const ConfigResult list = parse_config({{"CUTRIAGE_METRICS", "list:sm__throughput.avg.pct_of_peak_sustained_elapsed"}});
+  CHECK(list.config.metric_mode == MetricMode::kList);
+  // A config built in code keeps adaptive: only parse_config resolves the unset default.
+  CHECK(AgentConfig{}.metric_mode == MetricMode::kAdaptive);
+}
+
 TEST_CASE("config: an empty value is the same as unset", "[config]") {
   Env env;
   for (const auto& option : config_options()) env.emplace_back(std::string(option.env), "");
@@ -248,7 +270,7 @@ TEST_CASE("config: an empty value is the same as unset", "[config]") {
   CHECK(r.config.output_pattern == "cutriage-%h-%p.pb");
   CHECK(r.config.kernel_filter.empty());
   CHECK(r.config.max_profiles_per_kernel == 3);
-  CHECK(r.config.metric_mode == MetricMode::kAdaptive);
+  CHECK(r.config.metric_mode == MetricMode::kFull);
   CHECK(r.config.log_level == LogLevel::kWarn);
   CHECK(r.config.summary);
 }
