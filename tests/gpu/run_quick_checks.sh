@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The short GPU check to run first in a device session (about 3 minutes with the build), before the
+# long suites: the build, the range profiler smoke (each CUPTI call's time), short programs that
+# exit while the agent is busy (the exits of stops 37 and 38), and deep mode's default counters
+# against adaptive ones on zoo_many_kernels (issue 21). From the repository root, on the device:
+#
+#   bash tests/gpu/run_quick_checks.sh      # logs under $OUT (or ./gpu-out), summary on stdout
+#
+# Carry .carry (the protozero headers). Builds build-gpu as run_agent_tests.sh does (warnings as
+# errors), so that script's build is then a no-op on the same machine.
+set -u -o pipefail
+out="${OUT:-$PWD/gpu-out}"
+export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
+mkdir -p "$out/quick"
+q="$out/quick"
+t0=$(date +%s)
+secs() { python3 -c "print('%.2f' % ($(date +%s.%N) - $1))"; }
+if ! cmake -S . -B build-gpu -G Ninja -DCUTRIAGE_WERROR=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
+       >"$q/configure.log" 2>&1 || ! cmake --build build-gpu -j16 >"$q/build.log" 2>&1; then
+  echo "BUILD FAILED"
+  tail -40 "$q/configure.log" "$q/build.log"
+  exit 1
+fi
+echo "build: $(( $(date +%s) - t0 )) s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+timeout 60 build-gpu/tests/range_profiler_smoke >"$q/smoke.txt" 2>&1
+echo "range_profiler_smoke: exit $? (each call's time in quick/smoke.txt)"
+
+lib=$PWD/build-gpu/agent/libcutriage.so
+cli=$PWD/build-gpu/tools/cutriage
+zoo=$PWD/build-gpu/examples/zoo
+fail=0
+for i in 1 2 3 4; do
+  "$cli" run -o "$q/fma-$i.pb" -- "$zoo/zoo_fma_chain" >"$q/fma-$i.out" 2>&1
+  a=$?
+  CUDA_INJECTION64_PATH=$lib CUTRIAGE_OUTPUT="$q/mt-$i.pb" build-gpu/tests/gpu/gpu_multithread >"$q/mt-$i.out" 2>&1
+  b=$?
+  CUDA_INJECTION64_PATH=$lib CUTRIAGE_OUTPUT="$q/sg-$i.pb" CUTRIAGE_SELECT=all "$zoo/zoo_small_grid" >"$q/sg-$i.out" 2>&1
+  c=$?
+  echo "exits, round $i: cutriage run zoo_fma_chain $a, gpu_multithread injected $b, zoo_small_grid (select all) $c"
+  [ "$a$b$c" = 000 ] || fail=1
+done
+
+s=$(date +%s.%N)
+"$zoo/zoo_many_kernels" >"$q/mk-plain.out" 2>&1
+echo "zoo_many_kernels plain: $(secs "$s") s"
+for arm in default adaptive; do
+  for i in 1 2; do
+    flags=()
+    [ "$arm" = adaptive ] && flags=(--metrics adaptive)
+    s=$(date +%s.%N)
+    "$cli" run "${flags[@]}" -o "$q/mk-$arm-$i.pb" -- "$zoo/zoo_many_kernels" >"$q/mk-$arm-$i.out" 2>&1
+    rc=$?
+    echo "zoo_many_kernels cutriage run ($arm) $i: exit $rc, $(secs "$s") s"
+    [ "$rc" = 0 ] || fail=1
+    "$cli" report --verbose "$q/mk-$arm-$i.pb" >"$q/mk-$arm-$i.report.txt" 2>&1
+  done
+  grep -E "^\[|^    (collected|cost|pc cost)" "$q/mk-$arm-1.report.txt" | cut -c1-220 | head -24
+done
+echo "result: $([ $fail = 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - t0 )) s"
