@@ -6,8 +6,8 @@
 #
 #   bash tests/gpu/run_quick_checks.sh      # logs under $OUT (or ./gpu-out), summary on stdout
 #
-# Carry .carry (the protozero headers). Builds build-gpu as run_agent_tests.sh does (warnings as
-# errors), so that script's build is then a no-op on the same machine.
+# Carry .carry (the protozero headers). Builds build-gpu (warnings as errors) and the example
+# service with tests/gpu/build_with_service.sh, as the long GPU scripts expect them.
 set -u -o pipefail
 out="${OUT:-$PWD/gpu-out}"
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
@@ -15,12 +15,7 @@ mkdir -p "$out/quick"
 q="$out/quick"
 t0=$(date +%s)
 secs() { python3 -c "print('%.2f' % ($(date +%s.%N) - $1))"; }
-if ! cmake -S . -B build-gpu -G Ninja -DCUTRIAGE_WERROR=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
-       >"$q/configure.log" 2>&1 || ! cmake --build build-gpu -j16 >"$q/build.log" 2>&1; then
-  echo "BUILD FAILED"
-  tail -40 "$q/configure.log" "$q/build.log"
-  exit 1
-fi
+bash tests/gpu/build_with_service.sh build-gpu "$q" -DCUTRIAGE_WERROR=ON || exit 1
 echo "build: $(( $(date +%s) - t0 )) s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 timeout 60 build-gpu/tests/range_profiler_smoke >"$q/smoke.txt" 2>&1
 echo "range_profiler_smoke: exit $? (each call's time in quick/smoke.txt)"
