@@ -363,4 +363,16 @@ TEST_CASE("graph captures: always-on over torch.compile routes the graph's famil
   }
   CHECK(graph_scope == 1);
   CHECK(node_sampled == 1);
+
+  // Issue 20's bar: the graph's verdicts are complete within ten minutes at the default budget.
+  const v1::SessionHeader& session = r.file.records(0).session();
+  double complete_after_s = -1;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_notice() && rec.notice().code() == "graph_verdicts" &&
+        rec.notice().message().find("complete") != std::string::npos) {
+      complete_after_s = static_cast<double>(rec.notice().time_unix_ns() - session.start_time_unix_ns()) * 1e-9;
+    }
+  }
+  REQUIRE(complete_after_s > 0);
+  CHECK(complete_after_s < 600);
 }
