@@ -4,7 +4,7 @@
 # exit while the agent is busy (the exits of stops 37 and 38), and deep mode's default counters
 # against adaptive ones on zoo_many_kernels (issue 21). From the repository root, on the device:
 #
-#   bash tests/gpu/run_quick_checks.sh      # logs under $OUT (or ./gpu-out), summary on stdout
+#   bash tests/gpu/run_quick_checks.sh      # logs in $OUT/quick.tgz (or ./gpu-out), summary on stdout
 #
 # Carry .carry (the protozero headers). Builds build-gpu (warnings as errors) and the example
 # service with tests/gpu/build_with_service.sh, as the long GPU scripts expect them.
@@ -52,3 +52,6 @@ for arm in default adaptive; do
   grep -E "^\[|^    (collected|cost|pc cost)" "$q/mk-$arm-1.report.txt" | cut -c1-220 | head -24
 done
 echo "result: $([ $fail = 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - t0 )) s"
+# The device tool brings back a limited number of files: the logs and agent files travel as one
+# archive (quick.tgz beside the summary printed above).
+tar czf "$out/quick.tgz" -C "$out" quick && rm -rf "$q"
