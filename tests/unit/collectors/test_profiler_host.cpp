@@ -19,6 +19,7 @@
 #include "host_api_guard.h"
 #include "cutriage/collectors/range_profiler.h"
 
+using cutriage::collectors::ConflictSearch;
 using cutriage::collectors::CounterData;
 using cutriage::collectors::make_cupti_profiler_host;
 using cutriage::collectors::MetricPlan;
@@ -42,6 +43,17 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 ProfilerHost& gh100() {
   static std::unique_ptr<ProfilerHost> host = [] {
     auto made = make_cupti_profiler_host("GH100");
+    INFO(made.status().message());
+    REQUIRE(made.is_ok());
+    return std::move(made).value();
+  }();
+  return *host;
+}
+
+// The same host with bisection alone (ConflictSearch::kBisectOnly): what CUPTI itself refuses.
+ProfilerHost& gh100_bisect_only() {
+  static std::unique_ptr<ProfilerHost> host = [] {
+    auto made = make_cupti_profiler_host("GH100", ConflictSearch::kBisectOnly);
     INFO(made.status().message());
     REQUIRE(made.is_ok());
     return std::move(made).value();
@@ -157,6 +169,91 @@ TEST_CASE("names CUPTI takes alone but not together are rejected, naming the con
     CHECK(contains(r.reason, "cannot be collected in one config with " + kDramThroughput));
   }
   CHECK(plan.passes == 1);
+}
+
+TEST_CASE("every GH100 dram__ metric and every pcie__ metric refuse to share a config", "[collectors][host]") {
+  SKIP_IF_HOST_API_BLOCKED();
+  // What the host's known exclusive units (dram__ and pcie__ on GH100) rest on, asked of CUPTI
+  // with bisection alone for every pair of the two units' base metrics, in both orders. If a
+  // CUPTI release lifts the restriction, this fails and the units' entry must go.
+  std::ifstream in(std::string(CUTRIAGE_TEST_DATA_DIR) + "/gh100_base_metrics.txt");
+  REQUIRE(in.good());
+  std::vector<std::string> dram;
+  std::vector<std::string> pcie;
+  std::string base;
+  while (std::getline(in, base)) {
+    const std::string name =
+        base + (base.ends_with("__throughput") ? ".avg.pct_of_peak_sustained_elapsed" : ".sum");
+    if (base.starts_with("dram__")) dram.push_back(name);
+    if (base.starts_with("pcie__")) pcie.push_back(name);
+  }
+  REQUIRE(dram.size() >= 10);
+  REQUIRE(pcie.size() >= 5);
+  for (const std::string& d : dram) {
+    for (const std::string& p : pcie) {
+      for (const auto& [first, second] : {std::pair{d, p}, std::pair{p, d}}) {
+        auto plan = gh100_bisect_only().plan({first, second});
+        INFO(first << " then " << second << ": " << plan.status().message());
+        REQUIRE(plan.is_ok());
+        CHECK(plan.value().metrics == std::vector<std::string>{first});
+        REQUIRE(plan.value().rejected.size() == 1);
+        CHECK(plan.value().rejected[0].name == second);
+        CHECK(plan.value().rejected[0].conflict);
+      }
+    }
+  }
+}
+
+TEST_CASE("pcie__ metrics give way to dram__ ones on GH100 before any compile", "[collectors][host]") {
+  SKIP_IF_HOST_API_BLOCKED();
+  // Where bisection alone drops the same names (the PCIe ones come late, or refuse a metric asked
+  // before them), the plans are the same but for the partner a reason names.
+  std::vector<std::string> rules = rule_metrics();
+  std::vector<std::string> reversed(rules.rbegin(), rules.rend());
+  const std::vector<std::vector<std::string>> same_as_bisection = {
+      rules,
+      reversed,
+      {kDuration, kDramThroughput, "pcie__read_bytes.sum", "pcie__write_bytes.sum"},
+      {kSmThroughput, "dram__bytes_read.sum", "made__up.sum", "pcie__throughput.avg.pct_of_peak_sustained_elapsed"},
+      {kDuration, "pcie__read_bytes.sum", "pcie__write_bytes.sum"},
+  };
+  for (const std::vector<std::string>& request : same_as_bisection) {
+    INFO("request of " << request.size() << " names, first " << request.front());
+    const MetricPlan fast = plan_ok(request);
+    auto slow = gh100_bisect_only().plan(request);
+    REQUIRE(slow.is_ok());
+    CHECK(fast.metrics == slow.value().metrics);
+    CHECK(fast.passes == slow.value().passes);
+    CHECK(fast.config_image == slow.value().config_image);
+    REQUIRE(fast.rejected.size() == slow.value().rejected.size());
+    for (size_t i = 0; i < fast.rejected.size(); ++i) {
+      INFO(fast.rejected[i].name << ": " << fast.rejected[i].reason);
+      CHECK(fast.rejected[i].name == slow.value().rejected[i].name);
+      CHECK(fast.rejected[i].conflict == slow.value().rejected[i].conflict);
+      if (fast.rejected[i].name.starts_with("pcie__")) {
+        CHECK(contains(fast.rejected[i].reason, "CUPTI refuses pcie__ and dram__ metrics together on GH100"));
+      } else {
+        CHECK(fast.rejected[i].reason == slow.value().rejected[i].reason);
+      }
+    }
+  }
+
+  // A PCIe counter asked first: bisection keeps it and drops every later metric that refuses it;
+  // the PCIe counters give way instead.
+  const std::vector<std::string> pcie_first = {"pcie__read_bytes.sum", kDuration, kDramThroughput, kSmThroughput,
+                                               "pcie__write_bytes.sum"};
+  auto slow = gh100_bisect_only().plan(pcie_first);
+  REQUIRE(slow.is_ok());
+  CHECK(slow.value().metrics == std::vector<std::string>{"pcie__read_bytes.sum", kDuration, "pcie__write_bytes.sum"});
+  const MetricPlan fast = plan_ok(pcie_first);
+  CHECK(fast.metrics == std::vector<std::string>{kDuration, kDramThroughput, kSmThroughput});
+  REQUIRE(fast.rejected.size() == 2);
+  for (const RejectedMetric& r : fast.rejected) {
+    INFO(r.name << ": " << r.reason);
+    CHECK(r.name.starts_with("pcie__"));
+    CHECK(r.conflict);
+    CHECK(contains(r.reason, "cannot be collected in one config with " + kDramThroughput));
+  }
 }
 
 TEST_CASE("the rule metrics plan on GH100 in one config", "[collectors][host]") {

@@ -96,9 +96,21 @@ class ProfilerHost {
                                                       uint32_t range = 0) = 0;
 };
 
+// How a CUPTI-backed host finds names that cannot share a config.
+enum class ConflictSearch : uint8_t {
+  // Counter units known never to share a config on the chip are kept apart before compiling
+  // (on GH100, pcie__* metrics give way to dram__* ones); the rest is found by bisection. The
+  // default.
+  kKnownUnitsFirst,
+  // Bisection only, request order deciding who stays: every conflict costs several compiles of
+  // the list (the tests compare the two).
+  kBisectOnly,
+};
+
 // Creates the CUPTI-backed host for `chip` ("GH100", from cuptiDeviceGetChipName). Needs no GPU
 // and no driver. Thread-safe: plan() and evaluate() may be called from several threads.
-Result<std::unique_ptr<ProfilerHost>> make_cupti_profiler_host(const std::string& chip);
+Result<std::unique_ptr<ProfilerHost>> make_cupti_profiler_host(
+    const std::string& chip, ConflictSearch search = ConflictSearch::kKnownUnitsFirst);
 
 // Wraps one launch in auto range + kernel replay. begin() on launch entry, end() on launch exit.
 // Not thread-safe: one thread at a time per object (the agent serializes profiled launches per
