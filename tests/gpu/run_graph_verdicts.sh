@@ -10,7 +10,8 @@
 #                                                       # loop timed plain and under the agent
 #   PHASE=always-compile bash ...                       # the same for torch.compile reduce-overhead
 # On the device, carry .carry (protozero headers). AO_SECONDS (default 240) sets the always-on run,
-# PLAIN_SECONDS (default 60) the plain timed run it is compared with.
+# PLAIN_SECONDS (default 60) the plain timed run it is compared with; PLAIN_AFTER=1 times a second
+# plain run after it and gives the loss against the mean of the two.
 set -u -o pipefail
 out="${OUT:-$PWD/gpu-out}"
 mkdir -p "$out"
@@ -107,6 +108,25 @@ if [ "$phase" = always ] || [ "$phase" = always-compile ]; then
   run_one "$name.ao" env CUTRIAGE_MODE=always-on CUTRIAGE_TRACE_MAX_EVENTS=20000 CUTRIAGE_LOG_LEVEL=info \
     CUTRIAGE_LOG_FILE="$logs/agent.log" "$cli" run -o "$out/$name-always-on.pb" -- python3 "$w/$wl.py" 0 "$secs"
   verdicts "$out/$name-always-on.pb"
+  # PLAIN_AFTER=1: a second plain run after the agent's, so that a drift of the GPU's clocks over
+  # the session shows beside the loss (the loss is then against the mean of the two plain runs).
+  if [ "${PLAIN_AFTER:-0}" = 1 ]; then
+    run_one "$name.plain.after" python3 "$w/$wl.py" 0 "${PLAIN_SECONDS:-60}"
+    python3 - "$logs" "$name" >>"$sum" <<'EOF2'
+import re, sys
+logs, name = sys.argv[1], sys.argv[2]
+def rate(label):
+    m = re.search(r"_per_s=([0-9.]+)", open("%s/%s.err" % (logs, label)).read())
+    return float(m.group(1)) if m else None
+before, ao, after = rate(name + ".plain.timed"), rate(name + ".ao"), rate(name + ".plain.after")
+if None in (before, ao, after):
+    print("A/B: a run printed no rate")
+else:
+    plain = (before + after) / 2
+    print("A/B: plain %.2f before, %.2f after (mean %.2f); always-on %.2f: %+.2f%%" %
+          (before, after, plain, ao, 100 * (ao - plain) / plain))
+EOF2
+  fi
   grep -E "graph|budget|complete" "$logs/agent.log" | head -40 >>"$sum"
   unset TORCHINDUCTOR_CACHE_DIR
 fi
