@@ -55,6 +55,7 @@
 #include "nvtx_tracker.h"
 #include "output.h"
 #include "pc_summary.h"
+#include "plan_cache.h"
 #include "pm_window.h"
 #include "quiet_tracker.h"
 #include "prometheus.h"
@@ -206,6 +207,7 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   DeepPolicy deep_policy_;
   Selector selector_;
   TraceFolder trace_;
+  PlanCache plans_;  // metric plans, once per (chip, counter list): launches' and graphs' alike
   LaunchProfiler profiler_;
   GraphProfiler graph_profiler_;
   SessionView view_;

@@ -188,7 +188,9 @@ bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t sta
       std::lock_guard<std::mutex> lock(mutex_);
       wanted = next_stage_locked(t, dev->limits.chip);
     }
-    collectors::Result<collectors::MetricPlan> planned = host->plan(wanted);
+    // From the process's plans: deep mode's first list is made ahead as a context is created, and
+    // a later stage's list may be one a launch asked for already.
+    collectors::Result<collectors::MetricPlan> planned = p_.plans.plan(*host, dev->limits.chip, wanted);
     if (!planned.is_ok()) {
       fail(t, "metric plan: " + planned.status().message());
       return false;

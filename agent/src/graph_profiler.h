@@ -43,6 +43,7 @@
 #include "graph_table.h"
 #include "log.h"
 #include "pc_summary.h"
+#include "plan_cache.h"
 #include "record_output.h"
 #include "trace_folder.h"
 
@@ -67,6 +68,7 @@ class GraphProfiler {
     const triage::TriageOptions& triage_options;
     const std::atomic<bool>& trace_started;
     const std::atomic<bool>& paused;
+    PlanCache& plans;  // the process's metric plans (the launch profiler's too)
     std::function<uint64_t()> monotonic_ns;
     std::function<void(wire::AgentState, const std::string&)> set_inactive;
     std::function<void(wire::Severity, const std::string& code, const std::string& message, uint64_t family)> notify;

@@ -3,7 +3,9 @@
 // are a real H200 capture (cublas_gemm, from the zoo) standing for the graph's; the graph's shape
 // (a GEMM node holding most of its time, a norm node the rest) and the PC sample batch are
 // synthetic, labelled as such.
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_harness.h"
@@ -153,6 +155,43 @@ TEST_CASE("graphs: a graph's kernels get verdicts from its counters, over the ap
 
   const std::string text = tools::render_report(r, {});
   CHECK(text.find("the whole graph 9's (exec 5), as one workload") != std::string::npos);
+}
+
+TEST_CASE("graphs: a deep-mode graph takes the metric plan made ahead as its context was created",
+          "[agent][graphs][plan]") {
+  GraphRun run;
+  AgentConfig c = top(2);
+  c.metric_mode = agent::MetricMode::kFull;  // deep mode's default, as parse_config resolves it
+  c.pc_sampling = false;
+  c.trace_flush_ms = 5;  // the flush thread makes the plans queued at the context
+  Harness h(c, run.counters());
+  REQUIRE(h.ag->start());
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): an opaque fake handle, never dereferenced.
+  h.ag->on_context_created(collectors::ContextEvent{1, reinterpret_cast<void*>(uintptr_t{0x1001}), 0});
+  for (int i = 0; i < 2000 && h.platform.stats.plans.load() < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(h.platform.stats.plans.load() >= 1);
+  uint64_t correlation = 100;
+  replay(h, correlation, 40);
+  h.ag->finish();
+
+  // The graph was profiled over its own launches, and no list was planned twice in the process:
+  // its stage used the list made ahead instead of making it again on the application's thread.
+  {
+    std::lock_guard<std::mutex> lock(h.platform.stats.mutex);
+    REQUIRE_FALSE(h.platform.stats.begin_replays.empty());
+    for (collectors::PlanReplay rp : h.platform.stats.begin_replays) CHECK(rp == collectors::PlanReplay::kApplication);
+    const std::vector<std::vector<std::string>>& planned = h.platform.stats.planned;
+    for (size_t i = 0; i < planned.size(); ++i) {
+      for (size_t j = i + 1; j < planned.size(); ++j) CHECK(planned[i] != planned[j]);
+    }
+  }
+  tools::ReadResult r = h.read();
+  const v1::KernelProfile* gemm = record_of(r, kernel_records(r), kGemm);
+  REQUIRE(gemm != nullptr);
+  CHECK(gemm->status() == v1::PROFILE_STATUS_PROFILED);
+  REQUIRE(gemm->has_graph_scope());
 }
 
 TEST_CASE("graphs: nothing is profiled before the exec is bridged to its records, nor for an unranked graph",
