@@ -89,7 +89,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
           [this](wire::Severity s, const std::string& code, const std::string& message, uint64_t family) {
             write_notice(s, code, message, family);
           },
-          [this] { deep_.check(); }, app_replay_.get(), [this] { flush_thread_.wake(); }, &plans_}),
+          [this] { deep_.check(); }, plans_, app_replay_.get(), [this] { flush_thread_.wake(); }}),
       graph_profiler_(GraphProfiler::Parts{
           config_, platform, log, families_, always_on_.get(), devices_, builds_, contexts_, trace_, graphs_, output_,
           cubins_, cupti_gate_, triage_options_, trace_started_, paused_, plans_, [this] { return monotonic_now(); },

@@ -124,12 +124,7 @@ struct LaunchProfiler::Active {
 LaunchProfiler::LaunchProfiler(Parts parts)
     : p_(std::move(parts)),
       single_pass_(p_.always_on != nullptr ? static_cast<SinglePassPolicy*>(p_.always_on) : p_.app_replay),
-      instance_id_(g_next_instance.fetch_add(1)) {
-  if (p_.plans == nullptr) {
-    own_plans_ = std::make_unique<PlanCache>();
-    p_.plans = own_plans_.get();
-  }
-}
+      instance_id_(g_next_instance.fetch_add(1)) {}
 
 std::unique_ptr<LaunchProfiler::Active>& LaunchProfiler::active_slot() {
   thread_local std::unique_ptr<Active> slot;
@@ -244,7 +239,7 @@ bool LaunchProfiler::enter(const LaunchEvent& fast_event, Family& family, uint64
 
 void LaunchProfiler::queue_plans(const std::string& chip, const std::vector<std::vector<std::string>>& lists) {
   for (const std::vector<std::string>& list : lists) {
-    if (!list.empty()) p_.plans->queue(chip, list);
+    if (!list.empty()) p_.plans.queue(chip, list);
   }
   if (p_.plans_queued) p_.plans_queued();
 }
@@ -252,7 +247,7 @@ void LaunchProfiler::queue_plans(const std::string& chip, const std::vector<std:
 size_t LaunchProfiler::make_queued_plans() {
   const uint64_t t0 = p_.monotonic_ns();
   bool any = false;
-  const size_t ready = p_.plans->make_queued([&](const std::string& chip) {
+  const size_t ready = p_.plans.make_queued([&](const std::string& chip) {
     any = true;
     std::string error;  // a chip without a host is said by the launch that needs it
     return p_.devices.host(chip, &error);
@@ -312,7 +307,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
     give_up(wire::ProfileStatus::kFailed, "application replay: no single-pass metric group for this launch");
     return;
   } else {
-    collectors::Result<collectors::MetricPlan> plan = p_.plans->plan(*active->host, dev->limits.chip, selection.metrics);
+    collectors::Result<collectors::MetricPlan> plan = p_.plans.plan(*active->host, dev->limits.chip, selection.metrics);
     if (!plan.is_ok()) {
       give_up(wire::ProfileStatus::kFailed, "metric plan: " + plan.status().message());
       return;

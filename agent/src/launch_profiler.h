@@ -62,14 +62,14 @@ class LaunchProfiler {
     std::function<void(wire::AgentState, const std::string&)> set_inactive;
     std::function<void(wire::Severity, const std::string& code, const std::string& message, uint64_t family)> notify;
     std::function<void()> deep_profiled;  // a deep capture's launch completed
+    // The process's metric plans, made once per (chip, counter list), shared with the graph
+    // profiler.
+    PlanCache& plans;
     // Application replay (CUTRIAGE_REPLAY=application); null otherwise (and always with always_on).
     ApplicationReplayPolicy* app_replay = nullptr;
     // Plans were queued (queue_plans, or a kernel's next stage): the flush thread's next tick
     // makes them now. Empty: they wait for the next tick.
     std::function<void()> plans_queued;
-    // The process's metric plans, made once per (chip, counter list), shared with the graph
-    // profiler; null: this profiler keeps its own.
-    PlanCache* plans = nullptr;
   };
   explicit LaunchProfiler(Parts parts);
 
@@ -130,7 +130,6 @@ class LaunchProfiler {
   // ns; 0 = none due). Set as a profiled launch ends; taken by the next launch after it.
   std::atomic<uint64_t> release_due_ns_{0};
   std::atomic<uint64_t> sampled_launches_{0};
-  std::unique_ptr<PlanCache> own_plans_;  // when Parts::plans is null; p_.plans points here then
 };
 
 }  // namespace cutriage::agent

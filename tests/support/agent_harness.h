@@ -5,11 +5,13 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent.h"
@@ -128,5 +130,14 @@ inline size_t count_lines_containing(const std::string& text, const std::string&
   return n;
 }
 
+
+// Waits (at most 10 s) until the fake host has made `n` plans: those made ahead are made by the
+// agent's flush thread.
+inline bool wait_for_plans(FakePlatform& platform, int n) {
+  for (int i = 0; i < 2000 && platform.stats.plans.load() < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return platform.stats.plans.load() >= n;
+}
 
 }  // namespace cutriage::testing

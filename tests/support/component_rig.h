@@ -68,7 +68,7 @@ struct ComponentRig {
               state.store(s);
             },
             [this](wire::Severity, const std::string& code, const std::string&, uint64_t) { notices.push_back(code); },
-            [this] { ++deep_profiled; }, nullptr, {}}),
+            [this] { ++deep_profiled; }, plans, nullptr, {}}),
         view(agent::SessionView::Parts{config, families, trace, trace_started, nvtx, devices, always_on.get(),
                                        earlier, triage_options, counts, state, "rig-host"}) {
     earlier.load(config, log);
@@ -137,6 +137,7 @@ struct ComponentRig {
   agent::DeepPolicy deep_policy;
   agent::Selector selector;
   agent::TraceFolder trace;
+  agent::PlanCache plans;  // before the profiler, which refers to it
   agent::LaunchProfiler profiler;
   agent::SessionView view;
 };

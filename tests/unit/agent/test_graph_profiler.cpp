@@ -3,9 +3,7 @@
 // are a real H200 capture (cublas_gemm, from the zoo) standing for the graph's; the graph's shape
 // (a GEMM node holding most of its time, a norm node the rest) and the PC sample batch are
 // synthetic, labelled as such.
-#include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent_harness.h"
@@ -168,10 +166,7 @@ TEST_CASE("graphs: a deep-mode graph takes the metric plan made ahead as its con
   REQUIRE(h.ag->start());
   // NOLINTNEXTLINE(performance-no-int-to-ptr): an opaque fake handle, never dereferenced.
   h.ag->on_context_created(collectors::ContextEvent{1, reinterpret_cast<void*>(uintptr_t{0x1001}), 0});
-  for (int i = 0; i < 2000 && h.platform.stats.plans.load() < 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  REQUIRE(h.platform.stats.plans.load() >= 1);
+  REQUIRE(wait_for_plans(h.platform, 1));
   uint64_t correlation = 100;
   replay(h, correlation, 40);
   h.ag->finish();

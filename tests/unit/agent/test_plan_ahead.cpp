@@ -28,6 +28,7 @@ using testing::capture_of;
 using testing::counters_for;
 using testing::Harness;
 using testing::make_launch;
+using testing::wait_for_plans;
 
 namespace {
 
@@ -53,14 +54,6 @@ size_t times_planned(testing::FakePlatform& platform, const std::vector<std::str
   size_t n = 0;
   for (const std::vector<std::string>& p : planned(platform)) n += p == list ? 1 : 0;
   return n;
-}
-
-// Waits (at most 10 s) until the fake host has made `n` plans.
-bool wait_for_plans(testing::FakePlatform& platform, int n) {
-  for (int i = 0; i < 2000 && platform.stats.plans.load() < n; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return platform.stats.plans.load() >= n;
 }
 
 AgentConfig deep_with_flush_thread() {

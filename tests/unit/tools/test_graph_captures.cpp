@@ -45,6 +45,26 @@ struct Expected {
   double min_share;  // the graph's share of all kernel time, at least
 };
 
+// An always-on file's graph_verdicts notices: how many, and when the one saying "complete" came
+// (seconds after the session started; -1 when none did).
+struct GraphNotices {
+  int count = 0;
+  double complete_after_s = -1;
+};
+
+GraphNotices graph_notices(const tools::ReadResult& r) {
+  GraphNotices out;
+  const v1::SessionHeader& session = r.file.records(0).session();
+  for (const v1::Record& rec : r.file.records()) {
+    if (!rec.has_notice() || rec.notice().code() != "graph_verdicts") continue;
+    ++out.count;
+    if (rec.notice().message().find("complete") != std::string::npos) {
+      out.complete_after_s = static_cast<double>(rec.notice().time_unix_ns() - session.start_time_unix_ns()) * 1e-9;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("graph captures: each graph a workload, its families attributed to captured nodes", "[graphs][h200]") {
@@ -191,16 +211,9 @@ TEST_CASE("graph captures: always-on at the default budget completes the graph's
   const v1::SessionHeader& session = r.file.records(0).session();
   CHECK(session.mode() == "always-on");
   // The graph_verdicts notices: the last says complete, and when.
-  double complete_after_s = -1;
-  int stages = 0;
-  for (const v1::Record& rec : r.file.records()) {
-    if (!rec.has_notice() || rec.notice().code() != "graph_verdicts") continue;
-    ++stages;
-    if (rec.notice().message().find("complete") != std::string::npos) {
-      complete_after_s = static_cast<double>(rec.notice().time_unix_ns() - session.start_time_unix_ns()) * 1e-9;
-    }
-  }
-  CHECK(stages >= 2);
+  const GraphNotices notices = graph_notices(r);
+  CHECK(notices.count >= 2);
+  const double complete_after_s = notices.complete_after_s;
   REQUIRE(complete_after_s > 0);
   CHECK(complete_after_s < 600);
 
@@ -365,14 +378,7 @@ TEST_CASE("graph captures: always-on over torch.compile routes the graph's famil
   CHECK(node_sampled == 1);
 
   // Issue 20's bar: the graph's verdicts are complete within ten minutes at the default budget.
-  const v1::SessionHeader& session = r.file.records(0).session();
-  double complete_after_s = -1;
-  for (const v1::Record& rec : r.file.records()) {
-    if (rec.has_notice() && rec.notice().code() == "graph_verdicts" &&
-        rec.notice().message().find("complete") != std::string::npos) {
-      complete_after_s = static_cast<double>(rec.notice().time_unix_ns() - session.start_time_unix_ns()) * 1e-9;
-    }
-  }
+  const double complete_after_s = graph_notices(r).complete_after_s;
   REQUIRE(complete_after_s > 0);
   CHECK(complete_after_s < 600);
 }
