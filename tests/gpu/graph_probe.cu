@@ -28,6 +28,9 @@
 //   pcs_cb_paused    pcs_cb_trace with the trace's kernel kind disabled around the sampled launch
 //   pcs_cb_paused_rp the same after a range-profiler collection
 //   pcs_serial_cb_trace_rp  pcs_cb_trace_rp in kernel-serialized mode
+//   corr_pause   the cuGraphLaunch callbacks' and the kernel records' correlation ids while the
+//                trace is paused (its activity kinds disabled) and resumed, as always-on's duty cycle
+//   corr_pause_rp    the same after a range-profiler collection over graph launches
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -694,6 +697,89 @@ void CUPTIAPI pcs_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t,
   free(buffer);
 }
 
+
+// ---- correlation ids across a paused trace ---------------------------------------------------
+// The agent's always-on duty cycle pauses the trace by disabling its activity kinds and resumes
+// it by enabling them again. corr_pause replays the graph (a device-to-device copy before each
+// replay, as a serving loop refreshes its static input) through five phases: traced, paused,
+// resumed, paused, resumed; and prints, per phase, the cuGraphLaunch callbacks' correlation ids
+// and the kernel records'. corr_pause_rp first collects counters over graph launches with the
+// range profiler (the agent's first graph stage).
+std::mutex g_corr_mutex;
+std::vector<uint32_t> g_launch_corr;                 // cuGraphLaunch enter, in order
+std::map<uint32_t, int> g_record_corr;               // kernel records per correlation id
+void CUPTIAPI on_corr_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite != CUPTI_API_ENTER) return;
+  if (cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch && cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) return;
+  std::lock_guard<std::mutex> lock(g_corr_mutex);
+  g_launch_corr.push_back(cb->correlationId);
+}
+void CUPTIAPI corr_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+    const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+    if (k->graphId == 0) continue;
+    std::lock_guard<std::mutex> lock(g_corr_mutex);
+    ++g_record_corr[k->correlationId];
+  }
+  free(buffer);
+}
+
+int run_corr_pause(bool counters_first) {
+  const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                      CUPTI_ACTIVITY_KIND_MEMSET};
+  CP(cuptiActivityRegisterCallbacks(buffer_requested, corr_buffer_completed));
+  for (CUpti_ActivityKind k : kinds) CP(cuptiActivityEnable(k));
+  CUpti_SubscriberHandle sub{};
+  if (!CP(cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(on_corr_callback), nullptr))) return 1;
+  CP(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
+  Workload w;
+  w.setup();
+  w.launch();
+  CK(cudaStreamSynchronize(w.stream));
+  if (counters_first && !collect_counters_first(w)) {
+    std::printf("  the range profiler's collection failed\n");
+    return 1;
+  }
+  const char* phases[] = {"traced", "paused", "resumed", "paused again", "resumed again"};
+  bool unique = true;
+  for (int phase = 0; phase < 5; ++phase) {
+    if (phase == 1 || phase == 3) {
+      for (CUpti_ActivityKind k : kinds) CP(cuptiActivityDisable(k));
+    } else if (phase > 0) {
+      for (int i = 2; i >= 0; --i) CP(cuptiActivityEnable(kinds[i]));  // the agent's order
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_corr_mutex);
+      g_launch_corr.clear();
+      g_record_corr.clear();
+    }
+    for (int i = 0; i < 20; ++i) {
+      CK(cudaMemcpyAsync(w.scratch, w.x, kN * sizeof(float), cudaMemcpyDeviceToDevice, w.stream));
+      w.launch();
+    }
+    CK(cudaStreamSynchronize(w.stream));
+    CP(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    std::lock_guard<std::mutex> lock(g_corr_mutex);
+    std::map<uint32_t, int> distinct;
+    for (uint32_t c : g_launch_corr) ++distinct[c];
+    int records = 0;
+    for (const auto& [c, n] : g_record_corr) records += n;
+    std::printf("  %s: %zu cuGraphLaunch callbacks, %zu distinct correlation ids (%u..%u); %d graph kernel records "
+                "under %zu correlation ids\n",
+                phases[phase], g_launch_corr.size(), distinct.size(), g_launch_corr.empty() ? 0 : g_launch_corr.front(),
+                g_launch_corr.empty() ? 0 : g_launch_corr.back(), records, g_record_corr.size());
+    if (distinct.size() != g_launch_corr.size()) unique = false;
+  }
+  CP(cuptiUnsubscribe(sub));
+  const bool ok = w.check("corr_pause");
+  std::printf("  correlation ids %s\n", unique ? "unique in every phase" : "REPEATED in some phase");
+  return ok && unique ? 0 : 1;
+}
+
 int run_way(const std::string& way) {
   std::printf("== %s\n", way.c_str());
   std::fflush(stdout);
@@ -713,6 +799,8 @@ int run_way(const std::string& way) {
   if (way == "pcs_cb_trace_rp") return run_pcs_callback(true, true, true);
   if (way == "pcs_cb_paused") return run_pcs_callback(true, true, false, /*pause=*/true);
   if (way == "pcs_cb_paused_rp") return run_pcs_callback(true, true, true, true);
+  if (way == "corr_pause") return run_corr_pause(false);
+  if (way == "corr_pause_rp") return run_corr_pause(true);
   if (way == "pcs_serial_cb_trace_rp") {  // kernel-serialized, as the agent samples ordinary launches
     g_continuous = false;
     return run_pcs_callback(true, true, true);
