@@ -279,6 +279,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
                                           static_cast<uint64_t>(reinterpret_cast<uintptr_t>(event.stream)) ^
                                           (event.per_thread_stream ? 1U : 0U));
     }
+    if (event.correlation_repeated) note_repeated_correlation(event);
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
       return graph_profiler_.enter(event);
@@ -295,7 +296,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
       counts_.not_replayable.fetch_add(1, std::memory_order_relaxed);
     }
     if (trace_started_.load(std::memory_order_relaxed)) {
-      nvtx_.note_launch(event.correlation_id);
+      if (!event.correlation_repeated) nvtx_.note_launch(event.correlation_id);
       // Ranking needs a duration of this family, and a launched-again family may be worth
       // profiling now. With one global buffer queue only a forced flush hands records back before
       // a buffer fills, and a forced one loses the record of a kernel still running (H200,
@@ -318,7 +319,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
       }
     }
     if (!family->candidate.load(std::memory_order_relaxed)) return false;
-    if (paused_.load(std::memory_order_relaxed)) return false;
+    if (paused_.load(std::memory_order_relaxed) || event.correlation_repeated) return false;
     if (!selector_.deep_open() && !selector_.policy().admits_fast(*family)) return false;
     return profiler_.enter(event, *family, launch_index);
   } catch (const std::exception& e) {
@@ -327,6 +328,19 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     log_.log_once(LogLevel::kError, "launch-enter", "internal error at launch");
   }
   return false;
+}
+
+void Agent::note_repeated_correlation(const collectors::LaunchEvent& event) {
+  // Once per process: the count goes on for the summary.
+  if (counts_.repeated_correlation.fetch_add(1, std::memory_order_relaxed) != 0) return;
+  const std::string what =
+      "CUPTI gave a launch the correlation id of its thread's previous launch (" +
+      std::to_string(event.correlation_id) +
+      "): the records of launches under one id cannot be told apart, so launches with a repeated id are not "
+      "profiled, and a graph launch's records are used only while each of its nodes appears once "
+      "(docs/graphs.md, 'Correlation ids')";
+  log_.warn(what);
+  write_notice(wire::Severity::kWarning, "correlation_repeated", what);
 }
 
 void Agent::on_launch_exit(const collectors::LaunchEvent& event) {

@@ -147,6 +147,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   void write_prometheus();
   void write_notice(wire::Severity severity, const std::string& code, const std::string& message,
                     uint64_t family_id = 0);
+  // A launch whose correlation id repeats its thread's previous one: counted, and said once.
+  void note_repeated_correlation(const collectors::LaunchEvent& event);
   void set_inactive(wire::AgentState state, const std::string& detail);
   [[nodiscard]] wire::SessionInfo session_header(uint32_t segment_index);
   [[nodiscard]] uint64_t monotonic_now() const { return process_.monotonic_ns(); }

@@ -80,10 +80,18 @@ bool GraphProfiler::enter(const LaunchEvent& fast_event) {
         }
       }
     }
-    if (bridge && p_.graphs.graph_of(exec) == 0) p_.graphs.note_launch(exec, fast_event.correlation_id);
+    // A repeated correlation id names more than one launch: no bridge, no profiled launch.
+    if (bridge && !fast_event.correlation_repeated && p_.graphs.graph_of(exec) == 0) {
+      p_.graphs.note_launch(exec, fast_event.correlation_id);
+    }
     if (target == nullptr) return false;
     bool started = false;
-    if (!p_.paused.load(std::memory_order_relaxed) && p_.trace_started.load()) {
+    if (fast_event.correlation_repeated) {
+      p_.log.log_once(LogLevel::kInfo, "graph-repeated-" + std::to_string(exec),
+                      "graph exec " + std::to_string(exec) +
+                          ": a launch of it repeated its thread's previous correlation id; launches like it are "
+                          "not profiled, since their records cannot be told apart");
+    } else if (!p_.paused.load(std::memory_order_relaxed) && p_.trace_started.load()) {
       LaunchEvent event = fast_event;
       p_.platform.fill_launch_details(event);
       // A graph launched into a capturing stream becomes a node of another graph: nothing runs.
@@ -528,10 +536,15 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
   }
   if (t.graph_id == 0) return;  // its records have not come back yet: written when they have
   // The passes' spans, for Decision 0's comparison of the replays the counters come from.
+  // A correlation id shared by two passes names neither: no span (0, which Decision 0 leaves out).
+  std::map<uint64_t, uint32_t> id_uses;
+  for (const Target::Pass& pass : t.passes) ++id_uses[pass.correlation_id];
   std::vector<std::pair<Target::Pass, double>> spans;
   for (const Target::Pass& pass : t.passes) {
     if (pass.stage == 0) continue;  // a pass of a stage that did not complete
-    spans.emplace_back(pass, p_.trace.graph_launch_span(pass.correlation_id).value_or(0));
+    spans.emplace_back(pass, id_uses[pass.correlation_id] > 1
+                                 ? 0.0
+                                 : p_.trace.graph_launch_span(pass.correlation_id).value_or(0));
   }
   std::optional<triage::DeviceLimits> limits;
   if (std::optional<collectors::DeviceInfo> d = p_.devices.known(t.device)) limits = d->limits;
@@ -540,9 +553,11 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
   uint32_t pm_launch_samples = 0;
   std::optional<double> pm_span;
   bool pm_untraced = false;  // the sampled launch has no traced execution (yet)
+  std::string pm_unusable;  // why the sampled launch's records cannot be used
   if (t.pm_batch) {
     const std::vector<NodeExecution> executions = p_.trace.graph_launch_executions(t.pm_correlation_id);
-    pm_untraced = executions.empty();
+    pm_unusable = p_.trace.graph_launch_unusable(t.pm_correlation_id);
+    pm_untraced = executions.empty() && pm_unusable.empty();
     if (!executions.empty()) {
       pm = attribute_pm_samples(*t.pm_batch, executions);
       pm_launch_samples = samples_in_launch(*t.pm_batch, executions);
@@ -628,6 +643,9 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
           in.graph_scope->replays_profiled = 1;
         } else if (!t.pm_error.empty()) {
           pm_reason = t.pm_error;
+        } else if (!pm_unusable.empty()) {
+          pm_reason = "PM sampling: the sampled launch (graph launch " + std::to_string(t.pm_correlation_id) +
+                      ") cannot be used: " + pm_unusable;
         } else if (pm_untraced) {
           pm_reason = "PM sampling: the trace holds no execution of the sampled launch (graph launch " +
                       std::to_string(t.pm_correlation_id) + ") yet, so its samples are not attributed";

@@ -41,6 +41,7 @@ struct LaunchCounts {
   std::atomic<uint64_t> kernel_launches{0};
   std::atomic<uint64_t> graph_launches{0};
   std::atomic<uint64_t> not_replayable{0};
+  std::atomic<uint64_t> repeated_correlation{0};  // launches with LaunchEvent::correlation_repeated
 };
 
 class SessionView {

@@ -162,16 +162,15 @@ void TraceFolder::add_execution_locked(Family& family, const collectors::KernelA
   if (span.from_graph) {
     graph_table_.note_execution(a.graph_id, a.correlation_id);
     graph_launch_[family.family_id] = shape_of(a);
+    const NodeExecution execution{family.family_id, a.start_ns, a.end_ns};
     if (!node_watch_.empty()) {
-      if (auto w = node_watch_.find(a.correlation_id); w != node_watch_.end() && w->second.size() < kMaxNodeExecutions) {
-        w->second.push_back(NodeExecution{family.family_id, a.start_ns, a.end_ns});
+      if (auto w = node_watch_.find(a.correlation_id); w != node_watch_.end()) {
+        note_watched(w->second, a.graph_node_id, execution, span.cut_by_pause, /*keep_execution=*/true);
       }
     }
     if (!watched_.empty()) {
       if (auto w = watched_.find(a.correlation_id); w != watched_.end()) {
-        auto& [first, last] = w->second;
-        first = first == 0 ? a.start_ns : std::min(first, a.start_ns);
-        last = std::max(last, a.end_ns);
+        note_watched(w->second, a.graph_node_id, execution, span.cut_by_pause, /*keep_execution=*/false);
       }
     }
   }
@@ -294,19 +293,48 @@ std::optional<triage::LaunchConfig> TraceFolder::graph_launch_locked(uint64_t fa
 void TraceFolder::watch_graph_launch(uint64_t correlation_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (watched_.size() >= kMaxWatchedLaunches) watched_.erase(watched_.begin());  // the oldest launch
-  watched_.emplace(correlation_id, std::make_pair(uint64_t{0}, uint64_t{0}));
+  watched_.emplace(correlation_id, WatchedLaunch{});
+}
+
+void TraceFolder::note_watched(WatchedLaunch& w, uint64_t node_id, const NodeExecution& e, bool cut_by_pause,
+                               bool keep_execution) {
+  if (!w.unusable.empty()) return;
+  if (node_id != 0 && !w.nodes.insert(node_id).second) {
+    w.unusable = "its records show node " + std::to_string(node_id) +
+                 " twice: CUPTI gave more than one launch its correlation id";
+    w.executions.clear();
+    return;
+  }
+  if (cut_by_pause) {
+    w.unusable = "a kernel of it was running when the trace paused: its end is unknown";
+    w.executions.clear();
+    return;
+  }
+  w.first_start_ns = w.first_start_ns == 0 ? e.start_ns : std::min(w.first_start_ns, e.start_ns);
+  w.last_end_ns = std::max(w.last_end_ns, e.end_ns);
+  if (keep_execution && w.executions.size() < kMaxNodeExecutions) w.executions.push_back(e);
 }
 
 void TraceFolder::watch_graph_nodes(uint64_t correlation_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (node_watch_.size() >= kMaxNodeWatches) node_watch_.erase(node_watch_.begin());  // the oldest launch
-  node_watch_.emplace(correlation_id, std::vector<NodeExecution>{});
+  node_watch_.emplace(correlation_id, WatchedLaunch{});
 }
 
 std::vector<NodeExecution> TraceFolder::graph_launch_executions(uint64_t correlation_id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = node_watch_.find(correlation_id);
-  return it == node_watch_.end() ? std::vector<NodeExecution>{} : it->second;
+  return it == node_watch_.end() ? std::vector<NodeExecution>{} : it->second.executions;
+}
+
+std::string TraceFolder::graph_launch_unusable(uint64_t correlation_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto* watches : {&node_watch_, &watched_}) {
+    if (auto it = watches->find(correlation_id); it != watches->end() && !it->second.unusable.empty()) {
+      return it->second.unusable;
+    }
+  }
+  return {};
 }
 
 void TraceFolder::watch_window(uint32_t device, uint64_t from_ns) {
@@ -341,8 +369,11 @@ uint64_t TraceFolder::on_left_ns(uint64_t now) const {
 std::optional<double> TraceFolder::graph_launch_span(uint64_t correlation_id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = watched_.find(correlation_id);
-  if (it == watched_.end() || it->second.first == 0 || it->second.second < it->second.first) return std::nullopt;
-  return static_cast<double>(it->second.second - it->second.first);
+  if (it == watched_.end() || !it->second.unusable.empty() || it->second.first_start_ns == 0 ||
+      it->second.last_end_ns < it->second.first_start_ns) {
+    return std::nullopt;
+  }
+  return static_cast<double>(it->second.last_end_ns - it->second.first_start_ns);
 }
 
 void TraceFolder::fill_inputs(uint64_t family_id, triage::KernelInput& input) const {

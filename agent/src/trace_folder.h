@@ -86,7 +86,10 @@ class TraceFolder {
   [[nodiscard]] std::vector<triage::GraphStats> graphs_locked() const;
   [[nodiscard]] const triage::GraphAccumulator& graph_accumulator_locked() const { return graphs_; }
   // A profiled graph launch: its kernels' span (first start to last end) is kept for
-  // graph_launch_span, a few launches at a time (the oldest forgotten first).
+  // graph_launch_span, a few launches at a time (the oldest forgotten first). A watched launch
+  // whose records show a node twice was not the only launch under its correlation id (CUPTI
+  // repeated ids under always-on on the H200, docs/graphs.md); one with a kernel cut by a pause
+  // has no trustworthy end: either has no span, nor executions, and graph_launch_unusable says why.
   void watch_graph_launch(uint64_t correlation_id);
   [[nodiscard]] std::optional<double> graph_launch_span(uint64_t correlation_id) const;
   static constexpr size_t kMaxWatchedLaunches = 64;
@@ -94,6 +97,8 @@ class TraceFolder {
   // graph_launch_executions, a few launches at a time, each up to kMaxNodeExecutions.
   void watch_graph_nodes(uint64_t correlation_id);
   [[nodiscard]] std::vector<NodeExecution> graph_launch_executions(uint64_t correlation_id) const;
+  // Why a watched launch's records cannot be used; empty when they can (or it is not watched).
+  [[nodiscard]] std::string graph_launch_unusable(uint64_t correlation_id) const;
   static constexpr size_t kMaxNodeWatches = 8;
   static constexpr size_t kMaxNodeExecutions = 4096;
   // Always-on's PM routing window (pm_window.h): from watch_window() to unwatch_window(), every
@@ -166,9 +171,19 @@ class TraceFolder {
   std::vector<bool> defined_;  // by family id: its definition was handed to the output
   std::map<uint64_t, std::map<uint32_t, uint64_t>> nvtx_launches_;  // family id -> path id -> executions
   std::set<uint64_t> replayed_;                        // profiled launches' correlation ids
-  // Watched graph launches: correlation id -> (first kernel start, last kernel end), 0 = none yet.
-  std::map<uint64_t, std::pair<uint64_t, uint64_t>> watched_;
-  std::map<uint64_t, std::vector<NodeExecution>> node_watch_;  // correlation id -> its executions
+  // A watched graph launch's records so far.
+  struct WatchedLaunch {
+    uint64_t first_start_ns = 0;  // 0 = no record yet
+    uint64_t last_end_ns = 0;
+    std::set<uint64_t> nodes;     // the nodes seen (a second record of one: ids repeated)
+    std::vector<NodeExecution> executions;  // watch_graph_nodes only, up to kMaxNodeExecutions
+    std::string unusable;         // why its records cannot be used; empty when they can
+  };
+  // Adds a record of the launch to its watch (marks it unusable where the record says so).
+  static void note_watched(WatchedLaunch& w, uint64_t node_id, const NodeExecution& e, bool cut_by_pause,
+                           bool keep_execution);
+  std::map<uint64_t, WatchedLaunch> watched_;     // correlation id -> span (watch_graph_launch)
+  std::map<uint64_t, WatchedLaunch> node_watch_;  // correlation id -> executions (watch_graph_nodes)
   bool window_watch_ = false;  // the PM window's watch (watch_window)
   uint32_t window_device_ = 0;
   uint64_t window_from_ns_ = 0;

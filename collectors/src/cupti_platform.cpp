@@ -119,6 +119,8 @@ struct LaunchThreadState {
   // The kernel launch whose callbacks this thread is between (0 = none): a graph node created
   // meanwhile was captured from it (GraphEvent::capture_correlation_id).
   uint32_t in_launch = 0;
+  // The correlation id of this thread's latest launch entry (LaunchEvent::correlation_repeated).
+  uint32_t last_enter_correlation = 0;
 };
 thread_local LaunchThreadState t_launch;
 
@@ -609,12 +611,16 @@ class CuptiPlatform final : public Platform {
                           cbid != CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz
                       ? cb->correlationId
                       : 0;
+    // Compared on entry only: an exit carries its entry's id.
+    const bool repeated = enter && cb->correlationId != 0 && cb->correlationId == t.last_enter_correlation;
+    if (enter) t.last_enter_correlation = cb->correlationId;
     if (!enter && (!t.exit_wanted || t.exit_correlation != cb->correlationId)) return;
     t.exit_wanted = false;
     if (cb->functionParams == nullptr) return;
     LaunchEvent ev;
     if (!decode_launch(cbid, cb->functionParams, ev)) return;
     ev.correlation_id = cb->correlationId;
+    ev.correlation_repeated = repeated;
 
     const uint64_t generation = g_context_generation.load(std::memory_order_acquire);
     if (t.context != cb->context || t.context_generation != generation) {

@@ -761,6 +761,9 @@ class FakePlatform final : public collectors::Platform {
     ev.context = reinterpret_cast<void*>(static_cast<uintptr_t>(0x1001));
     ev.stream_id = 7;
     ev.correlation_id = correlation;
+    // As the CUPTI platform marks it: the thread's previous graph launch had the same id.
+    ev.correlation_repeated = correlation != 0 && correlation == last_graph_correlation();
+    last_graph_correlation() = correlation;
     ev.api = collectors::LaunchApi::kGraphLaunch;
     ev.graph_exec_id = exec_id;
     current_kernel() = counters_key;
@@ -802,6 +805,10 @@ class FakePlatform final : public collectors::Platform {
   static bool& began_on_this_thread() {
     thread_local bool began = false;
     return began;
+  }
+  static uint64_t& last_graph_correlation() {
+    thread_local uint64_t id = 0;
+    return id;
   }
   static std::vector<GraphNode>& graph_in_flight() {
     thread_local std::vector<GraphNode> nodes;

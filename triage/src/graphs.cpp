@@ -17,6 +17,13 @@ void GraphAccumulator::add(const GraphKernel& k) {
   }
   Graph& g = it->second;
   auto replay = g.open.find(k.launch);
+  if (replay != g.open.end() && k.node_id != 0 && replay->second.nodes.count(k.node_id) > 0) {
+    // The node already ran under this launch id: another launch was given the same id.
+    ++repeated_launch_ids_;
+    close(g, replay->second);
+    g.open.erase(replay);
+    replay = g.open.end();
+  }
   if (replay == g.open.end()) {
     // A new replay: launches arrive in increasing correlation order per graph, so the smallest
     // open one is the oldest.
@@ -30,6 +37,7 @@ void GraphAccumulator::add(const GraphKernel& k) {
   r.first_start_ns = std::min(r.first_start_ns, k.start_ns);
   r.last_end_ns = std::max(r.last_end_ns, k.end_ns);
   r.intervals.emplace_back(k.start_ns, k.end_ns);
+  if (k.node_id != 0) r.nodes.insert(k.node_id);
 
   ++g.stats.kernel_executions;
   if (g.nodes.size() < kMaxNodesPerGraph) g.nodes.insert(k.node_id);

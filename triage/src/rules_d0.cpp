@@ -457,8 +457,12 @@ RuleVerdict eval_assembled(RuleContext& ctx) {
   ctx.note("cutriage__assembled_duration_spread.ratio", ratio);
   const double limit = ctx.threshold("max_duration_ratio");
   const double min_difference = ctx.threshold("min_difference_ns");
-  const std::string reading = count + " of one launch configuration, durations " + fmt(*lo / 1e3, 2) + " to " +
-                              fmt(*hi / 1e3, 2) + " us (" + times(ratio) + ")";
+  // Launches without a measured duration (a graph launch whose trace was paused, or whose records
+  // could not be told from another launch's) are in the count but not in the comparison.
+  const std::string measured =
+      durations.size() < launches.size() ? " (" + std::to_string(durations.size()) + " with a measured duration)" : "";
+  const std::string reading = count + " of one launch configuration" + measured + ", durations " + fmt(*lo / 1e3, 2) +
+                              " to " + fmt(*hi / 1e3, 2) + " us (" + times(ratio) + ")";
   if (ratio > limit && *hi - *lo >= min_difference) {
     RuleVerdict v = RuleVerdict::fired(reading + " (> " + times(limit, 1) + ")", ratio / limit - 1.0);
     v.next_action = "The launches did different amounts of work or shared the GPU differently: ratios between "

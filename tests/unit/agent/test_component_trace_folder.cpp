@@ -385,3 +385,63 @@ TEST_CASE("trace folder: copies go into the timeline and the chunk", "[component
   REQUIRE(r.file.records(r.trace_records[0]).trace().copies_size() == 1);
   CHECK(r.file.records(r.trace_records[0]).trace().copies(0).bytes() == (1 << 20));
 }
+
+namespace {
+// Synthetic: a record of graph 2's node `node` under correlation id `correlation`.
+collectors::KernelActivity graph_exec(std::string_view name, uint64_t start, uint64_t duration, uint32_t correlation,
+                                      uint64_t node) {
+  collectors::KernelActivity a = exec(name, start, duration, correlation);
+  a.graph_id = 2;
+  a.graph_node_id = node;
+  return a;
+}
+}  // namespace
+
+TEST_CASE("trace folder: a watched graph launch whose id another launch shares has no span and says why",
+          "[component][trace_folder][graphs]") {
+  // Synthetic timings; the case is real (tests/data/graphs/graph_mlp-always-on-repeated-ids.txt):
+  // CUPTI gave later graph launches the watched launch's id, and its span grew to 125 s.
+  Folder f;
+  f.trace.started(0, 0);
+  f.trace.watch_graph_launch(25849);
+  f.trace.watch_graph_nodes(25849);
+  f.trace.watch_graph_launch(25851);
+  f.trace.on_activity(batch({graph_exec("gemm", 1000, 800, 25849, 1), graph_exec("norm", 1800, 200, 25849, 2),
+                             graph_exec("gemm", 3000, 800, 25851, 1), graph_exec("norm", 3800, 200, 25851, 2)}));
+  // One launch each so far: spans of 1000 ns.
+  CHECK(f.trace.graph_launch_span(25849) == std::optional<double>(1000));
+  CHECK(f.trace.graph_launch_span(25851) == std::optional<double>(1000));
+  CHECK(f.trace.graph_launch_executions(25849).size() == 2);
+  CHECK(f.trace.graph_launch_unusable(25849).empty());
+  // A minute later, another launch under 25849: its nodes again. Not a 60 s span.
+  f.trace.on_activity(batch({graph_exec("gemm", 60'000'001'000, 800, 25849, 1)}));
+  CHECK_FALSE(f.trace.graph_launch_span(25849).has_value());
+  CHECK(f.trace.graph_launch_executions(25849).empty());
+  CHECK(f.trace.graph_launch_unusable(25849).find("node 1 twice") != std::string::npos);
+  CHECK(f.trace.graph_launch_span(25851) == std::optional<double>(1000));
+  // The graph view counts the three launches as three replays of 1000 ns, not two.
+  {
+    std::unique_lock<std::mutex> lock = f.trace.lock();
+    const std::vector<triage::GraphStats> graphs = f.trace.graph_accumulator_locked().summary();
+    REQUIRE(graphs.size() == 1);
+    CHECK(graphs[0].replays == 3);
+  }
+}
+
+TEST_CASE("trace folder: a watched graph launch with a kernel cut by a pause has no span",
+          "[component][trace_folder][graphs]") {
+  AgentConfig c;
+  c.trace_duty = 0.5;
+  c.trace_period_s = 2;
+  Folder f(c);
+  constexpr uint64_t kSecond = 1'000'000'000;
+  const uint64_t mono0 = 10 * kSecond;
+  f.trace.started(f.platform.timestamp_ns(), mono0);
+  f.trace.watch_graph_launch(7);
+  f.platform.advance_clock(kSecond);
+  f.trace.cycle(mono0 + 3 * kSecond / 2);  // paused
+  const uint64_t paused_at = f.platform.timestamp_ns();
+  f.trace.on_activity(batch({graph_exec("gemm", paused_at - 900, 800, 7, 1), graph_exec("norm", paused_at - 100, 5000, 7, 2)}));
+  CHECK_FALSE(f.trace.graph_launch_span(7).has_value());
+  CHECK(f.trace.graph_launch_unusable(7).find("running when the trace paused") != std::string::npos);
+}

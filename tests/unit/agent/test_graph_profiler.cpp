@@ -362,3 +362,39 @@ TEST_CASE("graphs: no PC sampling across a graph launch unless asked, and the re
   }
   CHECK(complete);
 }
+
+TEST_CASE("graphs: launches under a repeated correlation id are not profiled and the file says why",
+          "[agent][graphs]") {
+  // The H200 case (tests/data/graphs/graph_mlp-always-on-repeated-ids.txt), here from the first
+  // launch on, with synthetic graph timings: every launch of the exec carries correlation id 101.
+  GraphRun run;
+  Harness h(top(2), run.counters());
+  REQUIRE(h.ag->start());
+  for (int i = 0; i < 40; ++i) h.platform.launch_graph(kExec, kGraph, 101, nodes(), kKey);
+  // A kernel launched directly under a repeated id is not profiled either.
+  const Captured& k = run.gemm;
+  collectors::LaunchEvent direct = make_launch(k.mangled, 500, k.launch.grid, k.launch.block);
+  direct.correlation_repeated = true;
+  for (int i = 0; i < 4; ++i) h.platform.launch(direct);
+  h.ag->finish();
+
+  {
+    std::lock_guard<std::mutex> lock(h.platform.stats.mutex);
+    CHECK(h.platform.stats.begin_replays.empty());  // no range profiled, graph or kernel
+  }
+  tools::ReadResult r = h.read();
+  int notices = 0;
+  for (const v1::Record& rec : r.file.records()) {
+    if (rec.has_notice() && rec.notice().code() == "correlation_repeated") {
+      ++notices;
+      CHECK(rec.notice().message().find("correlation id of its thread's previous launch (101)") != std::string::npos);
+    }
+  }
+  CHECK(notices == 1);
+  for (const v1::KernelProfile* kp : kernel_records(r)) CHECK(kp->status() != v1::PROFILE_STATUS_PROFILED);
+  // The graph view still counts each launch as a replay (a node seen twice starts the next one).
+  const v1::TraceSummary* s = tools::trace_summary(r);
+  REQUIRE(s != nullptr);
+  REQUIRE(s->graphs_size() == 1);
+  CHECK(s->graphs(0).replays() == 40);
+}

@@ -98,3 +98,27 @@ TEST_CASE("graphs: the graph with the most kernel time comes first (synthetic)",
   CHECK(graphs[0].graph_id == 2);
   CHECK(graphs[1].graph_id == 1);
 }
+
+TEST_CASE("graphs: launches that share one launch id count as separate replays (synthetic)", "[graphs]") {
+  // Seen on the H200 under always-on (tests/data/graphs/graph_mlp-always-on-repeated-ids.txt):
+  // CUPTI gave many graph launches one correlation id. Three launches of a two-node graph, 1 ms
+  // apart, all under launch id 25849: each is its own 50 ns replay, not one replay of 2.05 ms.
+  GraphAccumulator acc;
+  for (uint64_t r = 0; r < 3; ++r) {
+    const uint64_t base = 1'000'000 * r;
+    acc.add(node(2, 25849, 1, 11, base + 0, base + 20));
+    acc.add(node(2, 25849, 2, 12, base + 20, base + 50));
+  }
+  const auto graphs = acc.summary();
+  REQUIRE(graphs.size() == 1);
+  CHECK(graphs[0].replays == 3);
+  CHECK(graphs[0].mean_replay_ns() == Approx(50));
+  CHECK(graphs[0].kernel_executions == 6);
+  CHECK(acc.repeated_launch_ids() == 2);  // the 2nd and 3rd launch's first node
+  // A node id of 0 (unknown) never splits a replay.
+  GraphAccumulator unknown;
+  unknown.add(node(2, 9, 0, 11, 0, 20));
+  unknown.add(node(2, 9, 0, 12, 20, 50));
+  CHECK(unknown.summary()[0].replays == 1);
+  CHECK(unknown.repeated_launch_ids() == 0);
+}

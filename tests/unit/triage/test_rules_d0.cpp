@@ -302,6 +302,13 @@ TEST_CASE("d0.assembled_launches (synthetic)", "[d0]") {
   // Tiny kernels: 1.5x apart but within the fixed cost.
   k.assembled_launches = {launch(1, 100, 800), launch(2, 100, 1600)};
   CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kNotFired);
+  // Some durations missing (graph launches while the trace was paused): compared among those
+  // measured, and the reason says how many those are.
+  k.assembled_launches = {launch(1, 100, 100000), launch(2, 100, 0), launch(3, 100, 101000)};
+  c = run_one("d0.assembled_launches", k);
+  CHECK(c.outcome == Outcome::kNotFired);
+  CHECK(c.reason.find("3 launches of one launch configuration (2 with a measured duration), durations 100.00 to "
+                      "101.00 us") != std::string::npos);
   // Durations missing: cannot tell.
   k.assembled_launches = {launch(1, 100, 0), launch(2, 100, 0)};
   CHECK(run_one("d0.assembled_launches", k).outcome == Outcome::kNotEvaluated);

@@ -52,6 +52,10 @@ struct LaunchEvent {
   uint32_t device = 0;
   void* stream = nullptr;  // CUstream as passed (null = the legacy or per-thread default stream)
   uint64_t correlation_id = 0;
+  // The thread's previous launch had the same correlation id: CUPTI gave the id to more than one
+  // call, so records under it cannot be told apart (seen under always-on on the H200,
+  // docs/graphs.md). Launches so marked are not profiled.
+  bool correlation_repeated = false;
   LaunchApi api = LaunchApi::kLaunchKernel;
   bool per_thread_stream = false;  // the _ptsz variant
   // cooperative launch, or cuLaunchKernelEx with the cooperative attribute: its blocks may wait

@@ -59,6 +59,10 @@ class GraphAccumulator {
   // Every graph, open replays included (closed on a copy: add() may go on), most kernel time first.
   [[nodiscard]] std::vector<GraphStats> summary() const;
   [[nodiscard]] uint64_t untracked_executions() const { return untracked_; }
+  // Kernels that arrived under a launch id whose open replay had already run their node: the
+  // launch id was given to more than one graph launch (a node runs once per launch). Each such
+  // kernel starts a new replay, so repeated ids neither merge replays nor grow one without bound.
+  [[nodiscard]] uint64_t repeated_launch_ids() const { return repeated_launch_ids_; }
   [[nodiscard]] bool empty() const { return graphs_.empty(); }
   // The latest closed replays' spans (first node start to last node end) of a graph, oldest
   // first, at most kRecentSpans: the unprofiled timings Decision 0 compares a profiled replay with.
@@ -78,6 +82,7 @@ class GraphAccumulator {
     uint64_t first_start_ns = UINT64_MAX;
     uint64_t last_end_ns = 0;
     std::vector<std::pair<uint64_t, uint64_t>> intervals;
+    std::set<uint64_t> nodes;  // the nodes that ran in it (0, unknown, is not kept)
   };
   struct Graph {
     GraphStats stats;
@@ -92,6 +97,7 @@ class GraphAccumulator {
 
   std::map<uint32_t, Graph> graphs_;
   uint64_t untracked_ = 0;
+  uint64_t repeated_launch_ids_ = 0;
 };
 
 }  // namespace cutriage::triage
