@@ -583,9 +583,13 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
       if (written >= kMaxFamiliesPerGraph || !(kernel_ns > 0) || ft.total_ns / kernel_ns < kMinRecordShare) break;
       Family* f = p_.families.by_id_locked(ft.family);
       if (f == nullptr) continue;
-      // A family profiled on its own launches keeps those counters: they are its alone.
+      // A family profiled on its own launches keeps those counters: they are its alone. Unless
+      // they could not route (always-on's first group over a warm-up launch before the capture,
+      // never launched directly again): then the graph's counters are the better verdict, and a
+      // later complete record of its own launches takes the family back.
       if (f->last_record && f->last_record->status == wire::ProfileStatus::kProfiled &&
-          !f->last_record->input.graph_scope) {
+          !f->last_record->input.graph_scope &&
+          f->last_record->diagnosis.classification != triage::Classification::kInconclusive) {
         continue;
       }
       wire::KernelRecord record;

@@ -398,3 +398,52 @@ TEST_CASE("graphs: launches under a repeated correlation id are not profiled and
   REQUIRE(s->graphs_size() == 1);
   CHECK(s->graphs(0).replays() == 40);
 }
+
+TEST_CASE("graphs: always-on gives a graph's counters to a kernel whose own warm-up launch left it inconclusive",
+          "[agent][graphs][always-on]") {
+  // graph_mlp on the H100 (2026-12-05): the GEMM's warm-up launches before the capture were
+  // launched directly; always-on profiled one of them with its first single-pass group, which
+  // cannot route, and the graph's counters then skipped the GEMM for the rest of the run. Here:
+  // warm-up launches of the GEMM, ranked, then only graph replays (synthetic timings).
+  GraphRun run;
+  AgentConfig c = top(2);
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.budget_fraction = 0.004;
+  c.summary = false;
+  c.trace_flush_ms = 0;
+  Harness h(c, run.counters());
+  h.platform.config.durations_ns[kGemm] = 800000;
+  REQUIRE(h.ag->start());
+  uint64_t correlation = 100;
+  for (int i = 0; i < 3; ++i) {
+    h.platform.launch(make_launch(kGemm, ++correlation, {132, 1, 1}, {256, 1, 1}));
+    h.platform.mono_ns += 1'000'000;
+  }
+  h.platform.deliver();
+  h.ag->flush();
+  for (int i = 0; i < 3; ++i) {
+    h.platform.launch(make_launch(kGemm, ++correlation, {132, 1, 1}, {256, 1, 1}));
+    h.platform.mono_ns += 1'000'000;
+  }
+  const uint64_t start = h.platform.mono_ns.load();
+  while (h.platform.mono_ns.load() - start < 300'000'000'000ULL) {
+    h.platform.launch_graph(kExec, kGraph, ++correlation, nodes(), kKey);
+    h.platform.mono_ns += 1'000'000;
+  }
+  h.ag->finish();
+  tools::ReadResult r = h.read();
+  bool own_inconclusive = false;
+  const v1::KernelProfile* last = nullptr;
+  for (const v1::KernelProfile* k : kernel_records(r)) {
+    if (tools::lookup(r, k->mangled_name_iid()) != kGemm || k->status() != v1::PROFILE_STATUS_PROFILED) continue;
+    if (!k->has_graph_scope() && k->diagnosis().classification() == v1::CLASSIFICATION_INCONCLUSIVE) {
+      own_inconclusive = true;
+    }
+    last = k;
+  }
+  CHECK(own_inconclusive);  // the case this test is about: its own launch could not route
+  REQUIRE(last != nullptr);
+  CHECK(last->has_graph_scope());
+  CHECK(last->diagnosis().classification() != v1::CLASSIFICATION_INCONCLUSIVE);
+  CHECK(last->diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+}
