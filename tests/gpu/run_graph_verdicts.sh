@@ -127,7 +127,7 @@ else:
           (before, after, plain, ao, 100 * (ao - plain) / plain))
 EOF2
   fi
-  grep -E "graph|budget|complete" "$logs/agent.log" | head -40 >>"$sum"
+  grep -E "graph|budget|complete|correlation" "$logs/agent.log" | head -40 >>"$sum"
   unset TORCHINDUCTOR_CACHE_DIR
 fi
 tar -C "$logs" --exclude='inductor' -czf "$out/logs-$phase.tgz" .
