@@ -100,6 +100,14 @@ collectors::KernelActivity exec(std::string_view name, uint64_t start, uint64_t 
   return a;
 }
 
+// The duty cycle traced half of every 2 s window.
+AgentConfig half_duty() {
+  AgentConfig c;
+  c.trace_duty = 0.5;
+  c.trace_period_s = 2;
+  return c;
+}
+
 collectors::ActivityBatch batch(std::vector<collectors::KernelActivity> kernels) {
   collectors::ActivityBatch b;
   b.kernels = std::move(kernels);
@@ -288,10 +296,7 @@ TEST_CASE("trace folder: dropped records are counted and written even without ex
 }
 
 TEST_CASE("trace folder: the duty cycle pauses the trace and cuts an execution running across the pause", "[component][trace_folder]") {
-  AgentConfig c;
-  c.trace_duty = 0.5;
-  c.trace_period_s = 2;
-  Folder f(c);
+  Folder f(half_duty());
   constexpr uint64_t kSecond = 1'000'000'000;
   const uint64_t mono0 = 10 * kSecond;
   f.trace.started(f.platform.timestamp_ns(), mono0);
@@ -333,10 +338,7 @@ TEST_CASE("trace folder: the duty cycle pauses the trace and cuts an execution r
 }
 
 TEST_CASE("trace folder: ending inside a pause writes the pause", "[component][trace_folder]") {
-  AgentConfig c;
-  c.trace_duty = 0.5;
-  c.trace_period_s = 2;
-  Folder f(c);
+  Folder f(half_duty());
   constexpr uint64_t kSecond = 1'000'000'000;
   f.trace.started(f.platform.timestamp_ns(), 0);
   f.trace.cycle(3 * kSecond / 2);
@@ -430,10 +432,7 @@ TEST_CASE("trace folder: a watched graph launch whose id another launch shares h
 
 TEST_CASE("trace folder: a watched graph launch with a kernel cut by a pause has no span",
           "[component][trace_folder][graphs]") {
-  AgentConfig c;
-  c.trace_duty = 0.5;
-  c.trace_period_s = 2;
-  Folder f(c);
+  Folder f(half_duty());
   constexpr uint64_t kSecond = 1'000'000'000;
   const uint64_t mono0 = 10 * kSecond;
   f.trace.started(f.platform.timestamp_ns(), mono0);

@@ -29,6 +29,17 @@ AgentConfig top(uint32_t n) {
   return c;
 }
 
+// Always-on at the default budget, the two top families, no summary and no periodic flush (the
+// tests deliver records themselves).
+AgentConfig always_on_top2() {
+  AgentConfig c = top(2);
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.budget_fraction = 0.004;
+  c.summary = false;
+  c.trace_flush_ms = 0;
+  return c;
+}
+
 // Synthetic: samples of both kernels in one continuous collection, as the H200 returned them for a
 // graph launch (correlation id 0, attributed by function only).
 collectors::PcSampleBatch graph_batch() {
@@ -289,11 +300,7 @@ TEST_CASE("graphs: a kernel launched directly only before its rank was known ask
 TEST_CASE("graphs: always-on profiles a ranked graph within its budget, stages spaced by their cost",
           "[agent][graphs][always-on]") {
   GraphRun run;
-  AgentConfig c = top(2);
-  c.mode = agent::AgentMode::kAlwaysOn;
-  c.budget_fraction = 0.004;
-  c.summary = false;
-  c.trace_flush_ms = 0;
+  AgentConfig c = always_on_top2();
   c.graph_pc_sampling = true;
   Harness h(c, run.counters());
   h.platform.config.pc_batches[kKey] = graph_batch();
@@ -401,11 +408,7 @@ TEST_CASE("graphs: always-on gives a graph's counters to a kernel whose own warm
   // cannot route, and the graph's counters then skipped the GEMM for the rest of the run. Here:
   // warm-up launches of the GEMM, ranked, then only graph replays (synthetic timings).
   GraphRun run;
-  AgentConfig c = top(2);
-  c.mode = agent::AgentMode::kAlwaysOn;
-  c.budget_fraction = 0.004;
-  c.summary = false;
-  c.trace_flush_ms = 0;
+  AgentConfig c = always_on_top2();
   Harness h(c, run.counters());
   h.platform.config.durations_ns[kGemm] = 800000;
   REQUIRE(h.ag->start());
