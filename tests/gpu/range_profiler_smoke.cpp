@@ -17,6 +17,10 @@
 //      start over at pass 0 and give the same counts
 //   5. with --probe-empty-range: begin()/end() with no kernel in between (the H200 crashed once
 //      in DecodeData there: opt-in, last)
+//   6. with --probe-pc-sampling: a launch PC-sampled while a keep_enabled profiler stays enabled
+//      (stopped, its configuration set), then the same plan again on that profiler: whether deep
+//      mode could keep one profiler enabled across its PC-sampled launches instead of paying the
+//      first Start again after each (issue 21; the agent disables it today)
 // After every profiled launch the in-place kernel's output is checked: kernel replay must restore
 // device memory between passes.
 #include <cuda.h>
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "cutriage/collectors/range_profiler.h"
+#include "pc_sampling.h"  // collectors/src: make_cupti_pc_sampler (the --probe-pc-sampling step)
 #include "range_profiler_smoke_kernel.h"
 
 namespace cc = cutriage::collectors;
@@ -206,7 +211,7 @@ std::vector<cc::MetricReading> profile_once(cc::ProfilerHost& host, cc::RangePro
   return readings;
 }
 
-int run(bool probe_empty_range) {
+int run(bool probe_empty_range, bool probe_pc_sampling) {
   int devices = 0;
   const cudaError_t count_err = cudaGetDeviceCount(&devices);
   if (count_err != cudaSuccess || devices == 0) {
@@ -362,6 +367,30 @@ int run(bool probe_empty_range) {
                               : empty.status().message().c_str());
     check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after the empty range"));
   }
+  if (probe_pc_sampling) {
+    auto profiler = take(cc::make_cupti_range_profiler(ctx), "make_cupti_range_profiler (pc probe)");
+    check_plan_a(profile_once(*host, *profiler, plan_a, b, "A before PC sampling"));
+    auto sampler = cc::make_cupti_pc_sampler(ctx);
+    if (!sampler.is_ok()) {
+      std::printf("pc probe: make_cupti_pc_sampler: %s\n", sampler.status().message().c_str());
+    } else {
+      const auto began = std::chrono::steady_clock::now();
+      cc::Status s = sampler.value()->begin(cc::PcSamplingOptions{});
+      std::printf("pc probe: PC sampling begin with the profiler enabled: %s (%.1f ms)\n",
+                  s.is_ok() ? "ok" : s.message().c_str(), ms_since(began));
+      launch_and_verify(b);
+      if (s.is_ok()) {
+        auto batch = sampler.value()->end();
+        std::printf("pc probe: end: %s\n", batch.is_ok() ? (std::to_string(batch.value().total_samples) + " samples, " +
+                                                             std::to_string(batch.value().pcs.size()) + " PCs")
+                                                                .c_str()
+                                                          : batch.status().message().c_str());
+      }
+      sampler.value().reset();
+    }
+    // The profiler was never disabled: a begin() of ~0 ms means its configuration survived.
+    check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after PC sampling (never disabled)"));
+  }
   std::printf("range_profiler_smoke: OK\n");
   return 0;
 }
@@ -371,11 +400,13 @@ int run(bool probe_empty_range) {
 int main(int argc, char** argv) {
   (void)std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line reaches the log, even if CUPTI crashes
   bool probe_empty_range = false;
+  bool probe_pc_sampling = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--probe-empty-range") == 0) probe_empty_range = true;
+    if (std::strcmp(argv[i], "--probe-pc-sampling") == 0) probe_pc_sampling = true;
   }
   try {
-    return run(probe_empty_range);
+    return run(probe_empty_range, probe_pc_sampling);
   } catch (const Failure& f) {
     std::printf("FAIL: %s\n", f.what.c_str());
     return 1;

@@ -19,6 +19,9 @@ bash tests/gpu/build_with_service.sh build-gpu "$q" -DCUTRIAGE_WERROR=ON || exit
 echo "build: $(( $(date +%s) - t0 )) s; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 timeout 60 build-gpu/tests/range_profiler_smoke >"$q/smoke.txt" 2>&1
 echo "range_profiler_smoke: exit $? (each call's time in quick/smoke.txt)"
+# Issue 21: can a launch be PC-sampled while the range profiler stays enabled (its Start then free)?
+timeout 60 build-gpu/tests/range_profiler_smoke --probe-pc-sampling >"$q/smoke-pc.txt" 2>&1
+echo "range_profiler_smoke --probe-pc-sampling: exit $?; $(grep -E '^pc probe|after PC sampling' "$q/smoke-pc.txt" | tr '\n' ';')"
 
 lib=$PWD/build-gpu/agent/libcutriage.so
 cli=$PWD/build-gpu/tools/cutriage
