@@ -331,7 +331,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
 }
 
 void Agent::note_repeated_correlation(const collectors::LaunchEvent& event) {
-  // Once per process: the count goes on for the summary.
+  // Said once per process; the count goes on for the line at the end (finish).
   if (counts_.repeated_correlation.fetch_add(1, std::memory_order_relaxed) != 0) return;
   const std::string what =
       "CUPTI gave a launch the correlation id of its thread's previous launch (" +
@@ -619,6 +619,10 @@ void Agent::finish() {
     }
     finish_trace();  // stops the flush thread: nothing polls the control file or signal after it
     remove_control_signal();
+    if (const uint64_t repeated = counts_.repeated_correlation.load(); repeated > 0) {
+      log_.warn(std::to_string(repeated) + " launch(es) came with their thread's previous correlation id and were "
+                "not profiled (notice correlation_repeated)");
+    }
     deep_.check();  // finished_ is set: an open window closes now
     write_prometheus();
     wire::SessionEnd end = session_end();

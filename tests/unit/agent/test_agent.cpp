@@ -445,5 +445,8 @@ TEST_CASE("agent: a kernel launched under its thread's previous correlation id i
     // The first launch, before any repeat, is profiled either way; under repeated ids no other.
     CHECK(h.platform.stats.begins.load() == (repeated ? 1 : 2));
     h.ag->finish();
+    // The log's last word on it counts them.
+    CHECK((h.log_text().find("2 launch(es) came with their thread's previous correlation id") != std::string::npos) ==
+          repeated);
   }
 }
