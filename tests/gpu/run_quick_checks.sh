@@ -5,6 +5,7 @@
 # against adaptive ones on zoo_many_kernels (issue 21). From the repository root, on the device:
 #
 #   bash tests/gpu/run_quick_checks.sh      # logs in $OUT/quick.tgz (or ./gpu-out), summary on stdout
+#                                           # and in the archive (quick/summary.txt)
 #
 # Carry .carry (the protozero headers). Builds build-gpu (warnings as errors) and the example
 # service with tests/gpu/build_with_service.sh, as the long GPU scripts expect them.
@@ -13,6 +14,9 @@ out="${OUT:-$PWD/gpu-out}"
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 mkdir -p "$out/quick"
 q="$out/quick"
+# The summary goes to stdout and into the archive (quick/summary.txt), so that a caller that
+# discards stdout still gets it back.
+exec > >(tee "$q/summary.txt") 2>&1
 t0=$(date +%s)
 secs() { python3 -c "print('%.2f' % ($(date +%s.%N) - $1))"; }
 bash tests/gpu/build_with_service.sh build-gpu "$q" -DCUTRIAGE_WERROR=ON || exit 1
@@ -57,4 +61,5 @@ done
 echo "result: $([ $fail = 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - t0 )) s"
 # The device tool brings back a limited number of files: the logs and agent files travel as one
 # archive (quick.tgz beside the summary printed above).
+sleep 0.2  # tee has written the result line
 tar czf "$out/quick.tgz" -C "$out" quick && rm -rf "$q"
