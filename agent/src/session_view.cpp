@@ -274,6 +274,11 @@ std::string SessionView::unprofiled_launches_locked(const Family& k) const {
   if (const uint64_t n = k.nvtx_excluded.load(std::memory_order_relaxed); n > 0) {
     d += "; " + std::to_string(n) + " were made outside the NVTX filter";
   }
+  if (const uint64_t n = p_.counts.repeated_correlation.load(std::memory_order_relaxed); n > 0) {
+    // Counted per process, not per family: CUPTI repeated the ids of whatever ran then.
+    d += "; " + std::to_string(n) + " launches in this process came with their thread's previous correlation id "
+         "and were not profiled (notice correlation_repeated, docs/graphs.md)";
+  }
   const uint64_t started = p_.families.totals_locked().profiles_started;
   if (p_.config.launch_count > 0 && started >= p_.config.launch_count) {
     d += "; CUTRIAGE_LAUNCH_COUNT=" + std::to_string(p_.config.launch_count) +

@@ -399,6 +399,11 @@ TEST_CASE("graphs: launches under a repeated correlation id are not profiled and
   REQUIRE(s != nullptr);
   REQUIRE(s->graphs_size() == 1);
   CHECK(s->graphs(0).replays() == 40);
+  // Its "not profiled" reason names the repeated ids, not only the usual causes.
+  const v1::FamilyStats* g = family_stats(r, kGemm);
+  REQUIRE(g != nullptr);
+  CHECK(g->selection_detail().find("39 launches in this process came with their thread's previous correlation id") !=
+        std::string::npos);
 }
 
 TEST_CASE("graphs: always-on gives a graph's counters to a kernel whose own warm-up launch left it inconclusive",
