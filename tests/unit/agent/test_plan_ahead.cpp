@@ -323,9 +323,21 @@ TEST_CASE("plan ahead: always-on's stages are planned on the flush thread, the f
   }
   h.platform.config.cost_plan_ns = 90'000'000;
   h.platform.config.cost_plan_min_names = 11;  // a stage's lists; the groups (10 names) cost nothing
+  // When a stage ends, the flush thread makes the next stage's plan: its turn before the next
+  // launch (a fixed 1 ms sleep was not always enough when CTest ran tests side by side).
+  size_t stages_ended = 0;
   for (uint64_t i = 2; i <= 600; ++i) {
     h.platform.mono_ns += 100'000'000;
+    const int plans_before = h.platform.stats.plans.load();
     h.platform.launch(make_launch(a.mangled, i, a.launch.grid, a.launch.block));
+    const size_t ended = testing::count_lines_containing(h.log_text(), "a stage of");
+    if (ended > stages_ended) {
+      stages_ended = ended;
+      // The route may want no further stage: then no plan comes, and the wait ends at 1 s.
+      for (int w = 0; w < 200 && h.platform.stats.plans.load() == plans_before; ++w) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the flush thread's turn
   }
   h.ag->finish();
