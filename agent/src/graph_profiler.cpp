@@ -536,15 +536,12 @@ void GraphProfiler::write_records(uint32_t exec_id, bool write) {
   }
   if (t.graph_id == 0) return;  // its records have not come back yet: written when they have
   // The passes' spans, for Decision 0's comparison of the replays the counters come from.
-  // A correlation id shared by two passes names neither: no span (0, which Decision 0 leaves out).
-  std::map<uint64_t, uint32_t> id_uses;
-  for (const Target::Pass& pass : t.passes) ++id_uses[pass.correlation_id];
+  // A pass without a usable span (two launches under its id among them: TraceFolder's watch) has
+  // 0, which Decision 0 leaves out.
   std::vector<std::pair<Target::Pass, double>> spans;
   for (const Target::Pass& pass : t.passes) {
     if (pass.stage == 0) continue;  // a pass of a stage that did not complete
-    spans.emplace_back(pass, id_uses[pass.correlation_id] > 1
-                                 ? 0.0
-                                 : p_.trace.graph_launch_span(pass.correlation_id).value_or(0));
+    spans.emplace_back(pass, p_.trace.graph_launch_span(pass.correlation_id).value_or(0));
   }
   std::optional<triage::DeviceLimits> limits;
   if (std::optional<collectors::DeviceInfo> d = p_.devices.known(t.device)) limits = d->limits;

@@ -18,5 +18,5 @@ cmake -S . -B "$build" -G Ninja -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include
   cmake -S examples/service -B build-service -G Ninja -DCMAKE_PREFIX_PATH="$PWD/prefix" >"$logs/service.log" 2>&1 &&
   cmake --build build-service >>"$logs/service.log" 2>&1 && exit 0
 echo "BUILD FAILED"
-tail -40 "$logs"/configure.log "$logs"/build.log "$logs"/install.log "$logs"/service.log 2>/dev/null
+tail -n 40 "$logs"/configure.log "$logs"/build.log "$logs"/install.log "$logs"/service.log 2>/dev/null
 exit 1

@@ -628,19 +628,26 @@ bool collect_counters_first(Workload& w) {
   return true;
 }
 
+// The workload set up and launched once (finished), then, with counters_first, a range-profiler
+// collection over its launches; false (said) when that collection failed.
+bool prepare(Workload& w, bool counters_first) {
+  w.setup();
+  w.launch();
+  CK(cudaStreamSynchronize(w.stream));
+  if (counters_first && !collect_counters_first(w)) {
+    std::printf("  the range profiler's collection failed\n");
+    return false;
+  }
+  return true;
+}
+
 int run_pcs_callback(bool end_in_callback, bool trace = false, bool counters_first = false, bool pause = false) {
   if (trace) {
     CP(cuptiActivityRegisterCallbacks(pcs_buffer_requested, pcs_buffer_completed));
     CP(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   }
   Workload w;
-  w.setup();
-  w.launch();
-  CK(cudaStreamSynchronize(w.stream));
-  if (counters_first && !collect_counters_first(w)) {
-    std::printf("  the range profiler's collection failed\n");
-    return 1;
-  }
+  if (!prepare(w, counters_first)) return 1;
   auto sampler = cutriage::collectors::make_cupti_pc_sampler(current_context());
   if (!sampler.is_ok()) {
     std::printf("  sampler: %s\n", sampler.status().message().c_str());
@@ -737,13 +744,7 @@ int run_corr_pause(bool counters_first) {
   if (!CP(cuptiSubscribe(&sub, reinterpret_cast<CUpti_CallbackFunc>(on_corr_callback), nullptr))) return 1;
   CP(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
   Workload w;
-  w.setup();
-  w.launch();
-  CK(cudaStreamSynchronize(w.stream));
-  if (counters_first && !collect_counters_first(w)) {
-    std::printf("  the range profiler's collection failed\n");
-    return 1;
-  }
+  if (!prepare(w, counters_first)) return 1;
   const char* phases[] = {"traced", "paused", "resumed", "paused again", "resumed again"};
   bool unique = true;
   for (int phase = 0; phase < 5; ++phase) {
