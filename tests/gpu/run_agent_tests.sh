@@ -93,7 +93,7 @@ for p in strided_load transpose register_spill global_atomics strided_load_nolin
   "$cli" pprof "$out/agent/zoo_$p.pb" -o "$out/logs/zoo_$p.pprof.pb.gz" >"$out/logs/zoo_$p.pprof.log" 2>&1
   rc=$?
   n=$(python3 -c "import gzip,sys; print(len(gzip.open(sys.argv[1]).read()))" "$out/logs/zoo_$p.pprof.pb.gz" 2>&1 | tail -1)
-  note "cutriage pprof zoo_$p: exit $rc, $n bytes uncompressed; hot line: $(grep -m1 -A1 'Source lines' "$out/logs/zoo_$p.report.txt" | tail -1)"
+  note "cutriage pprof zoo_$p: exit $rc, $n bytes uncompressed; hot line: $(grep -m1 -A3 '^    source    PC sampling' "$out/logs/zoo_$p.report.txt" | grep -m1 -E '^ +1  ' | tr -s ' ')"
 done
 command -v nvdisasm >/dev/null && note "nvdisasm: $(nvdisasm --version | tail -1)" || note "nvdisasm: not found"
 
@@ -183,6 +183,8 @@ for committed in tests/data/agent/*.pb; do
       >"$out/logs/${f%.pb}.verdicts.diff"; then
     note "verdicts $f: $(tail -1 "$out/logs/${f%.pb}.verdicts.diff")$(grep -c '^only' "$out/logs/${f%.pb}.verdicts.diff" |
       sed 's/^0$//; s/^[1-9].*/; & profiled in one run only/')"
+    # On another GPU than the committed files' the changes are listed, not failed (verdicts.py).
+    grep -A1 '^changed: ' "$out/logs/${f%.pb}.verdicts.diff" | cut -c1-220 | sed 's/^/    /' | tee -a "$summary"
   else
     fail=1
     note "verdicts $f: CHANGED"; sed 's/^/    /' "$out/logs/${f%.pb}.verdicts.diff" | tee -a "$summary"
