@@ -317,11 +317,13 @@ Diagnosis Router::run() {
           classifying.push_back(Decision::kD1WorkloadSize);
           break;
         case Quadrant::kHighOccLowUtil:
+        case Quadrant::kUnknownOccLowUtil:
           add_route(Decision::kD3IssueStalls, because);
           routed = RoutedRegime::kLatency;
           break;
         case Quadrant::kLowOccHighUtil:
         case Quadrant::kHighOccHighUtil:
+        case Quadrant::kUnknownOccHighUtil:
           if (memory_hotter) {
             add_route(Decision::kD5MemoryMechanism, because + "; memory is the busier side");
             routed = RoutedRegime::kMemory;

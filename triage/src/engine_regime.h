@@ -62,12 +62,19 @@ inline Regime parse_regime(std::string_view s) {
 // utilization, read as sm__throughput.avg.pct_of_peak_sustained_elapsed. With high utilization the
 // router sends the kernel to D4, or to D5 when memory throughput is the higher of the two (3.8.1:
 // "optimize the hot pipeline or memory tier first").
+// Without the achieved occupancy, utilization alone still places the kernel in a half of the 2x2
+// whose two quadrants route the same way (both low-utilization quadrants go to D3, both high ones
+// to D4 or D5): the route is known, only the quadrant's occupancy reading (D1 classifying a
+// low/low kernel, its occupancy limiter) is not. PM samples of a graph node carry no occupancy
+// (docs/graphs.md), so this is how they route an ambiguous SM/memory balance.
 enum class Quadrant : uint8_t {
   kUnknown,
-  kLowOccLowUtil,    // -> D1 + D3 (underfill or launch-limiting resource)
-  kLowOccHighUtil,   // -> D4 (or D5 when memory is the busier side): optimize the hot unit
-  kHighOccLowUtil,   // -> D3: warps resident but not issuing
-  kHighOccHighUtil,  // -> D4 + D7: saturated SM
+  kLowOccLowUtil,      // -> D1 + D3 (underfill or launch-limiting resource)
+  kLowOccHighUtil,     // -> D4 (or D5 when memory is the busier side): optimize the hot unit
+  kHighOccLowUtil,     // -> D3: warps resident but not issuing
+  kHighOccHighUtil,    // -> D4 + D7: saturated SM
+  kUnknownOccLowUtil,  // -> D3, as either low-utilization quadrant
+  kUnknownOccHighUtil, // -> D4 or D5, as either high-utilization quadrant
 };
 
 inline Quadrant classify_quadrant(double occupancy, double utilization, double occ_threshold,
@@ -84,6 +91,8 @@ inline std::string_view quadrant_name(Quadrant q) {
     case Quadrant::kLowOccHighUtil: return "low_occupancy_high_utilization";
     case Quadrant::kHighOccLowUtil: return "high_occupancy_low_utilization";
     case Quadrant::kHighOccHighUtil: return "high_occupancy_high_utilization";
+    case Quadrant::kUnknownOccLowUtil: return "unknown_occupancy_low_utilization";
+    case Quadrant::kUnknownOccHighUtil: return "unknown_occupancy_high_utilization";
     case Quadrant::kUnknown: break;
   }
   return "unknown";
@@ -91,7 +100,7 @@ inline std::string_view quadrant_name(Quadrant q) {
 
 inline Quadrant parse_quadrant(std::string_view s) {
   for (Quadrant q : {Quadrant::kLowOccLowUtil, Quadrant::kLowOccHighUtil, Quadrant::kHighOccLowUtil,
-                     Quadrant::kHighOccHighUtil}) {
+                     Quadrant::kHighOccHighUtil, Quadrant::kUnknownOccLowUtil, Quadrant::kUnknownOccHighUtil}) {
     if (quadrant_name(q) == s) return q;
   }
   return Quadrant::kUnknown;

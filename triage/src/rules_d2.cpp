@@ -116,9 +116,23 @@ RuleVerdict eval_dispatch(RuleContext& ctx) {
 }
 
 RuleVerdict eval_quadrant(RuleContext& ctx) {
-  const double occ = ctx.required(kAchievedOccupancy);
   const double sm = ctx.required(kSmThroughput);
   const double util = sm;  // SM pipeline utilization (guide 3.2.3: "peak pipeline SOL")
+  const std::optional<double> occupancy = ctx.metric(kAchievedOccupancy);
+  if (!occupancy) {
+    // Utilization alone picks the half of the 2x2, and both quadrants of a half route the same
+    // way (engine_regime.h); the reading says the occupancy was not measured.
+    const double util_t = ctx.threshold("utilization_pct");
+    const bool high = util >= util_t;
+    RuleVerdict v = RuleVerdict::fired(
+        std::string(high ? "high" : "low") + " SM utilization (" + pct(util) + (high ? " >= " : " < ") +
+            pct(util_t, 0) + ") with the achieved occupancy not measured (" + std::string(kAchievedOccupancy) +
+            "): either " + (high ? "high" : "low") + "-utilization quadrant routes the kernel the same way",
+        0.0);
+    v.detail = std::string(quadrant_name(high ? Quadrant::kUnknownOccHighUtil : Quadrant::kUnknownOccLowUtil));
+    return std::move(v).decided_by(std::string(kSmThroughput), "utilization_pct");
+  }
+  const double occ = *occupancy;
   const double occ_t = ctx.threshold("occupancy_pct");
   const double util_t = ctx.threshold("utilization_pct");
   const Quadrant q = classify_quadrant(occ, util, occ_t, util_t);
@@ -129,6 +143,8 @@ RuleVerdict eval_quadrant(RuleContext& ctx) {
     case Quadrant::kLowOccHighUtil: reading += ": the few warps already keep a unit busy; more warps would compete for it"; break;
     case Quadrant::kHighOccLowUtil: reading += ": warps are resident but not issuing (latency-bound)"; break;
     case Quadrant::kHighOccHighUtil: reading += ": the SM is saturated"; break;
+    case Quadrant::kUnknownOccLowUtil:
+    case Quadrant::kUnknownOccHighUtil:
     case Quadrant::kUnknown: break;
   }
   RuleVerdict v = RuleVerdict::fired(reading, 0.0);
@@ -212,7 +228,7 @@ std::vector<Rule> make_d2_rules() {
       .decision = Decision::kD2Regime,
       .title = "Occupancy versus utilization quadrant",
       .parent = {},
-      .metrics = {{kAchievedOccupancy, true}, {kSmThroughput, true}},
+      .metrics = {{kAchievedOccupancy, false}, {kSmThroughput, true}},
       .thresholds = {{"occupancy_pct", 60.0, "guide 3.2.3: achieved occupancy >= 60% is high"},
                      {"utilization_pct", 60.0, "guide 3.2.3: peak pipeline SOL >= 60% is high"}},
       .finding = "Places the kernel in the occupancy x utilization 2x2.",

@@ -129,16 +129,32 @@ TEST_CASE("route: ambiguous throughputs use the occupancy x utilization quadrant
   CHECK(highhigh.classification == Classification::kComputeBound);
 }
 
-TEST_CASE("route: ambiguous throughputs without occupancy are inconclusive", "[routing]") {
-  KernelInput k = kernel(70, 65);
-  MetricSet m;
-  for (const auto& [n, v] : k.metrics.all()) {
-    if (n != "sm__warps_active.avg.pct_of_peak_sustained_active") m.set(n, v.value, v.unit);
-  }
-  k.metrics = m;
-  Diagnosis d = triage_kernel(k);
-  CHECK(d.classification == Classification::kInconclusive);
-  CHECK(d.headline.find("quadrant") != std::string::npos);
+// PM samples of a graph node carry no achieved occupancy: the utilization half of the 2x2 routes
+// them, the same way either quadrant of that half would.
+TEST_CASE("route: ambiguous throughputs without occupancy route by SM utilization alone", "[routing]") {
+  auto without_occupancy = [](KernelInput k) {
+    MetricSet m;
+    for (const auto& [n, v] : k.metrics.all()) {
+      if (n != "sm__warps_active.avg.pct_of_peak_sustained_active") m.set(n, v.value, v.unit);
+    }
+    k.metrics = m;
+    return k;
+  };
+  // SM 70%, memory 65%: the high half; compute is the busier side.
+  Diagnosis compute = triage_kernel(without_occupancy(kernel(70, 65)));
+  CHECK(compute.classification == triage_kernel(kernel(70, 65, 40)).classification);
+  CHECK(compute.classification == Classification::kComputeBound);
+  CHECK(compute.visited(Decision::kD4ComputePipe));
+  CHECK(compute.check("d2.occupancy_utilization_quadrant")->finding->detail == "unknown_occupancy_high_utilization");
+  // SM 70%, memory 75%: the high half, memory busier.
+  Diagnosis memory = triage_kernel(without_occupancy(kernel(70, 75)));
+  CHECK(memory.classification == Classification::kMemoryBound);
+  CHECK(memory.visited(Decision::kD5MemoryMechanism));
+  // SM 58%, memory 70%: the low half, Decision 3, and no occupancy limiter claimed.
+  Diagnosis latency = triage_kernel(without_occupancy(kernel(58, 70)));
+  CHECK(latency.classification == Classification::kLatencyBound);
+  CHECK(latency.visited(Decision::kD3IssueStalls));
+  CHECK(latency.primary_limiter != Limiter::kLowAchievedOccupancy);
 }
 
 TEST_CASE("route: issue starvation adds Decision 3", "[routing]") {

@@ -103,5 +103,15 @@ TEST_CASE("d2.occupancy_utilization_quadrant (synthetic)", "[d2]") {
   CHECK(quad(40, 70) == "low_occupancy_high_utilization");
   CHECK(quad(80, 30) == "high_occupancy_low_utilization");
   CHECK(quad(80, 70) == "high_occupancy_high_utilization");
-  CHECK(run_one("d2.occupancy_utilization_quadrant", sol(30, 30)).outcome == Outcome::kNotEvaluated);
+  // Without the occupancy, utilization picks the half of the 2x2 (both of its quadrants route alike).
+  const auto half = run_one("d2.occupancy_utilization_quadrant", sol(70, 10));
+  REQUIRE(half.outcome == Outcome::kFired);
+  CHECK(half.finding->detail == "unknown_occupancy_high_utilization");
+  CHECK(half.reason.find("not measured") != std::string::npos);
+  CHECK(run_one("d2.occupancy_utilization_quadrant", sol(30, 30)).finding->detail ==
+        "unknown_occupancy_low_utilization");
+  // Without the SM throughput nothing is placed.
+  KernelInput none;
+  none.metrics.set("sm__warps_active.avg.pct_of_peak_sustained_active", 80, "%");
+  CHECK(run_one("d2.occupancy_utilization_quadrant", none).outcome == Outcome::kNotEvaluated);
 }
