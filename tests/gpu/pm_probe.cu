@@ -1273,6 +1273,18 @@ const std::vector<std::string> kRuleNames = {
     "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
     // Decision 3's achieved occupancy: the agent derives it from PM's warps and SM active cycles.
     "sm__warps_active.avg.pct_of_peak_sustained_active",
+    // Decision 4's ALU pipe and issue rate, for PM's alu and issue columns (kPmAgainstRules).
+    "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active",
+    "sm__inst_issued.avg.pct_of_peak_sustained_elapsed",
+};
+
+// PM columns held against the rules' names they might stand for (pm_then_rp prints each pair).
+const std::vector<std::pair<std::string, std::string>> kPmAgainstRules = {
+    {"alu", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"},
+    {"alu", "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active"},
+    {"issue", "sm__inst_issued.avg.pct_of_peak_sustained_elapsed"},
+    {"issue", "smsp__issue_active.avg.pct_of_peak_sustained_active"},
 };
 
 // Per kernel: the PM set's names and the rules' names by the range profiler, each kernel launched
@@ -1452,6 +1464,21 @@ int run_way(const std::string& way) {
       std::printf("  Decision 2: PM stand-in / the rules' own name by the range profiler:\n");
       print_row("D2 sm__tput", sm_cells, 19);
       print_row("D2 mem max", mem_cells, 19);
+      std::printf("  PM column / a rules' name by the range profiler (candidates for the PM mapping):\n");
+      for (const auto& [label, rule] : kPmAgainstRules) {
+        const size_t pi = pm_index(label.c_str());
+        const size_t ri = ref_index(rule.c_str());
+        std::vector<std::string> cells;
+        for (const auto& h : head) {
+          const auto p = pure.find("pm_" + h);
+          const size_t r = std::find(ref.kernels.begin(), ref.kernels.end(), "pm_" + h) - ref.kernels.begin();
+          const double pv = p != pure.end() && pi < p->second.size() ? p->second[pi] : NAN;
+          const double rv = r < ref.values.size() && ri < ref.metrics.size() ? ref.values[r][ri] : NAN;
+          cells.push_back(fmt(pv) + "/" + fmt(rv));
+        }
+        std::printf("    %s vs %s\n", label.c_str(), rule.c_str());
+        print_row(label.c_str(), cells, 19);
+      }
     }
     delete pm;
     return rc;
