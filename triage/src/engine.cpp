@@ -460,9 +460,18 @@ Diagnosis Router::run() {
   if (dx_.classification == Classification::kInconclusive) {
     choose_primary({});
     dx_.headline = "inconclusive: " + missing;
-    dx_.next_action = "Collect sm__throughput.avg.pct_of_peak_sustained_elapsed, "
-                      "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed and "
-                      "sm__warps_active.avg.pct_of_peak_sustained_active, then triage again.";
+    // Name what routing lacks, not what was collected (a PM-sampled node has both throughputs).
+    std::vector<std::string_view> lacking;
+    for (std::string_view m : {detail::kSmThroughput, detail::kMemThroughput}) {
+      if (!metrics_.get(m)) lacking.push_back(m);
+    }
+    if (lacking.empty()) {
+      dx_.next_action = "Collect the counters of a full profile (cutriage run, or ncu --set full), then triage again.";
+    } else {
+      std::string names(lacking[0]);
+      if (lacking.size() > 1) names += " and " + std::string(lacking[1]);
+      dx_.next_action = "Collect " + names + ", then triage again.";
+    }
     dx_.estimated_speedup.reset();
     return std::move(dx_);
   }

@@ -265,6 +265,15 @@ TEST_CASE("missing routing metrics: inconclusive, other checks still run", "[rou
   CHECK(d.classification == Classification::kInconclusive);
   CHECK(d.headline.rfind("inconclusive: ", 0) == 0);
   CHECK(d.headline.find("sm__throughput.avg.pct_of_peak_sustained_elapsed") != std::string::npos);
+  // The next action names what routing lacks, both throughputs here, and not the occupancy it has.
+  CHECK(d.next_action.find("sm__throughput.avg.pct_of_peak_sustained_elapsed and "
+                           "gpu__compute_memory_throughput") != std::string::npos);
+  CHECK(d.next_action.find("warps_active") == std::string::npos);
+  KernelInput memory_only = k;
+  memory_only.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 25, "%");
+  const Diagnosis lacking_sm = triage_kernel(memory_only);
+  CHECK(lacking_sm.classification == Classification::kInconclusive);
+  CHECK(lacking_sm.next_action == "Collect sm__throughput.avg.pct_of_peak_sustained_elapsed, then triage again.");
   CHECK(d.visited(Decision::kD1WorkloadSize));
   CHECK(d.visited(Decision::kD6SourceLines));
   CHECK(d.visited(Decision::kD7HardwareLimit));
