@@ -25,11 +25,11 @@ t0=$(date +%s)
 if [ -z "${SKIP_BUILD:-}" ]; then
   zoo_targets=""
   for p in ${ZOO:-fma_chain strided_load tiny_kernels}; do zoo_targets="$zoo_targets zoo_$p"; done
-  cmake -S . -B "$build" -G Ninja -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" >"$logs/configure.log" 2>&1 &&
-    cmake --build "$build" -j16 --target cutriage_agent cutriage_cli $zoo_targets >"$logs/build.log" 2>&1
+  # shellcheck disable=SC2086 # one target per word
+  bash tests/gpu/build_targets.sh "$build" "$logs" cutriage_agent cutriage_cli $zoo_targets >"$logs/build-tail.txt"
   rc=$?
   echo "build: exit $rc, $(( $(date +%s) - t0 )) s" | tee -a "$sum"
-  if [ $rc -ne 0 ]; then tail -40 "$logs/build.log" | tee -a "$sum"; exit 1; fi
+  if [ $rc -ne 0 ]; then tee -a "$sum" <"$logs/build-tail.txt"; exit 1; fi
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$sum"
 echo "commit $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%F)" >>"$sum"

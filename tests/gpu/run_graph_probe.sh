@@ -12,12 +12,10 @@ export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 build=build-gpu
 logs=$(mktemp -d)
 t0=$(date +%s)
-cmake -S . -B "$build" -G Ninja -DCUTRIAGE_BUILD_EXAMPLES=OFF -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
-  >"$logs/configure.log" 2>&1 &&
-  cmake --build "$build" -j16 --target graph_probe cutriage_agent cutriage_cli >"$logs/build.log" 2>&1
+bash tests/gpu/build_targets.sh "$build" "$logs" graph_probe cutriage_agent cutriage_cli
 rc=$?
 echo "build: exit $rc, $(( $(date +%s) - t0 )) s" | tee "$out/workloads.txt"
-if [ $rc -ne 0 ]; then tail -40 "$logs/build.log"; tar -C "$logs" -czf "$out/logs.tgz" .; exit 1; fi
+if [ $rc -ne 0 ]; then tar -C "$logs" -czf "$out/logs.tgz" .; exit 1; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$out/workloads.txt"
 
 timeout 240 "$build/tests/graph_probe" ${PROBE_WAYS:-trace user1 userN userrange userrangeN collectorN pcs_serial pcs_cont pcs_cb pcs_cb_late kernelN} >"$out/probe.txt" 2>&1

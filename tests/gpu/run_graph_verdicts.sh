@@ -21,12 +21,10 @@ build=build-gpu
 logs=$(mktemp -d)
 sum="$out/summary.txt"
 t0=$(date +%s)
-cmake -S . -B "$build" -G Ninja -DCUTRIAGE_BUILD_EXAMPLES=ON -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" \
-  >"$logs/configure.log" 2>&1 &&
-  cmake --build "$build" -j16 --target cutriage_agent cutriage_cli gpu_graphs >"$logs/build.log" 2>&1
+bash tests/gpu/build_targets.sh "$build" "$logs" cutriage_agent cutriage_cli gpu_graphs >"$logs/build-tail.txt"
 rc=$?
 echo "build: exit $rc, $(( $(date +%s) - t0 )) s" | tee "$sum"
-if [ $rc -ne 0 ]; then tail -40 "$logs/build.log" | tee -a "$sum"; exit 1; fi
+if [ $rc -ne 0 ]; then tee -a "$sum" <"$logs/build-tail.txt"; exit 1; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >>"$sum"
 echo "commit $(git rev-parse --short HEAD 2>/dev/null), $(date -u +%F)" >>"$sum"
 

@@ -4,8 +4,7 @@
 set -u
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 build=build-gpu
-cmake -S . -B "$build" -G Ninja -DCUTRIAGE_BUILD_EXAMPLES=OFF -DPROTOZERO_INCLUDE_DIR="$PWD/.carry/usr/include" >/tmp/c.log 2>&1 &&
-  cmake --build "$build" -j16 --target cutriage_agent cutriage_cli >/tmp/b.log 2>&1 || { tail -20 /tmp/b.log; exit 1; }
+bash tests/gpu/build_targets.sh "$build" /tmp/trace-drop-build cutriage_agent cutriage_cli || exit 1
 cli="$PWD/$build/tools/cutriage"
 export TORCHINDUCTOR_CACHE_DIR=/tmp/ind-c
 for run in 1 2; do
