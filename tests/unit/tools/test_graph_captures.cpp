@@ -63,6 +63,18 @@ std::map<uint64_t, const v1::KernelProfile*> latest_records(const tools::ReadRes
   return latest;
 }
 
+// A family's latest record, which must be profiled with its graph's scope (a test's INFO names
+// the family).
+const v1::KernelProfile& graph_family_record(const std::map<uint64_t, const v1::KernelProfile*>& latest,
+                                             const v1::FamilyStats& f) {
+  auto it = latest.find(f.family_id());
+  REQUIRE(it != latest.end());
+  const v1::KernelProfile& k = *it->second;
+  CHECK(k.status() == v1::PROFILE_STATUS_PROFILED);
+  REQUIRE(k.has_graph_scope());
+  return k;
+}
+
 GraphNotices graph_notices(const tools::ReadResult& r) {
   GraphNotices out;
   const v1::SessionHeader& session = r.file.records(0).session();
@@ -250,11 +262,7 @@ TEST_CASE("graph captures: always-on at the default budget completes the graph's
   for (const v1::FamilyStats& f : ts.families()) {
     if (f.total_ns() < 0.05 * ts.total_kernel_ns()) continue;
     INFO("family " << tools::family_name(r, f.family_id()));
-    auto it = latest.find(f.family_id());
-    REQUIRE(it != latest.end());
-    const v1::KernelProfile& k = *it->second;
-    CHECK(k.status() == v1::PROFILE_STATUS_PROFILED);
-    REQUIRE(k.has_graph_scope());
+    const v1::KernelProfile& k = graph_family_record(latest, f);
     CHECK(k.replay_mode() == v1::REPLAY_MODE_APPLICATION);
     const std::string name(tools::lookup(r, k.mangled_name_iid()));
     const triage::KernelInput in = testing::input_from_record(r, k, *triage::known_device_limits("GH100"));
@@ -373,11 +381,7 @@ TEST_CASE("graph captures: always-on over torch.compile routes the graph's famil
   for (const v1::FamilyStats& f : ts.families()) {
     if (f.time_share() < 0.05) continue;
     INFO("family " << tools::family_name(r, f.family_id()));
-    auto it = latest.find(f.family_id());
-    REQUIRE(it != latest.end());
-    const v1::KernelProfile& k = *it->second;
-    CHECK(k.status() == v1::PROFILE_STATUS_PROFILED);
-    REQUIRE(k.has_graph_scope());
+    const v1::KernelProfile& k = graph_family_record(latest, f);
     CHECK(k.diagnosis().trust() != v1::TRUST_UNTRUSTED);
     CHECK(k.diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
     if (k.graph_scope().has_node_sampling()) {
