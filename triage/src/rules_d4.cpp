@@ -19,10 +19,6 @@ namespace cutriage::triage::detail {
 
 namespace {
 
-
-
-
-
 constexpr std::string_view kInstExecutedSum = "sm__inst_executed.sum";
 constexpr std::string_view kInstIssuedSum = "sm__inst_issued.sum";
 constexpr std::string_view kInstIssuedPct = "sm__inst_issued.avg.pct_of_peak_sustained_elapsed";

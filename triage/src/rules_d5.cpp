@@ -21,9 +21,6 @@ namespace cutriage::triage::detail {
 
 namespace {
 
-
-
-
 constexpr std::string_view kLsuWavefrontsPct =
     "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kComputeMemory =
@@ -86,7 +83,6 @@ constexpr std::string_view kL2TexSectors = "lts__t_sectors_srcunit_tex.sum";
 constexpr std::string_view kL2TexSysmem = "lts__t_sectors_srcunit_tex_aperture_sysmem.sum";
 constexpr std::string_view kL2TexPeer = "lts__t_sectors_srcunit_tex_aperture_peer.sum";
 constexpr std::string_view kL2TexPct = "lts__t_sectors_srcunit_tex.avg.pct_of_peak_sustained_elapsed";
-
 
 // DRAM utilization under either of the two names the guide uses.
 std::optional<double> dram_pct(RuleContext& ctx) {
