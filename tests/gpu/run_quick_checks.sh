@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The short GPU check to run first in a device session (about 3 minutes with the build), before the
+# The short GPU check to run first in a device session (about 4 minutes with the build), before the
 # long suites: the build, the range profiler smoke (each CUPTI call's time), short programs that
-# exit while the agent is busy (the exits of stops 37 and 38), and deep mode's default counters
-# against adaptive ones on zoo_many_kernels (issue 21). From the repository root, on the device:
+# exit while the agent is busy (the exits of stops 37 and 38), deep mode's default counters
+# against adaptive ones on zoo_many_kernels (issue 21), and the PM probe's per-kernel comparison
+# (issue 20). From the repository root, on the device:
 #
 #   bash tests/gpu/run_quick_checks.sh      # logs in $OUT/quick.tgz (or ./gpu-out), summary on stdout
 #                                           # and in the archive (quick/summary.txt)
@@ -58,6 +59,11 @@ for arm in default adaptive; do
   done
   grep -E "^\[|^    (collected|cost|pc cost)" "$q/mk-$arm-1.report.txt" | cut -c1-220 | head -24
 done
+# Issue 20: PM's alu and issue columns against the rules' ALU-pipe and issue names, per kernel (the
+# check a PM mapping of Decision 4's ALU pipe needs; about a minute; does not change the result).
+OUT="$q" PM_WAYS="pm_then_rp" bash tests/gpu/run_pm_probe.sh >"$q/pm-probe-run.txt" 2>&1
+echo "pm_probe pm_then_rp: exit $? (quick/pm-probe.txt)"
+grep -A1 -E '^    (alu|issue) vs ' "$q/pm-probe.txt" 2>/dev/null | grep -v '^--' | cut -c1-200
 echo "result: $([ $fail = 0 ] && echo PASS || echo FAIL) in $(( $(date +%s) - t0 )) s"
 # The device tool brings back a limited number of files: the logs and agent files travel as one
 # archive (quick.tgz beside the summary printed above).
