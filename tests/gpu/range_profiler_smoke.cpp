@@ -21,11 +21,18 @@
 //      (stopped, its configuration set), then the same plan again on that profiler: whether deep
 //      mode could keep one profiler enabled across its PC-sampled launches instead of paying the
 //      first Start again after each (issue 21; the agent disables it today)
+//   7. with --probe-steps: passes over "steps" of three launches of two kernels (auto range + user
+//      replay, several ranges a pass), for plan A and for every counter the rules read: whether
+//      CUPTI gives one range per launch with that launch's own counts (against kernel replay of
+//      each launch alone), and what a pass costs. Whether one always-on stage could serve every
+//      family of a training step with one configuration (issue 22). Then a pass with one launch
+//      fewer: what CUPTI does when a step differs. Last: it leaves y unchecked.
 // After every profiled launch the in-place kernel's output is checked: kernel replay must restore
 // device memory between passes.
 #include <cuda.h>
 #include <cuda_runtime.h>  // the typed cudaMalloc overload
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -34,11 +41,15 @@
 #include <string>
 #include <vector>
 
+#include <cupti_range_profiler.h>  // the steps probe names its ranges
+
 #include "cutriage/collectors/range_profiler.h"
+#include "cutriage/triage/plan.h"  // the rules' counters, for the steps probe
 #include "pc_sampling.h"  // collectors/src: make_cupti_pc_sampler (the --probe-pc-sampling step)
 #include "range_profiler_smoke_kernel.h"
 
 namespace cc = cutriage::collectors;
+namespace triage = cutriage::triage;
 
 namespace {
 
@@ -211,7 +222,174 @@ std::vector<cc::MetricReading> profile_once(cc::ProfilerHost& host, cc::RangePro
   return readings;
 }
 
-int run(bool probe_empty_range, bool probe_pc_sampling) {
+// --- the steps probe (step 7) ---
+
+// The names CUPTI gave the ranges of a decoded image ("" where it gave none).
+std::vector<std::string> range_names(const cc::CounterData& data) {
+  std::vector<std::string> names;
+  for (uint32_t r = 0; r < data.ranges; ++r) {
+    CUpti_RangeProfiler_CounterData_GetRangeInfo_Params info{};
+    info.structSize = CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE;
+    info.pCounterDataImage = data.image.data();
+    info.counterDataImageSize = data.image.size();
+    info.rangeIndex = r;
+    info.rangeDelimiter = "/";
+    const CUptiResult res = cuptiRangeProfilerCounterDataGetRangeInfo(&info);
+    names.push_back(res == CUPTI_SUCCESS && info.rangeName != nullptr ? info.rangeName
+                                                                       : "(error " + std::to_string(res) + ")");
+  }
+  return names;
+}
+
+// One "step": accumulate over n, scale over n, accumulate over n/4. DRAM reads of about 2, 1 and
+// 0.5 arrays' bytes tell the three ranges apart. `launches` < 3 leaves the last ones out.
+void launch_step(Buffers& b, int launches = 3) {
+  if (launches > 0) check_cuda(launch_smoke_accumulate(b.x, b.y, kN), "step launch 1");
+  if (launches > 1) check_cuda(launch_smoke_scale(b.x, b.y, kN), "step launch 2");
+  if (launches > 2) check_cuda(launch_smoke_accumulate(b.x, b.y, kN / 4), "step launch 3");
+  check_cuda(cudaDeviceSynchronize(), "step synchronize");
+}
+
+struct StepCollection {
+  cc::CounterData data;
+  std::vector<double> pass_ms;  // begin + step + end, per pass
+};
+
+StepCollection collect_over_steps(void* ctx, Buffers& b, const cc::MetricPlan& plan_in, uint64_t collection,
+                                  int short_pass = -1) {
+  cc::MetricPlan plan = plan_in;
+  plan.replay = cc::PlanReplay::kLaunches;
+  plan.collection = collection;
+  cc::RangeProfilerOptions options;
+  options.max_ranges = 16;
+  auto profiler = take(cc::make_cupti_range_profiler(ctx, options), "make_cupti_range_profiler (steps)");
+  StepCollection out;
+  for (uint32_t pass = 0; pass < plan.passes; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    check_status(profiler->begin(plan), "begin() (a step)");
+    const double begin_ms = ms_since(start);
+    launch_step(b, static_cast<int>(pass) == short_pass ? 2 : 3);
+    const auto ended = std::chrono::steady_clock::now();
+    cc::Result<cc::CounterData> data = profiler->end();
+    const double end_ms = ms_since(ended);
+    out.pass_ms.push_back(ms_since(start));
+    if (!data.is_ok()) {
+      std::printf("  pass %u: end() -> %s\n", pass, data.status().message().c_str());
+      throw Failure{"end() of a step failed"};
+    }
+    out.data = std::move(data).value();
+    std::printf("  pass %u: begin %.1f ms, step %.1f ms, end %.1f ms, pending %u\n", pass, begin_ms,
+                out.pass_ms.back() - begin_ms - end_ms, end_ms, out.data.passes_pending);
+    if (pass == 0 || pass + 1 == plan.passes) print_steps(*profiler);
+  }
+  if (out.data.passes_pending != 0) throw Failure{"passes still pending after the plan's passes"};
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Each launch of a step alone, under kernel replay: the reference values of the three ranges.
+std::vector<std::vector<cc::MetricReading>> step_reference(void* ctx, cc::ProfilerHost& host, const cc::MetricPlan& plan,
+                                                           Buffers& b) {
+  auto profiler = take(cc::make_cupti_range_profiler(ctx), "make_cupti_range_profiler (step reference)");
+  std::vector<std::vector<cc::MetricReading>> out;
+  for (int i = 0; i < 3; ++i) {
+    // The launches before the i-th run unprofiled, so each sees the caches as in a step.
+    if (i > 0) check_cuda(launch_smoke_accumulate(b.x, b.y, kN), "reference lead-in 1");
+    if (i > 1) check_cuda(launch_smoke_scale(b.x, b.y, kN), "reference lead-in 2");
+    check_cuda(cudaDeviceSynchronize(), "reference synchronize");
+    check_status(profiler->begin(plan), "begin() (reference)");
+    if (i == 0) check_cuda(launch_smoke_accumulate(b.x, b.y, kN), "reference launch 1");
+    if (i == 1) check_cuda(launch_smoke_scale(b.x, b.y, kN), "reference launch 2");
+    if (i == 2) check_cuda(launch_smoke_accumulate(b.x, b.y, kN / 4), "reference launch 3");
+    cc::CounterData data = take(profiler->end(), "end() (reference)");
+    out.push_back(take(host.evaluate(plan, data, 0), "evaluate() (reference)"));
+  }
+  return out;
+}
+
+void probe_steps(void* ctx, cc::ProfilerHost& host, const cc::MetricPlan& plan_a, Buffers& b) {
+  std::vector<std::string> rules;
+  for (const std::string& m : triage::counters_for_decisions(
+           {triage::Decision::kD0Trust, triage::Decision::kD1WorkloadSize, triage::Decision::kD2Regime,
+            triage::Decision::kD3IssueStalls, triage::Decision::kD4ComputePipe, triage::Decision::kD5MemoryMechanism,
+            triage::Decision::kD7HardwareLimit})) {
+    rules.push_back(m);
+  }
+  const cc::MetricPlan plan_rules = take(host.plan(rules), "plan of the rules' counters");
+  std::printf("steps probe: plan A %u passes; the rules' counters: %zu accepted, %zu rejected, %u passes\n",
+              plan_a.passes, plan_rules.metrics.size(), plan_rules.rejected.size(), plan_rules.passes);
+  const double bytes = static_cast<double>(kN) * sizeof(float);
+  const double expected_read[3] = {2 * bytes, bytes, 0.5 * bytes};
+  uint64_t collection = 100;
+  for (const cc::MetricPlan* plan : {&plan_a, &plan_rules}) {
+    const bool full = plan == &plan_rules;
+    std::printf("== steps of 3 launches, %s (%u passes)\n", full ? "the rules' counters" : "plan A", plan->passes);
+    StepCollection c = collect_over_steps(ctx, b, *plan, ++collection);
+    std::vector<double> later(c.pass_ms.begin() + 1, c.pass_ms.end());
+    std::printf("  first pass %.1f ms, later passes median %.1f ms; ranges %u: ", c.pass_ms.front(), median(later),
+                c.data.ranges);
+    for (const std::string& n : range_names(c.data)) std::printf("[%s] ", n.c_str());
+    std::printf("\n");
+    const auto reference = step_reference(ctx, host, *plan, b);
+    for (uint32_t r = 0; r < c.data.ranges && r < 3; ++r) {
+      auto readings = take(host.evaluate(*plan, c.data, r), "evaluate() (a step's range)");
+      size_t compared = 0;
+      size_t off = 0;
+      std::string worst;
+      double worst_rel = 0;
+      for (size_t i = 0; i < readings.size() && i < reference[r].size(); ++i) {
+        const double v = readings[i].value;
+        const double ref = reference[r][i].value;
+        if (!std::isfinite(v) || !std::isfinite(ref)) continue;
+        ++compared;
+        const double rel = std::fabs(v - ref) / std::max(std::fabs(ref), 1e-9);
+        if (std::fabs(v - ref) > 1e-6 && rel > 0.10) ++off;
+        if (std::fabs(v - ref) > 1e-6 && rel > worst_rel) {
+          worst_rel = rel;
+          worst = readings[i].name + " " + std::to_string(v) + " vs " + std::to_string(ref);
+        }
+      }
+      const double read = reading(readings, kDramRead);
+      std::printf("  range %u: dram read %.3g (expected about %.3g), duration %.0f ns (alone %.0f); %zu of %zu values "
+                  "within 10%% of kernel replay alone; furthest: %s\n",
+                  r, read, expected_read[r], reading(readings, kDuration), reading(reference[r], kDuration),
+                  compared - off, compared, worst.empty() ? "-" : worst.c_str());
+      if (!full) {
+        for (size_t i = 0; i < readings.size(); ++i) {
+          std::printf("    %-72s %.6g (alone %.6g)\n", readings[i].name.c_str(), readings[i].value,
+                      reference[r][i].value);
+        }
+      }
+    }
+    if (c.data.ranges != 3) std::printf("  NOT one range per launch: %u ranges\n", c.data.ranges);
+  }
+  std::printf("== steps of 3 launches with pass 1 short of its third launch, plan A\n");
+  try {
+    StepCollection c = collect_over_steps(ctx, b, plan_a, ++collection, 1);
+    std::printf("  ranges %u: ", c.data.ranges);
+    for (const std::string& n : range_names(c.data)) std::printf("[%s] ", n.c_str());
+    std::printf("\n");
+    for (uint32_t r = 0; r < c.data.ranges && r < 3; ++r) {
+      auto readings = host.evaluate(plan_a, c.data, r);
+      if (!readings.is_ok()) {
+        std::printf("  range %u: evaluate -> %s\n", r, readings.status().message().c_str());
+        continue;
+      }
+      std::printf("  range %u: dram read %.3g, duration %.0f ns, sm inst %.3g\n", r,
+                  reading(readings.value(), kDramRead), reading(readings.value(), kDuration),
+                  reading(readings.value(), kSmInst));
+    }
+  } catch (const Failure& f) {
+    std::printf("  the short pass: %s\n", f.what.c_str());
+  }
+}
+
+int run(bool probe_empty_range, bool probe_pc_sampling, bool probe_steps_too) {
   int devices = 0;
   const cudaError_t count_err = cudaGetDeviceCount(&devices);
   if (count_err != cudaSuccess || devices == 0) {
@@ -391,6 +569,7 @@ int run(bool probe_empty_range, bool probe_pc_sampling) {
     // The profiler was never disabled: a begin() of ~0 ms means its configuration survived.
     check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after PC sampling (never disabled)"));
   }
+  if (probe_steps_too) probe_steps(ctx, *host, plan_a, b);  // last: y is no longer tracked
   std::printf("range_profiler_smoke: OK\n");
   return 0;
 }
@@ -401,12 +580,14 @@ int main(int argc, char** argv) {
   (void)std::setvbuf(stdout, nullptr, _IOLBF, 0);  // every line reaches the log, even if CUPTI crashes
   bool probe_empty_range = false;
   bool probe_pc_sampling = false;
+  bool probe_steps_too = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--probe-empty-range") == 0) probe_empty_range = true;
     if (std::strcmp(argv[i], "--probe-pc-sampling") == 0) probe_pc_sampling = true;
+    if (std::strcmp(argv[i], "--probe-steps") == 0) probe_steps_too = true;
   }
   try {
-    return run(probe_empty_range, probe_pc_sampling);
+    return run(probe_empty_range, probe_pc_sampling, probe_steps_too);
   } catch (const Failure& f) {
     std::printf("FAIL: %s\n", f.what.c_str());
     return 1;

@@ -6,3 +6,7 @@
 
 // Launches y[i] += x[i] for i < n on the default stream; returns the launch error.
 cudaError_t launch_smoke_accumulate(const float* x, float* y, size_t n);
+
+// Launches y[i] = 2 * x[i] for i < n on the default stream (another function than the
+// accumulate's, for the steps probe); returns the launch error.
+cudaError_t launch_smoke_scale(const float* x, float* y, size_t n);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The short GPU check to run first in a device session (about 4 minutes with the build), before the
-# long suites: the build, the range profiler smoke (each CUPTI call's time), short programs that
-# exit while the agent is busy (the exits of stops 37 and 38), deep mode's default counters
-# against adaptive ones on zoo_many_kernels (issue 21), and the PM probe's per-kernel comparison
-# (issue 20). From the repository root, on the device:
+# long suites: the build, the range profiler smoke (each CUPTI call's time) and its steps probe
+# (issue 22), short programs that exit while the agent is busy (the exits of stops 37 and 38),
+# deep mode's default counters against adaptive ones on zoo_many_kernels (issue 21), and the PM
+# probe's per-kernel comparison (issue 20). From the repository root, on the device:
 #
 #   bash tests/gpu/run_quick_checks.sh      # logs in $OUT/quick.tgz (or ./gpu-out), summary on stdout
 #                                           # and in the archive (quick/summary.txt)
@@ -27,6 +27,9 @@ echo "range_profiler_smoke: exit $? (each call's time in quick/smoke.txt)"
 # Issue 21: can a launch be PC-sampled while the range profiler stays enabled (its Start then free)?
 timeout 60 build-gpu/tests/range_profiler_smoke --probe-pc-sampling >"$q/smoke-pc.txt" 2>&1
 echo "range_profiler_smoke --probe-pc-sampling: exit $?; $(grep -E '^pc probe|after PC sampling' "$q/smoke-pc.txt" | tr '\n' ';')"
+# Issue 22: one collection whose passes are "steps" of several kernels' launches (one range each?).
+timeout 120 build-gpu/tests/range_profiler_smoke --probe-steps >"$q/smoke-steps.txt" 2>&1
+echo "range_profiler_smoke --probe-steps: exit $?; $(grep -E '^== |first pass|^  range|NOT one' "$q/smoke-steps.txt" | cut -c1-200 | tr '\n' ';')"
 
 lib=$PWD/build-gpu/agent/libcutriage.so
 cli=$PWD/build-gpu/tools/cutriage
