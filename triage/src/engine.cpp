@@ -494,7 +494,8 @@ Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options)
       // The counters are this kernel's own PM samples inside the graph: said before anything else.
       const size_t colon = d.headline.find(": ");
       const std::string scope = "own PM samples in graph " + std::to_string(kernel.graph_scope->graph_id) + " (" +
-                                std::to_string(kernel.graph_scope->node_sampling->samples) + " samples)";
+                                std::to_string(kernel.graph_scope->node_sampling->samples) +
+                                (kernel.graph_scope->node_sampling->samples == 1 ? " sample)" : " samples)");
       d.headline = colon == std::string::npos ? scope + ": " + d.headline
                                               : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
     } else if (kernel.pm_window && d.trust != Trust::kUntrusted) {

@@ -431,6 +431,9 @@ TEST_CASE("d0.node_sampling: a graph node's own PM samples (synthetic)", "[d0][g
   CHECK(c.outcome == Outcome::kFired);
   CHECK(c.reason.find("(< 3)") != std::string::npos);
   CHECK(triage_kernel(k).trust != Trust::kUntrusted);
+  // One sample: the headline's count reads in the singular.
+  k.graph_scope->node_sampling->samples = 1;
+  CHECK(triage_kernel(k).headline.find("own PM samples in graph 7 (1 sample)") != std::string::npos);
 
   // A measured memory throughput is never replaced by the stand-in.
   k.metrics.set("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 40, "%");
