@@ -158,6 +158,7 @@ void Router::choose_primary(const std::vector<Decision>& classifying, std::strin
       for (const CheckResult& c : v.checks) {
         if (c.outcome != Outcome::kFired || !c.finding || c.rule_id == skip_id) continue;
         const Rule* rule = find_rule(c.rule_id);
+        if (rule != nullptr && rule->note) continue;
         const int priority = rule != nullptr ? rule->priority : 50;
         if (best == nullptr || priority < best_priority ||
             (priority == best_priority && c.finding->severity > best->finding->severity)) {

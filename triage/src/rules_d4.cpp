@@ -520,6 +520,7 @@ Rule wgmma_count_note() {
           "tensor-heavy kernels.",
       .priority = 95,
       .blocking = false,
+      .note = true,  // how to read tensor counts, never what limits the kernel
       .evaluate = [](RuleContext& ctx) {
         const auto& dev = ctx.kernel().device_limits;
         if (!dev || (dev->cc_major == 0 && dev->chip.empty())) {

@@ -397,7 +397,17 @@ TEST_CASE("graph captures: always-on over torch.compile routes the graph's famil
     const triage::KernelInput in = testing::input_from_record(r, k, *triage::known_device_limits("GH100"));
     const triage::Diagnosis again = triage::triage_kernel(in);
     CHECK(static_cast<int>(again.classification) == static_cast<int>(k.diagnosis().classification()));
-    CHECK(again.headline == k.diagnosis().headline());
+    if (k.graph_scope().has_node_sampling()) {
+      // The agent that wrote the file made the WGMMA note (tensor pipe 18.4% in the GELU's samples)
+      // its headline; since the note is never the primary finding, Decision 7's "no pipe near the
+      // expected limit" is.
+      CHECK(k.diagnosis().primary_rule_id() == "d4.wgmma_count_note");
+      CHECK(again.primary_rule == "d7.expected_resource");
+      CHECK(again.headline.find("own PM samples in graph") != std::string::npos);
+      CHECK(again.headline.find("warp-group MMA") == std::string::npos);
+    } else {
+      CHECK(again.headline == k.diagnosis().headline());
+    }
   }
   CHECK(graph_scope == 1);
   CHECK(node_sampled == 1);

@@ -350,6 +350,22 @@ TEST_CASE("WGMMA note is not duplicated when Decision 4 owns it", "[routing]") {
   }
 }
 
+TEST_CASE("the WGMMA note is never the headline of a compute-bound kernel below every pipe threshold", "[routing]") {
+  // A pointwise kernel as PM sampling saw it in a graph: compute leads, no pipe reaches 60%, the
+  // tensor pipe shows some activity. The note fires (how to read tensor counts) but says nothing
+  // about what limits the kernel: Decision 7's "no pipe near the expected limit" is the verdict.
+  KernelInput k = kernel(84.5, 25.8);
+  k.metrics.set("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", 38.8, "%");
+  k.metrics.set("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 18.4, "%");
+  const Diagnosis d = triage_kernel(k);
+  CHECK(d.classification == Classification::kComputeBound);
+  CHECK(d.fired("d4.wgmma_count_note"));
+  CHECK(d.primary_rule != "d4.wgmma_count_note");
+  CHECK(d.primary_limiter != Limiter::kPipeTensor);
+  CHECK(d.headline.find("warp-group MMA") == std::string::npos);
+  CHECK(d.primary_rule == "d7.expected_resource");
+}
+
 TEST_CASE("never throws on odd input", "[routing]") {
   KernelInput k;
   k.metrics.set("sm__throughput.avg.pct_of_peak_sustained_elapsed", std::nan(""), "%");

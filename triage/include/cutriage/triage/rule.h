@@ -153,6 +153,9 @@ struct Rule {
   int priority = 50;
   // Decision 0 only: a firing blocking rule makes the diagnosis untrusted (no verdict).
   bool blocking = false;
+  // A note: when it fires it qualifies the other findings (how to read a count), its reading and
+  // evidence stay on the path, but it is never the primary finding, so never the headline.
+  bool note = false;
   // Decision 0 only: whether the check speaks for the data (trust) or for source mapping.
   TrustScope scope = TrustScope::kData;
   std::function<RuleVerdict(RuleContext&)> evaluate;
