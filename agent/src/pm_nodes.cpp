@@ -105,16 +105,19 @@ std::map<uint64_t, FamilyPmValues> attribute_pm_samples(const collectors::PmSamp
   };
   std::map<uint64_t, Sums> sums;
   for (const collectors::PmSample& s : batch.samples) {
-    // The executions that may hold the sample start at or before it: scan back from there
-    // (concurrent nodes overlap; a sample inside two families' executions at once is ambiguous).
-    auto upper = std::upper_bound(sorted.begin(), sorted.end(), s.start_ns,
-                                  [](uint64_t t, const NodeExecution& e) { return t < e.start_ns; });
+    // The executions that touch the sample start before its end. One of them must hold it wholly;
+    // any other family's execution that overlaps it at all (a concurrent kernel, one starting
+    // before this one ends) makes it a mixture of the two, and it is dropped.
+    auto upper = std::lower_bound(sorted.begin(), sorted.end(), s.end_ns,
+                                  [](const NodeExecution& e, uint64_t t) { return e.start_ns < t; });
     const NodeExecution* owner = nullptr;
-    bool ambiguous = false;
     for (auto it = sorted.begin(); it != upper; ++it) {
-      if (!inside(s, *it)) continue;
-      if (owner != nullptr && owner->family != it->family) ambiguous = true;
-      owner = &*it;
+      if (inside(s, *it) && (owner == nullptr || owner->family == it->family)) owner = &*it;
+    }
+    bool ambiguous = false;
+    for (auto it = sorted.begin(); owner != nullptr && it != upper; ++it) {
+      const bool overlaps = it->start_ns < s.end_ns && it->end_ns > s.start_ns;
+      if (overlaps && it->family != owner->family) ambiguous = true;
     }
     if (owner == nullptr || ambiguous) continue;
     FamilyPmValues& f = out[owner->family];

@@ -340,6 +340,20 @@ TEST_CASE("graph PM: NaN values are left out of a mean, and a sample inside two 
   CHECK(got.at(2).samples == 1);
 }
 
+TEST_CASE("graph PM: a sample inside one family's execution that another family's overlaps in part is dropped",
+          "[agent][graphs][pm]") {
+  // Synthetic: family 2 starts while family 1 still runs (a concurrent stream, or the next kernel
+  // let in early). [40, 55) lies inside family 1's execution, but its last 5 ns are family 2's
+  // too; [95, 105) starts inside family 1 and ends inside family 2. Only the clean ones count.
+  const std::vector<agent::NodeExecution> ex = {{1, 0, 100}, {2, 50, 150}};
+  const collectors::PmSampleBatch b = batch_of({{10, 20, 40}, {40, 55, 999}, {120, 130, 60}, {95, 105, 999}});
+  const auto got = agent::attribute_pm_samples(b, ex);
+  CHECK(got.at(1).samples == 1);
+  CHECK(got.at(1).metrics.get("sm__throughput.avg.pct_of_peak_sustained_elapsed") == Approx(40));
+  CHECK(got.at(2).samples == 1);
+  CHECK(got.at(2).metrics.get("sm__throughput.avg.pct_of_peak_sustained_elapsed") == Approx(60));
+}
+
 TEST_CASE("graph PM: the interval grows only when a replay would not fit the image", "[agent][graphs][pm]") {
   CHECK(agent::plan_pm_sampling(1e6, 1024).interval_ns == 5000);   // 200 samples of 5 us
   CHECK(agent::plan_pm_sampling(0, 1024).interval_ns == 5000);     // unknown replay time
