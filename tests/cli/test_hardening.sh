@@ -110,5 +110,6 @@ printf 'session.d2a.idle_gaps.max_idle_pct = 20\n' >"$tmp/session.thresholds"
 expect "--thresholds with a session check's threshold (docs/engine.md)" 0 "1 kernel triaged" -- \
   "$bin" triage --ncu-csv "$csv" --thresholds "$tmp/session.thresholds" -o "$tmp/x.pb"
 expect "rules lists the session checks' thresholds" 0 "threshold session.d2a.idle_gaps.max_idle_pct = 10" -- "$bin" rules
+expect "rules marks a note (docs/engine.md)" 0 "note     qualifies the other findings" -- "$bin" rules
 
 finish

@@ -480,6 +480,7 @@ void bind_rules(CLI::App& /*app*/, RulesOptions& /*o*/) {}
 int cmd_rules(const RulesOptions& /*o*/) {
   for (const triage::Rule& rule : triage::all_rules()) {
     std::cout << rule.id << "  [" << triage::to_string(rule.decision) << "] " << rule.title << "\n";
+    if (rule.note) std::cout << "    note     qualifies the other findings, never the verdict's primary one\n";
     for (const triage::MetricNeed& m : rule.metrics) {
       std::cout << "    " << (m.required ? "needs    " : "optional ") << m.name << "\n";
     }
