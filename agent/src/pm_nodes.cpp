@@ -43,8 +43,11 @@ const std::vector<PmMapping>& pm_rule_mapping() {
   // Left out on purpose, though sampled:
   //  * LTS.TriageCompute.lts__throughput: another definition (37 where the rules' lts__throughput
   //    reads 66 on the DRAM-bound nodes); no L2 value reaches the rules;
-  //  * ..._alu_realtime, l1tex__data_pipe_lsu_wavefronts, sm__inst_executed_realtime: no
-  //    range-profiler reference under the rules' names in the probe;
+  //  * l1tex__data_pipe_lsu_wavefronts: no range-profiler reference under the rules' names in the
+  //    probe;
+  //  * sm__inst_executed_realtime as smsp__issue_active.avg.pct_of_peak_sustained_active: close on
+  //    the probe's nodes, but PM's is per elapsed cycle and that one per active cycle, so it would
+  //    read low on a kernel that leaves SMs idle, and d2.issue_starvation fires on a low value;
   //  * tpc__warps_active_realtime, even over sm__cycles_active: not the achieved occupancy
   //    (tests/data/graphs/pm-probe-occupancy.txt: 11.5 / 90.8 on the DRAM-bound node, 49.4 / 58.2
   //    on the FMA one, 6.8 / 94.8 on the L2-resident one), so Decision 3's quadrant stays
@@ -68,6 +71,18 @@ const std::vector<PmMapping>& pm_rule_mapping() {
        "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active", "%"},
       {"TPC.TriageCompute.sm__inst_executed_pipe_fma_realtime.avg.pct_of_peak_sustained_elapsed",
        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "%"},
+      // ALU pipe and instruction issue, from the H100 probe of 2026-12-06
+      // (tests/data/graphs/pm-probe-alu-issue.txt; PM means over the nodes' pure samples against
+      // kernel replay of the same kernels). ALU: 11.5 / 11.6 (add), 14.8 / 15.4 (stream), 15.7 / 15.8
+      // (FMA), 3.1 / 3.1 (FP64), 2.2 / 2.4 (tensor), 45.3 / 47.8 (L2-resident); like the FMA row, PM's
+      // is per elapsed cycle, so a kernel that leaves SMs idle reads a little low (no pipe claimed
+      // too easily). Issue, both per elapsed cycle: 10.0 / 9.7, 14.3 / 14.1, 94.0 / 93.2, 58.8 /
+      // 57.0, 26.1 / 25.6, 44.9 / 43.4. The driver's 22 us memset node, with few pure samples,
+      // read 38.7 / 35.1 and 47.9 / 39.3.
+      {"TPC.TriageCompute.sm__inst_executed_pipe_alu_realtime.avg.pct_of_peak_sustained_elapsed",
+       "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active", "%"},
+      {"TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_elapsed",
+       "sm__inst_issued.avg.pct_of_peak_sustained_elapsed", "%"},
       // The SM clock over the sample (Decision 0's profiled clock): the same metric.
       {"sm__cycles_elapsed.avg.per_second", "sm__cycles_elapsed.avg.per_second", "hz"},
   };

@@ -354,10 +354,16 @@ void probe_steps(void* ctx, cc::ProfilerHost& host, const cc::MetricPlan& plan_a
           worst = readings[i].name + " " + std::to_string(v) + " vs " + std::to_string(ref);
         }
       }
-      const double read = reading(readings, kDramRead);
+      auto value_or_nan = [](const std::vector<cc::MetricReading>& rs, const std::string& name) {
+        for (const auto& x : rs) {
+          if (x.name == name) return x.value;
+        }
+        return std::nan("");
+      };
+      const double read = value_or_nan(readings, kDramRead);
       std::printf("  range %u: dram read %.3g (expected about %.3g), duration %.0f ns (alone %.0f); %zu of %zu values "
                   "within 10%% of kernel replay alone; furthest: %s\n",
-                  r, read, expected_read[r], reading(readings, kDuration), reading(reference[r], kDuration),
+                  r, read, expected_read[r], value_or_nan(readings, kDuration), value_or_nan(reference[r], kDuration),
                   compared - off, compared, worst.empty() ? "-" : worst.c_str());
       if (!full) {
         for (size_t i = 0; i < readings.size(); ++i) {

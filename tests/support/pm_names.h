@@ -12,5 +12,8 @@ inline constexpr const char* kPmL2 = "LTS.TriageCompute.lts__throughput.avg.pct_
 inline constexpr const char* kPmFma =
     "TPC.TriageCompute.sm__inst_executed_pipe_fma_realtime.avg.pct_of_peak_sustained_elapsed";
 inline constexpr const char* kPmClock = "sm__cycles_elapsed.avg.per_second";
+inline constexpr const char* kPmAlu =
+    "TPC.TriageCompute.sm__inst_executed_pipe_alu_realtime.avg.pct_of_peak_sustained_elapsed";
+inline constexpr const char* kPmIssue = "TPC.TriageCompute.sm__inst_executed_realtime.avg.pct_of_peak_sustained_elapsed";
 
 }  // namespace cutriage::testing

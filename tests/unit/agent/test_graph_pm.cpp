@@ -340,6 +340,24 @@ TEST_CASE("graph PM: NaN values are left out of a mean, and a sample inside two 
   CHECK(got.at(2).samples == 1);
 }
 
+TEST_CASE("graph PM: the ALU pipe and the issue rate reach the rules' names, the warps do not",
+          "[agent][graphs][pm]") {
+  // Synthetic values; the rows' evidence is the H100 probe (tests/data/graphs/pm-probe-alu-issue.txt).
+  const std::vector<agent::NodeExecution> ex = {{1, 0, 100}};
+  collectors::PmSampleBatch b;
+  b.metrics = {kPmSm, kPmAlu, kPmIssue, "TPC.TriageCompute.tpc__warps_active_realtime.avg.pct_of_peak_sustained_elapsed"};
+  b.interval_ns = 10;
+  b.samples.push_back({10, 20, {80.0, 70.0, 66.0, 40.0}});
+  b.samples.push_back({30, 40, {82.0, 74.0, 70.0, 42.0}});
+  const auto got = agent::attribute_pm_samples(b, ex);
+  const triage::MetricSet& m = got.at(1).metrics;
+  CHECK(m.get("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active") == Approx(72));
+  CHECK(m.get("sm__inst_issued.avg.pct_of_peak_sustained_elapsed") == Approx(68));
+  // Per elapsed cycle in PM, per active cycle in the rules: not mapped (d2.issue_starvation).
+  CHECK(!m.has("smsp__issue_active.avg.pct_of_peak_sustained_active"));
+  CHECK(!m.has("sm__warps_active.avg.pct_of_peak_sustained_active"));
+}
+
 TEST_CASE("graph PM: a sample inside one family's execution that another family's overlaps in part is dropped",
           "[agent][graphs][pm]") {
   // Synthetic: family 2 starts while family 1 still runs (a concurrent stream, or the next kernel
