@@ -294,6 +294,54 @@ TEST_CASE("graph captures: always-on at the default budget completes the graph's
   CHECK(node_sampled == 2);
 }
 
+// graph_mlp in deep mode with its direct launches left unprofiled (--launch-skip 100, --rerun never)
+// on an H100, after PM's ALU pipe and issue rate were mapped (graph_mlp-pm-alu-issue.txt): the
+// LayerNorm and GELU nodes' own PM samples give the limiter their own launches' full counters give
+// under kernel replay (graph_mlp-rerun.pb, H200): the same check decides, on the same limiter.
+TEST_CASE("graph captures: PM samples name graph_mlp's LayerNorm and GELU limiters as their own launches do",
+          "[graphs][h100][pm]") {
+  const tools::ReadResult r = load("graph_mlp-pm-alu-issue.pb");
+  const v1::TraceSummary& ts = summary_of(r);
+  const std::map<uint64_t, const v1::KernelProfile*> latest = latest_records(r);
+  struct Own {
+    int classification;
+    std::string rule;
+    int limiter;
+  };
+  std::map<std::string, Own> own;
+  {
+    const tools::ReadResult f = load("graph_mlp-rerun.pb");
+    for (const auto& [family, k] : latest_records(f)) {
+      if (k->status() != v1::PROFILE_STATUS_PROFILED) continue;
+      const triage::Diagnosis d =
+          triage::triage_kernel(testing::input_from_record(f, *k, *triage::known_device_limits("GH100")));
+      own[std::string(tools::lookup(f, k->mangled_name_iid()))] = {static_cast<int>(d.classification), d.primary_rule,
+                                                                   static_cast<int>(d.primary_limiter)};
+    }
+  }
+  int node_sampled = 0;
+  for (const v1::FamilyStats& f : ts.families()) {
+    if (f.total_ns() < 0.05 * ts.total_kernel_ns()) continue;
+    INFO("family " << tools::family_name(r, f.family_id()));
+    const v1::KernelProfile& k = graph_family_record(latest, f);
+    if (!k.graph_scope().has_node_sampling()) continue;  // the GEMM: the graph's counters
+    ++node_sampled;
+    const std::string name(tools::lookup(r, k.mangled_name_iid()));
+    REQUIRE(own.count(name) == 1);
+    const triage::Diagnosis again =
+        triage::triage_kernel(testing::input_from_record(r, k, *triage::known_device_limits("GH100")));
+    CHECK(static_cast<int>(k.diagnosis().classification()) == own[name].classification);
+    CHECK(static_cast<int>(again.classification) == own[name].classification);
+    CHECK(k.diagnosis().primary_rule_id() == own[name].rule);
+    CHECK(again.primary_rule == own[name].rule);
+    // The same limiter (the ALU pipe reads as sm__pipe_alu_cycles_active from PM, as
+    // sm__inst_executed_pipe_alu, the same value on GH100, from the full list).
+    CHECK(static_cast<int>(again.primary_limiter) == own[name].limiter);
+    CHECK(again.headline == k.diagnosis().headline());
+  }
+  CHECK(node_sampled == 2);
+}
+
 TEST_CASE("graph captures: the trace export draws each graph launch as one workload on its graph's track",
           "[graphs][h200][trace_export]") {
   // graph_mlp in deep mode: 300 launches of a 12-kernel graph, 20 of them profiled (19 counter
