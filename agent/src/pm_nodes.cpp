@@ -126,8 +126,8 @@ std::map<uint64_t, FamilyPmValues> attribute_pm_samples(const collectors::PmSamp
     auto upper = std::lower_bound(sorted.begin(), sorted.end(), s.end_ns,
                                   [](const NodeExecution& e, uint64_t t) { return e.start_ns < t; });
     const NodeExecution* owner = nullptr;
-    for (auto it = sorted.begin(); it != upper; ++it) {
-      if (inside(s, *it) && (owner == nullptr || owner->family == it->family)) owner = &*it;
+    for (auto it = sorted.begin(); owner == nullptr && it != upper; ++it) {
+      if (inside(s, *it)) owner = &*it;
     }
     bool ambiguous = false;
     for (auto it = sorted.begin(); owner != nullptr && it != upper; ++it) {

@@ -286,6 +286,14 @@ StepCollection collect_over_steps(void* ctx, Buffers& b, const cc::MetricPlan& p
   return out;
 }
 
+// A reading, or NaN where the plan has no such metric (the rules' list reads no DRAM bytes).
+double value_or_nan(const std::vector<cc::MetricReading>& readings, const std::string& name) {
+  for (const auto& r : readings) {
+    if (r.name == name) return r.value;
+  }
+  return std::nan("");
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -313,13 +321,11 @@ std::vector<std::vector<cc::MetricReading>> step_reference(void* ctx, cc::Profil
 }
 
 void probe_steps(void* ctx, cc::ProfilerHost& host, const cc::MetricPlan& plan_a, Buffers& b) {
-  std::vector<std::string> rules;
-  for (const std::string& m : triage::counters_for_decisions(
-           {triage::Decision::kD0Trust, triage::Decision::kD1WorkloadSize, triage::Decision::kD2Regime,
-            triage::Decision::kD3IssueStalls, triage::Decision::kD4ComputePipe, triage::Decision::kD5MemoryMechanism,
-            triage::Decision::kD7HardwareLimit})) {
-    rules.push_back(m);
-  }
+  // The agent's full list (agent/src/stages.cpp, all_counters), which this binary does not link.
+  const std::vector<std::string> rules = triage::counters_for_decisions(
+      {triage::Decision::kD0Trust, triage::Decision::kD1WorkloadSize, triage::Decision::kD2Regime,
+       triage::Decision::kD3IssueStalls, triage::Decision::kD4ComputePipe, triage::Decision::kD5MemoryMechanism,
+       triage::Decision::kD7HardwareLimit});
   const cc::MetricPlan plan_rules = take(host.plan(rules), "plan of the rules' counters");
   std::printf("steps probe: plan A %u passes; the rules' counters: %zu accepted, %zu rejected, %u passes\n",
               plan_a.passes, plan_rules.metrics.size(), plan_rules.rejected.size(), plan_rules.passes);
@@ -354,12 +360,6 @@ void probe_steps(void* ctx, cc::ProfilerHost& host, const cc::MetricPlan& plan_a
           worst = readings[i].name + " " + std::to_string(v) + " vs " + std::to_string(ref);
         }
       }
-      auto value_or_nan = [](const std::vector<cc::MetricReading>& rs, const std::string& name) {
-        for (const auto& x : rs) {
-          if (x.name == name) return x.value;
-        }
-        return std::nan("");
-      };
       const double read = value_or_nan(readings, kDramRead);
       std::printf("  range %u: dram read %.3g (expected about %.3g), duration %.0f ns (alone %.0f); %zu of %zu values "
                   "within 10%% of kernel replay alone; furthest: %s\n",

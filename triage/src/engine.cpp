@@ -491,28 +491,27 @@ Diagnosis triage_kernel(const KernelInput& kernel, const TriageOptions& options)
   try {
     Router router(kernel, options);
     Diagnosis d = router.run();
-    if (kernel.graph_scope && kernel.graph_scope->node_sampling && d.trust != Trust::kUntrusted) {
-      // The counters are this kernel's own PM samples inside the graph: said before anything else.
+    // Whose counters the verdict rests on, said before anything else in the headline (after its
+    // classification), when they are not this kernel's own launch's.
+    auto scoped = [&d](const std::string& scope) {
       const size_t colon = d.headline.find(": ");
-      const std::string scope = "own PM samples in graph " + std::to_string(kernel.graph_scope->graph_id) + " (" +
-                                std::to_string(kernel.graph_scope->node_sampling->samples) +
-                                (kernel.graph_scope->node_sampling->samples == 1 ? " sample)" : " samples)");
       d.headline = colon == std::string::npos ? scope + ": " + d.headline
                                               : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
-    } else if (kernel.pm_window && d.trust != Trust::kUntrusted) {
+    };
+    auto samples = [](uint64_t n) { return std::to_string(n) + (n == 1 ? " sample" : " samples"); };
+    if (d.trust == Trust::kUntrusted) {
+      // No verdict to qualify.
+    } else if (kernel.graph_scope && kernel.graph_scope->node_sampling) {
+      // This kernel's own PM samples inside the graph.
+      scoped("own PM samples in graph " + std::to_string(kernel.graph_scope->graph_id) + " (" +
+             samples(kernel.graph_scope->node_sampling->samples) + ")");
+    } else if (kernel.pm_window) {
       // Always-on's PM routing window: the kernel's own samples over its ordinary launches.
-      const size_t colon = d.headline.find(": ");
-      const std::string scope = "own PM samples in a PM window (" + std::to_string(kernel.pm_window->samples) + " samples)";
-      d.headline = colon == std::string::npos ? scope + ": " + d.headline
-                                              : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
-    } else if (kernel.graph_scope && d.trust != Trust::kUntrusted) {
-      // The counters are a whole graph launch's: the verdict is the graph's, weighted by this
-      // kernel's part of it, and the headline says so before anything else.
-      const size_t colon = d.headline.find(": ");
-      const std::string scope = "graph " + std::to_string(kernel.graph_scope->graph_id) + " as a whole (this kernel " +
-                                detail::pct(100.0 * kernel.graph_scope->share_of_graph, 0) + " of it)";
-      d.headline = colon == std::string::npos ? scope + ": " + d.headline
-                                              : d.headline.substr(0, colon + 2) + scope + ": " + d.headline.substr(colon + 2);
+      scoped("own PM samples in a PM window (" + samples(kernel.pm_window->samples) + ")");
+    } else if (kernel.graph_scope) {
+      // A whole graph launch's counters: the verdict is the graph's, weighted by this kernel's part.
+      scoped("graph " + std::to_string(kernel.graph_scope->graph_id) + " as a whole (this kernel " +
+             detail::pct(100.0 * kernel.graph_scope->share_of_graph, 0) + " of it)");
     }
     // A library's kernel (cuBLAS, NCCL, PyTorch, ...): the verdict stands, the next action becomes
     // one its caller can take (library.h).
