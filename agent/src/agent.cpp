@@ -122,6 +122,14 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
           (void)profiler_.make_queued_plans();
         }});
   }
+  if (always_on_ && config_.step_launches > 0) {
+    // Every context's range profiler is made with room for a step's launches (set before the
+    // first context: they are made as launches come).
+    contexts_.set_max_ranges(config_.step_launches);
+    steps_ = std::make_unique<StepProfiler>(StepProfiler::Parts{
+        config_, platform_, log_, families_, *always_on_, devices_, contexts_, plans_, profiler_, trace_,
+        trace_started_, [this] { return monotonic_now(); }});
+  }
   families_.set_on_create([this](Family& f) {
     earlier_ranking_.mark_locked(f);
     if (single_pass() != nullptr && single_pass()->resumable_locked(f)) {
@@ -282,6 +290,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     if (event.correlation_repeated) note_repeated_correlation(event);
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
+      if (steps_) steps_->graph_launch(event);
       return graph_profiler_.enter(event);
     }
     Family* family = families_.for_launch(event);
@@ -317,6 +326,12 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
           if (gate.owns_lock()) platform_.flush_trace(false);
         }
       }
+    }
+    // A step in progress on the launch's context records every launch there (each one range of its
+    // pass), candidate or not; with none, a candidate's launch may begin one.
+    if (steps_ && !paused_.load(std::memory_order_relaxed) && !event.correlation_repeated &&
+        steps_->enter(event, *family, launch_index)) {
+      return false;
     }
     if (!family->candidate.load(std::memory_order_relaxed)) return false;
     if (paused_.load(std::memory_order_relaxed) || event.correlation_repeated) return false;
@@ -617,6 +632,7 @@ void Agent::finish() {
       log_.warn("no CUDA context was created in this process (no usable GPU?); nothing was profiled");
       return;
     }
+    if (steps_) steps_->finish();  // a step halfway: its profiler stopped, nothing recorded
     finish_trace();  // stops the flush thread: nothing polls the control file or signal after it
     remove_control_signal();
     if (const uint64_t repeated = counts_.repeated_correlation.load(); repeated > 0) {

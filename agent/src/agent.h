@@ -62,6 +62,7 @@
 #include "record_output.h"
 #include "selection.h"
 #include "session_view.h"
+#include "step_profiler.h"
 #include "trace_folder.h"
 
 namespace cutriage::agent {
@@ -217,6 +218,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   DeepCaptures deep_;
   // Always-on's PM routing window (CUTRIAGE_PM_WINDOW); null otherwise; never reassigned.
   std::unique_ptr<PmWindow> pm_window_;
+  // Always-on's steps (CUTRIAGE_STEP_STAGES); null otherwise; never reassigned.
+  std::unique_ptr<StepProfiler> steps_;
   // Polls the window when the agent may profile (flush thread, or cutriage_flush without one).
   void poll_pm_window(bool may_wait);
 };

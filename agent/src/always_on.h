@@ -69,6 +69,13 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   [[nodiscard]] std::vector<std::string> routed_first_stage(const std::string& chip,
                                                             triage::Classification verdict) const;
 
+  // CUTRIAGE_STEP_STAGES: whether `family` anchors the next step now (step_profiler.h): counters
+  // left, and no other family still launching on its device with counters left comes first, in
+  // the order stages take (first_for_stage_locked).
+  [[nodiscard]] bool anchors_step_locked(const Family& family, uint64_t now_ns) const {
+    return !family.complete && first_for_stage_locked(family, now_ns);
+  }
+
   // A graph launch the graph profiler would make a pass of (the first of a stage: kGroupSwitch;
   // the stage's later passes: kSameGroup, at once, since a stage abandoned halfway is wasted) or
   // sample (kPcSampling): whether it may go now (the lock NOT held); its estimate is reserved.
@@ -76,6 +83,10 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // What a graph pass or sampled graph launch cost: the next graph stage waits until the budget's
   // share of the time since has paid for it (graph stages go on credit, see admit_graph).
   void graph_spent(uint64_t cost_ns);
+  // Whether admit_graph would admit a first pass now (nothing reserved).
+  [[nodiscard]] bool graph_ready(uint64_t now_ns) const {
+    return now_ns >= graph_not_before_ns_.load(std::memory_order_relaxed);
+  }
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);
   // The same for an admitted launch that was not profiled after all (Budget::cancel).

@@ -167,6 +167,11 @@ struct AgentConfig {
   // of its next launches (always_on.h), instead of one single-pass group a launch: a stage pays one
   // switch for what takes the groups one switch each. Off until the H200 has measured it.
   bool stage_passes = false;
+  // Always-on: steps (step_profiler.h). 0: off; otherwise the most launches one step (the launches
+  // from one of the top family's launches to its next) may hold, each one range of a pass: one
+  // collection of every counter the rules read gives every family of the step its verdict.
+  // Experimental, off until the H200 has measured it in the agent.
+  uint32_t step_launches = 0;
   uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
   uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.

@@ -185,7 +185,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 47> kOptions = {{
+const std::array<Option, 48> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -385,6 +385,19 @@ const std::array<Option, 47> kOptions = {{
        if (!b) return bad();
        c.stage_passes = *b;
        return ok();
+     }},
+    {{"CUTRIAGE_STEP_STAGES", "--step-stages", "0|N", "0",
+      "always-on: collect every counter the rules read for every kernel of the application's step at "
+      "once: the passes of one collection are the step's repeats (from one launch of the top family "
+      "to its next), each launch of a pass one range; N is the most launches a step may have (2 to "
+      "512), 0 is off (docs/always-on.md); experimental"},
+     "0 (off) or an integer from 2 to 512",
+     [](std::string_view v, AgentConfig& c) {
+       if (trim(v) == "0") {
+         c.step_launches = 0;
+         return ok();
+       }
+       return apply_unsigned(v, c.step_launches, 2, 512);
      }},
     {{"CUTRIAGE_PC_SAMPLING_PERIOD", "--pc-sampling-period", "auto|N", "auto",
       "one warp-state sample per SM every 2^N cycles, N from 5 to 31; auto picks N from the "

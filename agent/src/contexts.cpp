@@ -12,7 +12,7 @@ void ContextState::release_locked() {
 collectors::Status ContextState::ensure_range_profiler_locked(collectors::Platform& platform, bool* failed_now) {
   *failed_now = false;
   if (!profiler && !profiler_failed) {
-    collectors::Result<std::unique_ptr<collectors::RangeProfiler>> made = platform.make_range_profiler(event);
+    collectors::Result<std::unique_ptr<collectors::RangeProfiler>> made = platform.make_range_profiler(event, max_ranges);
     if (made.is_ok()) {
       profiler = std::move(made).value();
     } else {
@@ -66,6 +66,7 @@ void ContextTable::created(const collectors::ContextEvent& event) {
   auto ctx = std::make_shared<ContextState>();
   ctx->event = event;
   std::lock_guard<std::mutex> lock(mutex_);
+  ctx->max_ranges = max_ranges_;
   contexts_[event.context_id] = std::move(ctx);
   ++seen_;
 }
@@ -93,6 +94,7 @@ std::shared_ptr<ContextState> ContextTable::for_launch(const collectors::LaunchE
   if (!ctx) {  // a context created before the agent subscribed
     ++seen_;
     ctx = std::make_shared<ContextState>();
+    ctx->max_ranges = max_ranges_;
     ctx->event = collectors::ContextEvent{event.context_id, event.context, event.device};
   }
   return ctx;

@@ -35,6 +35,9 @@ struct ContextState {
   bool pm_failed = false;
   std::string pm_error;
   std::atomic<bool> busy{false};  // a profiled launch (or a release) holds the context
+  // The launches one pass of its range profiler may record (ContextTable::set_max_ranges): more
+  // than 1 with always-on's steps (step_profiler.h). Set before the profiler is made, never after.
+  uint32_t max_ranges = 1;
   // Always-on: the single-pass group the range profiler is configured with (-1: none or another
   // plan). A launch of that group costs little; another group re-enables (costly).
   std::atomic<int> configured_group{-1};
@@ -135,6 +138,12 @@ class ContextTable {
   // no release since): idle_since leaves such a context alone while a graph or a stage holds it.
   [[nodiscard]] bool release_pending() const;
   [[nodiscard]] uint64_t seen() const;  // contexts created or first launched on
+  // The launches a pass of each context's range profiler may record (ContextState::max_ranges),
+  // for contexts made from now on; set once, before the first context (CUTRIAGE_STEP_STAGES).
+  void set_max_ranges(uint32_t n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    max_ranges_ = n;
+  }
 
  private:
   bool claim_device(const std::shared_ptr<ContextState>& ctx, uint64_t now_ns);
@@ -142,6 +151,7 @@ class ContextTable {
   mutable std::mutex mutex_;
   std::map<uint64_t, std::shared_ptr<ContextState>> contexts_;
   uint64_t seen_ = 0;
+  uint32_t max_ranges_ = 1;
 };
 
 }  // namespace cutriage::agent

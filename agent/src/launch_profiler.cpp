@@ -84,6 +84,10 @@ struct LaunchProfiler::Active {
   bool stage_pass = false;  // one pass of the family's stage (CUTRIAGE_STAGE_PASSES)
   uint64_t stage_collection = 0;  // that stage's collection id
   uint32_t stage_pass_index = 0;  // the pass CUPTI began (RangeProfiler::pass_in_progress)
+  // A step's launch (step_profiler.h): its values come from the step's collection; step_launches
+  // are the family's launch in each pass.
+  bool step = false;
+  std::vector<uint64_t> step_launches;
   std::shared_ptr<const MetricGroups> groups;  // the chip's single-pass groups, when group >= 0
   uint64_t deep = 0;  // deep-capture request id, 0 = none
   // ProfileCost's phases (monotonic ns): launch entry, the collector's start and its return, the
@@ -557,8 +561,30 @@ void LaunchProfiler::complete_counters(Active& active) {
     record_failure(active, "metric evaluation: " + readings.status().message());
     return;
   }
-  const uint64_t stopped = p_.monotonic_ns();
+  publish_counters(active, readings.value(), p_.monotonic_ns());
+}
 
+void LaunchProfiler::publish_step(const LaunchEvent& event, Family& family, uint64_t launch_index,
+                                  const collectors::MetricPlan& plan,
+                                  const std::vector<collectors::MetricReading>& readings,
+                                  std::vector<uint64_t> step_launches, uint64_t entered_ns, uint64_t stopped_ns) {
+  std::unique_ptr<Active> active = new_active(nullptr, family, event, launch_index);
+  active->plan = plan;
+  active->step = true;
+  active->step_launches = std::move(step_launches);
+  active->entered_ns = entered_ns;
+  active->exit_ns = entered_ns;
+  {
+    // Asked for (the selection marks what it asks for; a step is not the selection's): a counter
+    // of the plan that gave no value is not asked for again.
+    std::lock_guard<std::mutex> lock(p_.families.mutex());
+    family.attempted.insert(plan.metrics.begin(), plan.metrics.end());
+  }
+  publish_counters(*active, readings, stopped_ns);
+}
+
+void LaunchProfiler::publish_counters(Active& active, const std::vector<collectors::MetricReading>& readings,
+                                      uint64_t stopped) {
   Family& f = *active.family;
   wire::KernelRecord record;
   std::string stage_line;  // a stage's last pass: what the stage cost, for the log
@@ -575,7 +601,7 @@ void LaunchProfiler::complete_counters(Active& active) {
       f.assembled.clear();
     }
     if (active.group >= 0) {
-      triage::AssembledLaunch a = assembled_launch(active.event, active.launch_index, &readings.value());
+      triage::AssembledLaunch a = assembled_launch(active.event, active.launch_index, &readings);
       a.metric_group = static_cast<uint32_t>(active.group) + 1;
       f.assembled.push_back(a);
     }
@@ -592,11 +618,18 @@ void LaunchProfiler::complete_counters(Active& active) {
       stage_line = stage_cost_line(f.names->function, passes, costs, first_pass_cost);
       for (uint64_t li : passes) {
         f.assembled.push_back(
-            assembled_launch(active.event, li, li == active.launch_index ? &readings.value() : nullptr));
+            assembled_launch(active.event, li, li == active.launch_index ? &readings : nullptr));
       }
       f.clear_stage();
     }
-    for (const collectors::MetricReading& r : readings.value()) {
+    if (active.step) {
+      // A step's passes: one launch of the family in each (the first in the step), the values
+      // those of the last pass's launch, which carries them (step_profiler.h).
+      for (uint64_t li : active.step_launches) {
+        f.assembled.push_back(assembled_launch(active.event, li, li == active.launch_index ? &readings : nullptr));
+      }
+    }
+    for (const collectors::MetricReading& r : readings) {
       f.measured.set(r.name, r.value, unit_for(r.name));
       f.measured_on[r.name] = active.launch_index;
     }
@@ -609,7 +642,7 @@ void LaunchProfiler::complete_counters(Active& active) {
       }
       f.note_rejected(rj.name);
     }
-    if (active.group >= 0 || active.stage_pass) {
+    if (active.group >= 0 || active.stage_pass || active.step) {
       // A counter of the group that gave no value is not asked for again (attempted); the record
       // says so, so that a process resuming from it (CUTRIAGE_RESUME) does not ask either.
       for (const std::string& m : active.plan.metrics) {
@@ -641,8 +674,9 @@ void LaunchProfiler::complete_counters(Active& active) {
     // One pass on the launch as the application ran it: caches as it left them.
     record.input.collection.replay_mode = triage::ReplayMode::kNone;
     record.input.collection.cache_control = "none";
-  } else if (active.stage_pass) {
-    // The stage's passes were the family's own launches, each run once as the application ran it.
+  } else if (active.stage_pass || active.step) {
+    // The stage's passes were the family's own launches (a step's: the application's steps), each
+    // run once as the application ran it.
     record.input.collection.replay_mode = triage::ReplayMode::kApplication;
     record.input.collection.cache_control = "none";
   } else {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "always_on.h"
 #include "app_replay.h"
@@ -94,6 +95,14 @@ class LaunchProfiler {
   void queue_plans(const std::string& chip, const std::vector<std::vector<std::string>>& lists);
   // Makes the queued plans (and the chip's profiler host). Returns how many are ready.
   size_t make_queued_plans();
+  // A step's counters for one launch of `family` (step_profiler.h): combined with the family's
+  // earlier ones, triaged and written as a profiled launch's record, on the calling thread.
+  // `event` is that launch's (its mangled name is taken from the family); `step_launches` the
+  // family's launch in each pass of the step, `launch_index` among them; `entered_ns` and
+  // `stopped_ns` (monotonic) bound the last pass's end, the record's cost.
+  void publish_step(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
+                    const collectors::MetricPlan& plan, const std::vector<collectors::MetricReading>& readings,
+                    std::vector<uint64_t> step_launches, uint64_t entered_ns, uint64_t stopped_ns);
   // Launches whose PC samples came back.
   [[nodiscard]] uint64_t sampled_launches() const { return sampled_launches_.load(std::memory_order_relaxed); }
 
@@ -109,6 +118,9 @@ class LaunchProfiler {
                       uint64_t started_mono);
   void begin_sampling(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t deep);
   void complete_counters(Active& active);
+  // The evaluated counters of `active` (a profiled launch's, or a step's launch): the family's
+  // record, its triage, completeness and next stage.
+  void publish_counters(Active& active, const std::vector<collectors::MetricReading>& readings, uint64_t stopped);
   void complete_sampling(Active& active);
   // Writes the family's profiled record again with the samples (or why there are none).
   // `cost`: the sampled launch's phases (its triage filled in here); none when it never ran.

@@ -454,8 +454,10 @@ class CuptiPlatform final : public Platform {
     return make_cupti_profiler_host(chip);
   }
 
-  Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context) override {
-    return make_cupti_range_profiler(context.context);
+  Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context, uint32_t max_ranges) override {
+    RangeProfilerOptions options;
+    options.max_ranges = max_ranges;
+    return make_cupti_range_profiler(context.context, options);
   }
 
   // PC sampling and source correlation: pc_sampling.cpp.

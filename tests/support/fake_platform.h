@@ -181,12 +181,22 @@ class FakeHost final : public collectors::ProfilerHost {
   }
   Result<std::vector<collectors::MetricReading>> evaluate(const collectors::MetricPlan& plan,
                                                           const collectors::CounterData& data,
-                                                          uint32_t) override {
+                                                          uint32_t range) override {
     if (++stats_.evaluates == cfg_.fail_evaluate_on_call) {
       return Status(StatusCode::kInternal, "cuptiProfilerHostEvaluateToGpuValues: CUPTI_ERROR_UNKNOWN (injected)");
     }
-    // The fake profiler stores the kernel name in the image.
-    std::string kernel(data.image.begin(), data.image.end());
+    // The fake profiler stores the kernel name of each range in the image, one a line.
+    std::string kernel;
+    {
+      std::string all(data.image.begin(), data.image.end());
+      size_t from = 0;
+      for (uint32_t r = 0; r < range; ++r) {
+        from = all.find('\n', from);
+        if (from == std::string::npos) return Status(StatusCode::kInvalidArgument, "fake: no such range");
+        ++from;
+      }
+      kernel = all.substr(from, all.find('\n', from) - from);
+    }
     std::vector<collectors::MetricReading> out;
     auto it = counters_->by_kernel.find(kernel);
     if (it == counters_->by_kernel.end()) return out;
@@ -211,14 +221,31 @@ class FakeHost final : public collectors::ProfilerHost {
   FakeStats& stats_;
 };
 
+// The launches each open pass of a profiler made with more than one range (always-on's steps)
+// records: the fake platform's launch() adds every launch on the pass's context, from any thread,
+// as CUPTI's auto range does.
+struct FakeRangedPasses {
+  std::mutex mutex;
+  std::map<uint64_t, std::vector<std::string>*> open;  // context id -> the kernels of its open pass
+  void launched(uint64_t context_id, const std::string& kernel) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = open.find(context_id);
+    if (it != open.end()) it->second->push_back(kernel);
+  }
+};
+
 class FakeRangeProfiler final : public collectors::RangeProfiler {
  public:
   FakeRangeProfiler(const FakeConfig& cfg, FakeStats& stats, std::atomic<bool>& in_flight,
                     std::function<std::string()> current_kernel, std::function<void()> began,
-                    uint64_t context_id, uint32_t device)
+                    uint64_t context_id, uint32_t device, uint32_t max_ranges = 1, FakeRangedPasses* ranged = nullptr)
       : cfg_(cfg), stats_(stats), in_flight_(in_flight), current_kernel_(std::move(current_kernel)),
-        began_(std::move(began)), context_id_(context_id), device_(device % 8) {}
-  ~FakeRangeProfiler() override { (void)disable(); }
+        began_(std::move(began)), context_id_(context_id), device_(device % 8), max_ranges_(max_ranges),
+        ranged_(ranged) {}
+  ~FakeRangeProfiler() override {
+    close_pass();
+    (void)disable();
+  }
   Status disable() override {
     app_pass_ = 0;  // abandons a kApplication collection, as CUPTI's Disable does
     if (cfg_.switch_after_disable) configured_.clear();
@@ -292,15 +319,25 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     }
     begun_pass_ = app_pass_;
     open_ = true;
+    if (ranges_launches()) {
+      // A step's pass: the launches come after begin(), on any thread (FakeRangedPasses); nothing
+      // is replayed, so the launching thread's launch is not one.
+      std::lock_guard<std::mutex> lock(ranged_->mutex);
+      pass_kernels_.clear();
+      ranged_->open[context_id_] = &pass_kernels_;
+      return Status::ok();
+    }
     began_();
     return Status::ok();
   }
   [[nodiscard]] uint32_t pass_in_progress() const override { return begun_pass_; }
+  [[nodiscard]] uint32_t max_ranges() const { return max_ranges_; }
   [[nodiscard]] collectors::RangeProfilerSteps last_steps() const override { return steps_; }
   Result<collectors::CounterData> end() override {
     int n = ++stats_.ends;
     in_flight_.store(false);
     open_ = false;
+    if (ranges_launches()) return end_ranged(n);
     if (cfg_.fail_end_on_call == n) {
       app_pass_ = 0;  // the collector disables after a failed end()
       return Status(StatusCode::kInternal, "cuptiRangeProfilerDecodeData: CUPTI_ERROR_UNKNOWN (injected)");
@@ -323,6 +360,48 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   }
 
  private:
+  // Passes over launches with room for several ranges: one range per launch in the pass.
+  [[nodiscard]] bool ranges_launches() const {
+    return max_ranges_ > 1 && ranged_ != nullptr && replay_ == collectors::PlanReplay::kLaunches;
+  }
+  void close_pass() {
+    if (ranged_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(ranged_->mutex);
+    auto it = ranged_->open.find(context_id_);
+    if (it != ranged_->open.end() && it->second == &pass_kernels_) ranged_->open.erase(it);
+  }
+  // A step's pass ends: its launches are the collection's ranges when every pass had the first
+  // pass's (CUPTI itself does not check: the image would mix launches; the fake gives ranges of
+  // no kernel then, so no counters). More launches than ranges: CUPTI's decode fails.
+  Result<collectors::CounterData> end_ranged(int call) {
+    close_pass();
+    if (cfg_.fail_end_on_call == call) {
+      app_pass_ = 0;
+      return Status(StatusCode::kInternal, "cuptiRangeProfilerDecodeData: CUPTI_ERROR_UNKNOWN (injected)");
+    }
+    if (app_pass_ == 0) {
+      collection_ranges_ = pass_kernels_;
+    } else if (pass_kernels_ != collection_ranges_) {
+      collection_ranges_.assign(collection_ranges_.size(), "mixed collection");
+    }
+    collectors::CounterData d;
+    if (++app_pass_ < passes_) {
+      d.passes_pending = passes_ - app_pass_;
+      return d;
+    }
+    app_pass_ = 0;
+    if (collection_ranges_.empty()) return Status(StatusCode::kInternal, "fake: no range recorded");
+    if (collection_ranges_.size() > max_ranges_) {
+      return Status(StatusCode::kInternal, "fake: more ranges than the counter-data image holds");
+    }
+    for (size_t i = 0; i < collection_ranges_.size(); ++i) {
+      if (i > 0) d.image.push_back('\n');
+      d.image.insert(d.image.end(), collection_ranges_[i].begin(), collection_ranges_[i].end());
+    }
+    d.ranges = static_cast<uint32_t>(collection_ranges_.size());
+    return d;
+  }
+
   const FakeConfig& cfg_;
   FakeStats& stats_;
   std::atomic<bool>& in_flight_;
@@ -330,6 +409,10 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
   std::function<void()> began_;
   uint64_t context_id_;
   uint32_t device_;
+  uint32_t max_ranges_ = 1;
+  FakeRangedPasses* ranged_ = nullptr;
+  std::vector<std::string> pass_kernels_;       // the open step pass's launches (ranged_->mutex)
+  std::vector<std::string> collection_ranges_;  // the first pass's, for the collection
   std::string kernel_;
   std::vector<uint8_t> configured_;  // the plan's config image last begun
   collectors::PlanReplay replay_ = collectors::PlanReplay::kKernel;
@@ -626,16 +709,18 @@ class FakePlatform final : public collectors::Platform {
     h->counters_ = counters_;
     return std::unique_ptr<collectors::ProfilerHost>(std::move(h));
   }
-  Result<std::unique_ptr<collectors::RangeProfiler>> make_range_profiler(
-      const collectors::ContextEvent& ctx) override {
+  Result<std::unique_ptr<collectors::RangeProfiler>> make_range_profiler(const collectors::ContextEvent& ctx,
+                                                                       uint32_t max_ranges) override {
     if (!config.range_profiler_status.is_ok()) return config.range_profiler_status;
     std::lock_guard<std::mutex> lock(mutex_);
     auto& flag = in_flight_[ctx.context_id];
     if (!flag) flag = std::make_unique<std::atomic<bool>>(false);
+    made_max_ranges.store(max_ranges);
     return std::unique_ptr<collectors::RangeProfiler>(std::make_unique<FakeRangeProfiler>(
         config, stats, *flag, [] { return current_kernel(); }, [] { began_on_this_thread() = true; },
-        ctx.context_id, ctx.device));
+        ctx.context_id, ctx.device, max_ranges, &ranged_passes_));
   }
+  std::atomic<uint32_t> made_max_ranges{0};  // of the last range profiler made
 
   Result<std::unique_ptr<collectors::PcSampler>> make_pc_sampler(const collectors::ContextEvent& ctx) override {
     if (!config.pc_sampler_status.is_ok()) return config.pc_sampler_status;
@@ -724,6 +809,7 @@ class FakePlatform final : public collectors::Platform {
       observer_->on_launch_exit(ev);
     }
     if (ev.stream_capturing || ev.api == collectors::LaunchApi::kGraphLaunch) return;
+    ranged_passes_.launched(ev.context_id, std::string(ev.mangled_name));  // a step's pass records it
     // Like CUPTI on the H200: a replayed launch's record comes back without timestamps.
     if (replayed) return;
     bool tracing = false;
@@ -839,6 +925,7 @@ class FakePlatform final : public collectors::Platform {
   std::vector<collectors::CopyActivity> pending_copies_;
   std::atomic<uint64_t> clock_ns_{1'000'000'000};
   std::mutex mutex_;
+  FakeRangedPasses ranged_passes_;
   std::map<uint64_t, std::unique_ptr<std::atomic<bool>>> in_flight_;
 };
 

@@ -40,7 +40,7 @@ collectors::LaunchEvent launch_on(uint64_t context_id, uint32_t device, uint64_t
 // Gives the context an enabled fake range profiler, as a profiled launch leaves it.
 void enable_profiler(FakePlatform& platform, ContextState& ctx, int group) {
   std::lock_guard<std::mutex> lock(ctx.profiler_mutex);
-  auto rp = platform.make_range_profiler(ctx.event);
+  auto rp = platform.make_range_profiler(ctx.event, 1);
   REQUIRE(rp.is_ok());
   ctx.profiler = std::move(rp).value();
   collectors::MetricPlan plan;
@@ -164,7 +164,7 @@ TEST_CASE("contexts: a destroyed context's profilers go with it, unless a launch
   REQUIRE(in_flight);
   {
     std::lock_guard<std::mutex> lock(in_flight->profiler_mutex);
-    auto rp = platform.make_range_profiler(in_flight->event);
+    auto rp = platform.make_range_profiler(in_flight->event, 1);
     REQUIRE(rp.is_ok());
     in_flight->profiler = std::move(rp).value();
   }

@@ -70,6 +70,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_GRAPH_PC_SAMPLING") return "1";
   if (env == "CUTRIAGE_PM_WINDOW") return "0";
   if (env == "CUTRIAGE_STAGE_PASSES") return "1";
+  if (env == "CUTRIAGE_STEP_STAGES") return "64";
   if (env == "CUTRIAGE_PC_SAMPLING_PERIOD") return "9";
   if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
   if (env == "CUTRIAGE_PROMETHEUS_FILE") return "/var/lib/node_exporter/cutriage.prom";
@@ -475,7 +476,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 47);
+  REQUIRE(options.size() == 48);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -521,6 +522,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.nvtx_exclude.spec() != d.nvtx_exclude.spec() || c.pc_sampling != d.pc_sampling ||
                          c.graph_pm_sampling != d.graph_pm_sampling || c.pm_window != d.pm_window ||
                          c.graph_pc_sampling != d.graph_pc_sampling || c.stage_passes != d.stage_passes ||
+                         c.step_launches != d.step_launches ||
                          c.pc_sampling_period_log2 != d.pc_sampling_period_log2 ||
                          c.cubin_cache_mb != d.cubin_cache_mb || c.prometheus_file != d.prometheus_file ||
                          c.prometheus_interval_ms != d.prometheus_interval_ms || c.segment_mb != d.segment_mb ||
@@ -545,7 +547,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_TRACE_PERIOD", "CUTRIAGE_NVTX_INCLUDE",
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING", "CUTRIAGE_GRAPH_PM_SAMPLING",
                                        "CUTRIAGE_GRAPH_PC_SAMPLING",
-                                       "CUTRIAGE_PM_WINDOW", "CUTRIAGE_STAGE_PASSES",
+                                       "CUTRIAGE_PM_WINDOW", "CUTRIAGE_STAGE_PASSES", "CUTRIAGE_STEP_STAGES",
                                        "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
                                        "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
                                        "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP",
@@ -1012,4 +1014,20 @@ TEST_CASE("config: a deep-capture target is parsed the same wherever it comes fr
   CHECK_FALSE(cutriage::agent::parse_deep_target("top:1001", cutriage::agent::NameBase::kFunction, &error));
   CHECK(error.find("1 to 1000") != std::string::npos);
   CHECK(cutriage::agent::check_deep_target("top:1001") == error);
+}
+
+TEST_CASE("config: CUTRIAGE_STEP_STAGES takes 0 or a step's most launches, and names its accepted values",
+          "[config]") {
+  CHECK(parse_config({}).config.step_launches == 0);  // off by default
+  CHECK(parse_config({{"CUTRIAGE_STEP_STAGES", "0"}}).config.step_launches == 0);
+  CHECK(parse_config({{"CUTRIAGE_STEP_STAGES", "2"}}).config.step_launches == 2);
+  CHECK(parse_config({{"CUTRIAGE_STEP_STAGES", "512"}}).config.step_launches == 512);
+  for (const char* bad : {"1", "513", "yes", "-4"}) {
+    INFO(bad);
+    const ConfigResult r = parse_config({{"CUTRIAGE_STEP_STAGES", bad}});
+    CHECK_FALSE(r.ok());
+    REQUIRE(errors(r).size() == 1);
+    CHECK(contains(errors(r)[0].message, "CUTRIAGE_STEP_STAGES"));
+    CHECK(contains(errors(r)[0].message, "0 (off) or an integer from 2 to 512"));
+  }
 }

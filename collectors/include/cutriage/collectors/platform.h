@@ -361,7 +361,10 @@ class Platform {
   // The clock of activity records and NVTX events, in nanoseconds.
   virtual uint64_t timestamp_ns() = 0;
   virtual Result<std::unique_ptr<ProfilerHost>> make_profiler_host(const std::string& chip) = 0;
-  virtual Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context) = 0;
+  // `max_ranges`: the auto ranges (launches) one pass may record (RangeProfilerOptions::max_ranges);
+  // 1 for one launch between begin() and end(), more for always-on's steps (CUTRIAGE_STEP_STAGES).
+  virtual Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context,
+                                                                     uint32_t max_ranges) = 0;
   // PC sampling on one context. kNotSupported on devices or builds without it.
   virtual Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& context) = 0;
   // PM sampling on the device of one context; the chip names the one-pass configuration CUPTI

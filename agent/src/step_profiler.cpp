@@ -1,0 +1,452 @@
+#include "step_profiler.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <set>
+#include <utility>
+
+#include "groups.h"
+#include "stages.h"
+
+namespace cutriage::agent {
+
+using collectors::LaunchEvent;
+
+namespace {
+
+// Collection ids of steps, apart from always-on's stages' (MetricPlan::collection).
+std::atomic<uint64_t> g_next_collection{uint64_t{1} << 48};
+
+std::string ms(uint64_t ns) { return std::to_string(ns / 1'000'000) + " ms"; }
+
+// Every counter the rules read, and what always-on's groups collect besides (the chip's riders,
+// the single-pass parts of throughputs): a step completes every family it holds.
+std::vector<std::string> step_counters(const std::string& chip) {
+  std::vector<std::string> counters = all_counters();
+  for (std::string& c : always_on_counters(chip)) {
+    if (std::find(counters.begin(), counters.end(), c) == counters.end()) counters.push_back(std::move(c));
+  }
+  return counters;
+}
+
+}  // namespace
+
+StepProfiler::StepProfiler(Parts parts) : p_(std::move(parts)) {}
+
+bool StepProfiler::enter(const LaunchEvent& event, Family& family, uint64_t launch_index) {
+  try {
+    if (in_step_.load(std::memory_order_acquire)) {
+      if (step_context_.load(std::memory_order_relaxed) == event.context_id) {
+        return in_step(event, family, launch_index);
+      }
+      // A launch elsewhere: a step whose context stopped launching (the context gone, the loop
+      // over) is given up here, so that it does not hold the agent's steps forever.
+      const uint64_t now = p_.monotonic_ns();
+      if (now > last_pass_ns_.load(std::memory_order_relaxed) + ContextState::kGraphHoldNs) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (in_step_.load() && now > last_pass_ns_.load() + ContextState::kGraphHoldNs) {
+          abandon_locked("its context launched nothing for " + ms(ContextState::kGraphHoldNs));
+        }
+      }
+      return false;
+    }
+    if (over_.load(std::memory_order_relaxed) || !family.candidate.load(std::memory_order_relaxed) ||
+        event.stream_capturing) {
+      return false;
+    }
+    const uint64_t now = p_.monotonic_ns();
+    if (now < not_before_ns_.load(std::memory_order_relaxed)) return false;
+    return try_learn(event, family, now) && in_step(event, family, launch_index);
+  } catch (const std::exception& e) {
+    p_.log.log_once(LogLevel::kError, "step-enter", std::string("internal error in a step: ") + e.what());
+  } catch (...) {
+    p_.log.log_once(LogLevel::kError, "step-enter", "internal error in a step");
+  }
+  return false;
+}
+
+bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t now) {
+  // Not before the budget would admit the step's first pass: a learned step waits for nothing.
+  if (!p_.always_on.graph_ready(now)) {
+    not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> flock(p_.families.mutex());
+    if (!p_.always_on.anchors_step_locked(family, now)) {
+      not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  // The step's plan (about a hundred Profiler Host calls the first time) is made by the flush
+  // thread while the step is learned, not by the launch that begins it.
+  if (std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device); dev && !dev->limits.chip.empty()) {
+    p_.launches.queue_plans(dev->limits.chip, {step_counters(dev->limits.chip)});
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (in_step_.load()) return false;  // another thread began one meanwhile
+  learning_ = true;
+  top_ = family.family_id;
+  learned_.clear();
+  last_pass_ns_.store(now);
+  step_context_.store(event.context_id);
+  in_step_.store(true, std::memory_order_release);
+  return true;
+}
+
+size_t StepProfiler::period_at(uint64_t family) const {
+  // The shortest period P (at most CUTRIAGE_STEP_STAGES) whose last two repeats are equal and
+  // begin at a launch of `family`: learned_[n-2P, n-P) == learned_[n-P, n).
+  const size_t n = learned_.size();
+  for (size_t k = n; k-- > 0;) {
+    const size_t period = n - k;
+    if (period > p_.config.step_launches || 2 * period > n) break;
+    if (learned_[k] != family) continue;
+    if (std::equal(learned_.begin() + static_cast<std::ptrdiff_t>(n - 2 * period),
+                   learned_.begin() + static_cast<std::ptrdiff_t>(n - period),
+                   learned_.begin() + static_cast<std::ptrdiff_t>(n - period))) {
+      return period;
+    }
+  }
+  return 0;
+}
+
+bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t now) {
+  // Not begun for a reason that passes (the budget, a profile holding the context): the step is
+  // forgotten without counting against steps, and learned again later.
+  const auto not_now = [&] {
+    end_step_locked();
+    not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
+    return false;
+  };
+  std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device);
+  if (!dev || dev->limits.chip.empty()) return not_now();
+  std::string error;
+  std::shared_ptr<collectors::ProfilerHost> host = p_.devices.host(dev->limits.chip, &error);
+  if (!host) {
+    over_.store(true);
+    p_.log.log_once(LogLevel::kWarn, "step-host", "steps (CUTRIAGE_STEP_STAGES) are off: profiler host: " + error);
+    return not_now();
+  }
+  // Made ahead by the flush thread when there is one (queued as learning began).
+  collectors::Result<collectors::MetricPlan> planned =
+      p_.plans.plan(*host, dev->limits.chip, step_counters(dev->limits.chip));
+  if (!planned.is_ok()) {
+    over_.store(true);
+    p_.log.log_once(LogLevel::kWarn, "step-plan",
+                    "steps (CUTRIAGE_STEP_STAGES) are off: metric plan: " + planned.status().message());
+    return not_now();
+  }
+  if (!p_.always_on.admit_graph(CostKind::kGroupSwitch)) return not_now();
+  std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, 0, now, family.family_id);
+  if (!ctx) {
+    p_.always_on.charge_since(CostKind::kGroupSwitch, now);
+    return not_now();
+  }
+  collectors::MetricPlan plan = std::move(planned).value();
+  plan.replay = collectors::PlanReplay::kLaunches;
+  plan.collection = g_next_collection.fetch_add(1);
+  collectors::Status s;
+  {
+    std::lock_guard<std::mutex> plock(ctx->profiler_mutex);
+    bool failed_now = false;
+    s = ctx->ensure_range_profiler_locked(p_.platform, &failed_now);
+    if (s.is_ok() && ctx->max_ranges < first_.size()) {
+      s = collectors::Status(collectors::StatusCode::kUnavailable,
+                             "the context's range profiler has room for " + std::to_string(ctx->max_ranges) +
+                                 " ranges a pass");
+    }
+    if (s.is_ok()) s = ctx->profiler->begin(plan);
+    if (s.is_ok() && ctx->profiler->pass_in_progress() != 0) {
+      (void)ctx->profiler->end();
+      s = collectors::Status(collectors::StatusCode::kInternal, "CUPTI continued another collection");
+    }
+    // The configuration is the step's: the groups' bookkeeping must not reuse it, and the step's
+    // hold keeps every other profile off the context (and its device) between the passes.
+    ctx->configured_group.store(-1);
+    ctx->stage_family.store(s.is_ok() ? family.family_id : 0);
+    ctx->stage_pass_mono_ns.store(now);
+  }
+  ctx->busy.store(false);
+  const uint64_t spent = p_.monotonic_ns() - now;
+  p_.always_on.charge_since(CostKind::kGroupSwitch, now);
+  p_.always_on.graph_spent(spent);
+  if (!s.is_ok()) {
+    if (s.code() == collectors::StatusCode::kPermissionDenied) over_.store(true);
+    end_step_locked();
+    gave_up("a step at " + family.names->function + " could not begin: range profiler: " + s.message());
+    return false;
+  }
+  ctx_ = std::move(ctx);
+  anchor_ = &family;
+  anchor_thread_ = std::this_thread::get_id();
+  host_ = std::move(host);
+  plan_ = std::move(plan);
+  pass_ = 0;
+  indices_.assign(first_.size(), {});
+  current_.clear();
+  current_.push_back(record_of(event, family, launch_index, plan_.passes == 1));
+  begun_ns_ = now;
+  last_pass_ns_.store(now);
+  if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+  p_.log.debug("step begun at " + family.names->function + ": " + std::to_string(first_.size()) + " launches, " +
+               std::to_string(plan_.metrics.size()) + " counters in " + std::to_string(plan_.passes) + " passes (" +
+               ms(spent) + ")");
+  return true;
+}
+
+StepProfiler::Launch StepProfiler::record_of(const LaunchEvent& event, Family& family, uint64_t launch_index,
+                                             bool last_pass) const {
+  Launch l;
+  l.family = &family;
+  l.event = event;
+  l.event.mangled_name = family.mangled;
+  l.launch_index = launch_index;
+  if (last_pass) {
+    // The last pass's launches carry the values: their stream, registers and shared memory go into
+    // the records (Decision 1's occupancy), asked now while the driver knows them.
+    p_.platform.fill_launch_details(l.event);
+    if (l.event.launch) (void)p_.platform.complete_launch_config(l.event, &*l.event.launch);
+  }
+  return l;
+}
+
+bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t launch_index) {
+  std::optional<Completed> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!in_step_.load() || step_context_.load() != event.context_id) return false;  // over meanwhile
+    if (event.stream_capturing) return !learning_;  // captured, not run: no range
+    const uint64_t now = p_.monotonic_ns();
+    if (learning_) {
+      // Learning only records: the launch goes on through the selection.
+      last_pass_ns_.store(now);
+      if (family.family_id == top_) {
+        if (const size_t period = period_at(top_); period > 0) {
+          first_.assign(learned_.end() - static_cast<std::ptrdiff_t>(period), learned_.end());
+          learning_ = false;
+          learned_.clear();
+          return begin_locked(event, family, launch_index, now);
+        }
+      }
+      learned_.push_back(family.family_id);
+      if (learned_.size() > size_t{kLearnPeriods} * p_.config.step_launches) {
+        abandon_locked("no step of at most " + std::to_string(p_.config.step_launches) +
+                       " launches (CUTRIAGE_STEP_STAGES) repeated within " + std::to_string(learned_.size()) +
+                       " launches");
+      }
+      return false;
+    }
+    const size_t at = current_.size();
+    if (at == first_.size()) {
+      if (family.family_id != first_.front()) {
+        abandon_locked("pass " + std::to_string(pass_ + 1) + " ran more than the step's " +
+                       std::to_string(first_.size()) + " launches (" + family.names->function + ")");
+        return true;
+      }
+      if (std::this_thread::get_id() != anchor_thread_) {
+        abandon_locked("its first launch came from another thread than the first pass's");
+        return true;
+      }
+      done = boundary_locked(event, launch_index, now);
+    } else if (family.family_id != first_[at]) {
+      abandon_locked("pass " + std::to_string(pass_ + 1) + " ran other launches than the first (" +
+                     family.names->function + " at launch " + std::to_string(at + 1) + " of " +
+                     std::to_string(first_.size()) + ")");
+      return true;
+    } else {
+      current_.push_back(record_of(event, family, launch_index, pass_ + 1 == plan_.passes));
+      if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+      return true;
+    }
+  }
+  if (done) publish(std::move(*done));
+  return true;
+}
+
+std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const LaunchEvent& event, uint64_t launch_index,
+                                                                     uint64_t now) {
+  (void)p_.always_on.admit_graph(CostKind::kSameGroup);  // a pass of an admitted step goes at once
+  const auto charge = [&] {
+    p_.always_on.charge_since(CostKind::kSameGroup, now);
+    p_.always_on.graph_spent(p_.monotonic_ns() - now);
+  };
+  // in_step checked every launch of the pass against the learned step.
+  for (size_t i = 0; i < current_.size(); ++i) indices_[i].push_back(current_[i].launch_index);
+
+  ContextState& ctx = *ctx_;
+  bool expected = false;
+  if (!ctx.busy.compare_exchange_strong(expected, true)) {  // a release or a window holds it now
+    abandon_locked("its context was taken between two passes");
+    charge();
+    return std::nullopt;
+  }
+  collectors::Result<collectors::CounterData> ended = collectors::Status(collectors::StatusCode::kInternal, "");
+  collectors::Status next = collectors::Status::ok();
+  bool pending = false;
+  std::string lost;
+  {
+    std::lock_guard<std::mutex> plock(ctx.profiler_mutex);
+    if (!ctx.profiler || ctx.stage_family.load() != anchor_->family_id) {
+      lost = "its context's range profiler was released or reconfigured between two passes";
+    } else {
+      ended = ctx.profiler->end();
+      pending = ended.is_ok() && ended.value().passes_pending > 0;
+      if (pending) {
+        next = ctx.profiler->begin(plan_);
+        if (next.is_ok() && ctx.profiler->pass_in_progress() != pass_ + 1) {
+          (void)ctx.profiler->end();
+          next = collectors::Status(collectors::StatusCode::kInternal, "CUPTI started the collection over");
+        }
+        ctx.stage_pass_mono_ns.store(now);
+        if (!next.is_ok()) ctx.release_locked();
+      } else {
+        // Complete (or failed): the hold ends; the idle release disables the profiler later.
+        ctx.stage_family.store(0);
+        ctx.profiled_end_mono_ns.store(now);
+      }
+    }
+  }
+  ctx.busy.store(false);
+  if (!lost.empty()) {
+    abandon_locked(lost);
+    charge();
+    return std::nullopt;
+  }
+  if (!ended.is_ok() || !next.is_ok()) {
+    const collectors::Status& why = !ended.is_ok() ? ended.status() : next;
+    in_step_.store(false);  // the profiler is already stopped: nothing for abandon_locked to end
+    abandon_locked("range profiler: " + why.message());
+    charge();
+    return std::nullopt;
+  }
+  if (pending) {
+    ++pass_;
+    current_.clear();
+    current_.push_back(record_of(event, *anchor_, launch_index, pass_ + 1 == plan_.passes));
+    last_pass_ns_.store(now);
+    if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+    charge();
+    return std::nullopt;
+  }
+  std::optional<Completed> done = evaluate_locked(ended.value(), now);
+  end_step_locked();
+  charge();
+  if (done) completed_.fetch_add(1);
+  return done;
+}
+
+std::optional<StepProfiler::Completed> StepProfiler::evaluate_locked(const collectors::CounterData& data,
+                                                                      uint64_t entered_ns) {
+  if (data.ranges != current_.size()) {
+    gave_up("a step at " + anchor_->names->function + " was given up: CUPTI recorded " +
+            std::to_string(data.ranges) + " ranges for " + std::to_string(current_.size()) + " launches");
+    return std::nullopt;
+  }
+  Completed done;
+  done.plan = plan_;
+  done.entered_ns = entered_ns;
+  std::set<uint64_t> seen;
+  size_t failed = 0;
+  for (size_t i = 0; i < current_.size(); ++i) {
+    Family& f = *current_[i].family;
+    // Each family once, at its first launch of the step; not one the kernel filter leaves out, nor
+    // one complete already.
+    if (!seen.insert(f.family_id).second || !f.names->matches_filter) continue;
+    {
+      std::lock_guard<std::mutex> flock(p_.families.mutex());
+      if (f.complete) continue;
+    }
+    collectors::Result<std::vector<collectors::MetricReading>> readings =
+        host_->evaluate(plan_, data, static_cast<uint32_t>(i));
+    if (!readings.is_ok() || readings.value().empty()) {
+      ++failed;
+      continue;
+    }
+    done.records.push_back(Published{current_[i], std::move(readings).value(), indices_[i]});
+  }
+  done.summary = "step at " + anchor_->names->function + ": " + std::to_string(plan_.passes) + " passes over " +
+                 std::to_string(current_.size()) + " launches, counters for " + std::to_string(done.records.size()) +
+                 " kernel famil" + (done.records.size() == 1 ? "y" : "ies") +
+                 (failed > 0 ? " (" + std::to_string(failed) + " without values)" : "") + " in " +
+                 ms(p_.monotonic_ns() - begun_ns_);
+  return done;
+}
+
+void StepProfiler::abandon_locked(const std::string& why) {
+  if (ctx_ && in_step_.load() && !learning_) {
+    ContextState& ctx = *ctx_;
+    bool expected = false;
+    if (ctx.busy.compare_exchange_strong(expected, true)) {
+      std::lock_guard<std::mutex> plock(ctx.profiler_mutex);
+      if (ctx.profiler && ctx.stage_family.load() == anchor_->family_id) {
+        (void)ctx.profiler->end();  // the pass in progress: CUPTI's Stop before the Disable
+        ctx.release_locked();
+      }
+      ctx.busy.store(false);
+    }  // else a profile holds it now: the step's hold has lapsed or was taken, nothing is open
+  }
+  std::string at;
+  if (anchor_ != nullptr) at = " at " + anchor_->names->function;
+  end_step_locked();
+  gave_up("a step" + at + " was given up: " + why);
+}
+
+void StepProfiler::gave_up(std::string message) {
+  const uint32_t n = abandoned_.fetch_add(1) + 1;
+  not_before_ns_.store(p_.monotonic_ns() + kRetryNs, std::memory_order_relaxed);
+  if (n >= kMaxAbandoned) {
+    over_.store(true);
+    message += "; steps given up " + std::to_string(n) + " times: no more steps in this process";
+  }
+  p_.log.info(message);
+}
+
+void StepProfiler::end_step_locked() {
+  in_step_.store(false, std::memory_order_release);
+  step_context_.store(0);
+  learning_ = false;
+  learned_.clear();
+  ctx_.reset();
+  anchor_ = nullptr;
+  host_.reset();
+  current_.clear();
+  first_.clear();
+  indices_.clear();
+  pass_ = 0;
+}
+
+void StepProfiler::graph_launch(const LaunchEvent& event) {
+  if (!in_step_.load(std::memory_order_acquire) || step_context_.load() != event.context_id) return;
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (in_step_.load() && step_context_.load() == event.context_id) {
+      abandon_locked("a graph was launched during its pass (an auto range cannot hold a graph launch)");
+    }
+  } catch (...) {
+    p_.log.log_once(LogLevel::kError, "step-graph", "internal error in a step");
+  }
+}
+
+void StepProfiler::finish() {
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (in_step_.load()) abandon_locked("the agent finished before its last pass");
+  } catch (...) {
+  }
+}
+
+void StepProfiler::publish(Completed done) {
+  p_.log.info(done.summary);
+  const uint64_t stopped = p_.monotonic_ns();
+  for (Published& r : done.records) {
+    try {
+      p_.launches.publish_step(r.launch.event, *r.launch.family, r.launch.launch_index, done.plan, r.readings,
+                               std::move(r.launch_indices), done.entered_ns, stopped);
+    } catch (const std::exception& e) {
+      p_.log.log_once(LogLevel::kError, "step-publish", std::string("internal error writing a step's record: ") + e.what());
+    }
+  }
+}
+
+}  // namespace cutriage::agent

@@ -1,0 +1,166 @@
+// Always-on's steps (CUTRIAGE_STEP_STAGES): one range-profiler collection of every counter the
+// rules read, for every kernel of the application's step at once.
+//
+// An application repeats a step (a training iteration, a served batch): the same launches in the
+// same order. The profiler first learns the step: it records the families launched on the top
+// family's context until the sequence repeats with a period of at most CUTRIAGE_STEP_STAGES
+// launches, starting at a launch of the top family (the anchor; a family launched several times a
+// step anchors at one of them). Each pass of the collection is then one period from the anchor,
+// under auto range and user replay (PlanReplay::kLaunches): CUPTI gives
+// every launch of the pass a range of its own and replays, saves and restores nothing, and after
+// the last pass range r holds the counters of the step's r-th launch (docs/always-on.md, "Steps").
+// So one configuration switch serves every family of the step, where the groups pay one per group
+// and the stages one per family.
+//
+// CUPTI does not check that the passes ran the same launches (a pass one launch short is not
+// refused), so the profiler checks every launch on the step's context, from any thread, against
+// the learned step, and gives the step up when one differs, when a graph launch comes (an auto
+// range around cuGraphLaunch fails), when no period is found within kLearnPeriods times
+// CUTRIAGE_STEP_STAGES launches, when the anchor comes from another thread than the first pass's
+// or stops coming (ContextState::kGraphHoldNs), or when the context's range profiler was taken
+// meanwhile. Given up kMaxAbandoned times, steps are over for the process and the groups go on.
+//
+// Threading: with no step learned or in progress, a launch costs one atomic load, and for a
+// candidate family a clock read; the families' lock is taken at most every kLookNs to see whether
+// the launch's family is the top one. While a step is learned or in progress, every launch on its
+// context takes `mutex_` (to be recorded); launches on other contexts read two atomics. The pass boundaries (the range
+// profiler's end() and begin()) run on the anchor's thread in its launch-entry callback. Lock
+// order: `mutex_`, then the families' lock (the budget's) or the context's profiler mutex, never
+// the other way. The records are written after `mutex_` is released.
+//
+// Budget: as a graph stage's (AlwaysOnPolicy::admit_graph): a step's first pass waits until what
+// earlier stages cost is paid back at the budget's share, its later passes go at once (a step
+// given up halfway is wasted), and every boundary's measured wall time is charged.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "always_on.h"
+#include "config.h"
+#include "contexts.h"
+#include "cutriage/collectors/platform.h"
+#include "devices.h"
+#include "family.h"
+#include "launch_profiler.h"
+#include "log.h"
+#include "plan_cache.h"
+#include "trace_folder.h"
+
+namespace cutriage::agent {
+
+class StepProfiler {
+ public:
+  // What the profiler works with; every reference outlives it.
+  struct Parts {
+    const AgentConfig& config;
+    collectors::Platform& platform;
+    Logger& log;
+    FamilyTable& families;
+    AlwaysOnPolicy& always_on;
+    DeviceCatalog& devices;
+    ContextTable& contexts;
+    PlanCache& plans;
+    LaunchProfiler& launches;  // writes the records
+    TraceFolder& trace;
+    const std::atomic<bool>& trace_started;
+    std::function<uint64_t()> monotonic_ns;
+  };
+  // Steps given up this many times: no more for the process.
+  static constexpr uint32_t kMaxAbandoned = 3;
+  // After a step is given up, the next one waits this long (monotonic ns).
+  static constexpr uint64_t kRetryNs = 10'000'000'000;
+  // How often a candidate's launch asks whether its family anchors a step (monotonic ns).
+  static constexpr uint64_t kLookNs = 20'000'000;
+  // Learning gives up after this many times CUTRIAGE_STEP_STAGES launches without a period.
+  static constexpr uint32_t kLearnPeriods = 3;
+
+  explicit StepProfiler(Parts parts);
+
+  // A kernel launch (not a graph launch), before the selection sees it: true when a step took it.
+  // The caller then leaves the launch alone (it runs as the application issued it, recorded as one
+  // range of the step's pass); false: the launch goes on through the selection.
+  bool enter(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index);
+  // A graph launch: a step in progress on its context is given up.
+  void graph_launch(const collectors::LaunchEvent& event);
+  // The agent finishes: a step in progress is given up.
+  void finish();
+
+  [[nodiscard]] uint32_t completed() const { return completed_.load(std::memory_order_relaxed); }
+  [[nodiscard]] uint32_t abandoned() const { return abandoned_.load(std::memory_order_relaxed); }
+
+ private:
+  // One launch of the pass in progress.
+  struct Launch {
+    Family* family = nullptr;
+    collectors::LaunchEvent event;  // mangled_name points at the family's (the callback's is gone)
+    uint64_t launch_index = 0;
+  };
+  // What a completed step hands to the records, outside `mutex_`.
+  struct Published {
+    Launch launch;
+    std::vector<collectors::MetricReading> readings;
+    std::vector<uint64_t> launch_indices;  // the family's launch in each pass
+  };
+  struct Completed {
+    collectors::MetricPlan plan;
+    std::vector<Published> records;
+    uint64_t entered_ns = 0;  // the last boundary began
+    std::string summary;      // for the log
+  };
+
+  // Whether the launch's family is the top one now: learning begins on its context.
+  bool try_learn(const collectors::LaunchEvent& event, Family& family, uint64_t now);
+  // A launch on the step's context while the step is learned or collected.
+  bool in_step(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index);
+  // Learning: the period of the recorded launches when the launch about to be recorded (of
+  // `family`) would begin its third repeat at an anchor's launch; 0 when none.
+  [[nodiscard]] size_t period_at(uint64_t family) const;
+  // The step is learned: its first pass begins on this launch (the anchor's). False: given up.
+  bool begin_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t now);
+  // The anchor launched again: the pass in progress ends, the next begins or the step completes.
+  std::optional<Completed> boundary_locked(const collectors::LaunchEvent& event, uint64_t launch_index, uint64_t now);
+  // The values of every range, for the families the step completes.
+  std::optional<Completed> evaluate_locked(const collectors::CounterData& data, uint64_t entered_ns);
+  [[nodiscard]] Launch record_of(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
+                                 bool last_pass) const;
+  void abandon_locked(const std::string& why);
+  // Counts a step given up (or never begun), says why, and waits kRetryNs before the next.
+  void gave_up(std::string message);
+  void end_step_locked();
+  void publish(Completed done);
+
+  Parts p_;
+  std::atomic<bool> in_step_{false};        // a step is learned or collected (on step_context_)
+  std::atomic<uint64_t> step_context_{0};  // the step's context id, while in_step_
+  std::atomic<uint64_t> last_pass_ns_{0};  // when the pass in progress began (monotonic)
+  std::atomic<uint64_t> not_before_ns_{0};
+  std::atomic<bool> over_{false};          // kMaxAbandoned reached, or no way to make a plan
+  std::atomic<uint32_t> completed_{0};
+  std::atomic<uint32_t> abandoned_{0};
+
+  std::mutex mutex_;
+  // The step in progress (mutex_).
+  bool learning_ = false;                  // in_step_ while the step is learned, before its first pass
+  uint64_t top_ = 0;                       // the family learning looks for (its id)
+  std::vector<uint64_t> learned_;          // learning: the families of the launches so far
+  std::shared_ptr<ContextState> ctx_;
+  Family* anchor_ = nullptr;
+  std::thread::id anchor_thread_;
+  std::shared_ptr<collectors::ProfilerHost> host_;
+  collectors::MetricPlan plan_;
+  uint32_t pass_ = 0;                               // the pass in progress
+  std::vector<uint64_t> first_;                     // the family of each launch of a pass (learned)
+  std::vector<std::vector<uint64_t>> indices_;      // per launch position: its launch index in each pass
+  std::vector<Launch> current_;                     // the pass in progress's launches
+  uint64_t begun_ns_ = 0;                           // the step began (monotonic)
+};
+
+}  // namespace cutriage::agent

@@ -1,0 +1,226 @@
+// Always-on's steps (CUTRIAGE_STEP_STAGES, step_profiler.h) on the fake platform: one collection
+// whose passes are the application's steps gives every family of the step its own counters (the
+// zoo's H200 captures), and a step whose passes differ, that meets a graph launch or that outgrows
+// its ranges is given up.
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent_harness.h"
+#include "report.h"
+
+using namespace cutriage;
+using agent::AgentConfig;
+using testing::Captured;
+using testing::capture_of;
+using testing::Harness;
+using testing::kernel_records;
+using testing::make_launch;
+
+namespace {
+
+AgentConfig steps_config(uint32_t step_launches = 16) {
+  AgentConfig c = testing::select_all();
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.budget_fraction = 0.01;
+  c.summary = false;
+  c.trace_flush_ms = 0;  // no flush thread: the test's launches drive everything
+  c.pc_sampling = false;
+  c.pm_window = false;
+  c.step_launches = step_launches;
+  c.log_level = agent::LogLevel::kInfo;
+  return c;
+}
+
+// A step of the zoo's fma_chain, strided_load twice and vector_add (fma_chain first: the family
+// made first takes the step when no trace ranks them).
+struct Step {
+  Captured fma = capture_of("fma_chain");
+  Captured strided = capture_of("strided_load");
+  Captured vadd = capture_of("vector_add");
+  std::unique_ptr<Harness> h;
+  uint64_t launches = 0;
+
+  explicit Step(AgentConfig cfg) {
+    h = std::make_unique<Harness>(std::move(cfg), testing::counters_for({&fma, &strided, &vadd}));
+    REQUIRE(h->ag->start());
+  }
+  void launch(const Captured& k) {
+    h->platform.launch(make_launch(k.mangled.c_str(), ++launches, k.launch.grid, k.launch.block));
+  }
+  // One step; `skip_vadd`: this one leaves vector_add out.
+  void run(int n, bool skip_vadd = false) {
+    for (int i = 0; i < n; ++i) {
+      h->platform.mono_ns += 50'000'000;
+      launch(fma);
+      launch(strided);
+      if (!skip_vadd) launch(vadd);
+      launch(strided);
+    }
+  }
+};
+
+std::map<std::string, const v1::KernelProfile*> last_profiled(const tools::ReadResult& r) {
+  std::map<std::string, const v1::KernelProfile*> out;
+  for (const v1::KernelProfile* k : kernel_records(r)) {
+    if (k->status() == v1::PROFILE_STATUS_PROFILED) out[std::string(tools::lookup(r, k->mangled_name_iid()))] = k;
+  }
+  return out;
+}
+
+double value_of(const v1::KernelProfile& k, const tools::ReadResult& r, const std::string& name) {
+  for (const v1::Metric& m : k.metrics()) {
+    if (tools::lookup(r, m.name_iid()) == name) return m.value();
+  }
+  return -1;
+}
+
+// The begin() calls of steps (passes over launches): their metric lists.
+std::vector<std::vector<std::string>> step_begins(const Step& s) {
+  std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+  std::vector<std::vector<std::string>> out;
+  for (size_t i = 0; i < s.h->platform.stats.begin_replays.size(); ++i) {
+    if (s.h->platform.stats.begin_replays[i] == collectors::PlanReplay::kLaunches) {
+      out.push_back(s.h->platform.stats.begin_metrics[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("always-on steps: one collection over the step's repeats gives every family its own counters",
+          "[agent][always_on][steps]") {
+  Step s(steps_config());
+  // Two steps learn it (its period repeated, starting at fma_chain); the third is the first pass.
+  s.run(2);
+  CHECK(step_begins(s).empty());
+  s.run(1);
+  REQUIRE(step_begins(s).size() == 1);
+  const auto passes = static_cast<uint32_t>((step_begins(s).front().size() + 9) / 10);  // the fake's 10 a pass
+  REQUIRE(passes > 2);
+  s.run(static_cast<int>(passes));  // the last pass ends at the anchor's launch after it
+  s.h->ag->finish();
+  CHECK(s.h->platform.made_max_ranges.load() == 16);
+  // One configuration, one pass a step (nothing replayed).
+  const std::vector<std::vector<std::string>> begun = step_begins(s);
+  REQUIRE(begun.size() == passes);
+  for (const auto& m : begun) CHECK(m == begun.front());
+  const uint64_t first_pass = 9;  // launch #9: fma_chain, step 3
+  tools::ReadResult r = s.h->read();
+  const auto profiled = last_profiled(r);
+  for (const Captured* k : {&s.fma, &s.strided, &s.vadd}) {
+    INFO(k->mangled);
+    auto it = profiled.find(k->mangled);
+    REQUIRE(it != profiled.end());
+    const v1::KernelProfile& p = *it->second;
+    CHECK(p.replay_mode() == v1::REPLAY_MODE_APPLICATION);
+    // Its own range's values: the duration its capture measured, not another kernel's.
+    const std::optional<double> want = k->metrics.get("gpu__time_duration.sum");
+    REQUIRE(want);
+    CHECK(value_of(p, r, "gpu__time_duration.sum") == Approx(*want));
+    // One launch a pass (after whatever single-pass groups took while the step was learned), a
+    // step apart; the last carries the values and is the record's own launch.
+    REQUIRE(p.assembled_launches_size() >= static_cast<int>(passes));
+    const int from = p.assembled_launches_size() - static_cast<int>(passes);
+    for (int i = from + 1; i < p.assembled_launches_size(); ++i) {
+      CHECK(p.assembled_launches(i).launch_index() - p.assembled_launches(i - 1).launch_index() == 4);
+      CHECK(p.assembled_launches(i - 1).metrics() == 0);
+    }
+    CHECK(p.assembled_launches(p.assembled_launches_size() - 1).launch_index() == p.launch_index());
+    CHECK(p.assembled_launches(p.assembled_launches_size() - 1).metrics() > 0);
+    CHECK(p.diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+  }
+  // Each family at its first launch of the step: fma_chain the pass's first, strided_load its
+  // second (not its fourth), vector_add its third.
+  CHECK(profiled.at(s.fma.mangled)->assembled_launches(
+            profiled.at(s.fma.mangled)->assembled_launches_size() - static_cast<int>(passes)).launch_index() ==
+        first_pass);
+  const v1::KernelProfile& st = *profiled.at(s.strided.mangled);
+  CHECK(st.assembled_launches(st.assembled_launches_size() - static_cast<int>(passes)).launch_index() ==
+        first_pass + 1);
+  const v1::KernelProfile& va = *profiled.at(s.vadd.mangled);
+  CHECK(va.assembled_launches(va.assembled_launches_size() - static_cast<int>(passes)).launch_index() ==
+        first_pass + 2);
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("step at ") != std::string::npos);
+  CHECK(log.find("passes over 4 launches, counters for 3 kernel families") != std::string::npos);
+  CHECK(log.find("given up") == std::string::npos);
+}
+
+TEST_CASE("always-on steps: a pass that ran other launches than the first gives the step up",
+          "[agent][always_on][steps]") {
+  Step s(steps_config());
+  s.run(4);                      // learned, passes 1 and 2
+  s.run(1, /*skip_vadd=*/true);  // pass 3 runs strided_load where vector_add was
+  s.run(3);
+  s.h->ag->finish();
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("was given up: pass 3 ran other launches than the first (zoo_strided_load at launch 3 of 4)") !=
+        std::string::npos);
+  CHECK(step_begins(s).size() == 3);
+  // Nothing of the given-up collection became a record.
+  tools::ReadResult r = s.h->read();
+  for (const auto& [name, k] : last_profiled(r)) CHECK(k->replay_mode() != v1::REPLAY_MODE_APPLICATION);
+}
+
+TEST_CASE("always-on steps: a short pass is found at the boundary, and a graph launch gives the step up",
+          "[agent][always_on][steps]") {
+  SECTION("a pass without its last launch") {
+    Step s(steps_config());
+    s.run(4);
+    s.h->platform.mono_ns += 50'000'000;
+    s.launch(s.fma);
+    s.launch(s.strided);
+    s.launch(s.vadd);  // the second strided_load missing
+    s.run(1);
+    s.h->ag->finish();
+    const std::string log = s.h->log_text();
+    INFO(log);
+    CHECK(log.find("was given up: pass 3 ran other launches than the first (zoo_fma_chain at launch 4 of 4)") !=
+          std::string::npos);
+  }
+  SECTION("a graph launch") {
+    Step s(steps_config());
+    s.run(4);
+    s.h->platform.launch_graph(1, 1, 1000, {{s.vadd.mangled}}, s.vadd.mangled);
+    s.run(1);
+    s.h->ag->finish();
+    const std::string log = s.h->log_text();
+    INFO(log);
+    CHECK(log.find("was given up: a graph was launched during its pass") != std::string::npos);
+  }
+}
+
+TEST_CASE("always-on steps: a step longer than CUTRIAGE_STEP_STAGES is never learned, given up three times at most",
+          "[agent][always_on][steps]") {
+  Step s(steps_config(3));  // four launches a step
+  for (int i = 0; i < 5; ++i) {
+    s.run(4);
+    s.h->platform.mono_ns += agent::StepProfiler::kRetryNs;  // the next step may begin
+  }
+  s.h->ag->finish();
+  CHECK(step_begins(s).empty());
+  const std::string log = s.h->log_text();
+  INFO(log);
+  size_t given_up = 0;
+  const std::string why = "no step of at most 3 launches (CUTRIAGE_STEP_STAGES) repeated within 10 launches";
+  for (size_t at = log.find(why); at != std::string::npos; at = log.find(why, at + 1)) ++given_up;
+  CHECK(given_up == agent::StepProfiler::kMaxAbandoned);
+  CHECK(log.find("no more steps in this process") != std::string::npos);
+}
+
+TEST_CASE("always-on steps: off by default, range profilers hold one range", "[agent][always_on][steps]") {
+  AgentConfig c = steps_config();
+  c.step_launches = 0;
+  Step s(c);
+  s.run(20);
+  s.h->ag->finish();
+  CHECK(s.h->platform.made_max_ranges.load() == 1);
+  std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+  for (collectors::PlanReplay rp : s.h->platform.stats.begin_replays) CHECK(rp == collectors::PlanReplay::kNone);
+}
