@@ -11,6 +11,8 @@
 # SECONDS_EACH (280): the length of each always-on run (a device command runs 10 minutes at most:
 # run the service and PyTorch halves in separate calls with PROGRAMS=service or PROGRAMS=torch).
 # AB_SECONDS (0: none): an A/B of throughput, agent off vs stages, one run each way.
+# STEP_STAGES=N: the same runs with always-on's steps (CUTRIAGE_STEP_STAGES=N, docs/always-on.md
+# "Steps") instead of the stages.
 set -u -o pipefail
 build="${1:-build-gpu}"
 svc="${2:-build-service/cutriage_service}"
@@ -18,6 +20,8 @@ out="${OUT:-$PWD/bench-out}/stage_passes"
 secs="${SECONDS_EACH:-280}"
 ab="${AB_SECONDS:-0}"
 programs="${PROGRAMS:-service torch}"
+steps="${STEP_STAGES:-0}"
+if [ "$steps" -gt 0 ]; then stages=0; kind=steps; else stages=1; kind=stages; fi
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 mkdir -p "$out"
 lib="$PWD/$build/agent/libcutriage.so"
@@ -28,14 +32,14 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu
 git rev-parse --short HEAD 2>/dev/null | sed 's/^/tree /' | tee "$out/tree.txt"
 
 notices() {  # LOG: the routed and complete lines, and why stages were left
-  grep -E "verdict routed|diagnosis complete|PM window on|stage" "$1" | cut -c1-260
+  grep -E "verdict routed|diagnosis complete|PM window on|stage|step" "$1" | cut -c1-260
 }
 
 run_service() {  # NAME STAGES(0|1) SECONDS
   local name="$1" stages="$2" n="$3"
-  SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_OUTPUT=$out/$name.pb" \
+  SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/$name.pb" \
     timeout $((n + 60)) "$svc" "$n" >"$out/$name.out" 2>"$out/$name.log"
-  echo "-- $name (stages $stages, $n s): exit $?: $(cat "$out/$name.out")"
+  echo "-- $name (stages $stages, steps $steps, $n s): exit $?: $(cat "$out/$name.out")"
   notices "$out/$name.log"
   "$cli" report "$out/$name.pb" >"$out/$name.report.txt" 2>&1
   grep -E "complete  |without replay|^overhead" -A1 "$out/$name.report.txt" | head -30
@@ -45,9 +49,9 @@ run_torch() {  # NAME STAGES(0|1) SECONDS
   local name="$1" stages="$2" n="$3"
   # About 530 steps a second on the H200 (bench/torch_loop.py).
   timeout $((n + 90)) env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info \
-    CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_OUTPUT="$out/$name.pb" CUDA_INJECTION64_PATH="$lib" \
+    CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/$name.pb" CUDA_INJECTION64_PATH="$lib" \
     python3 bench/torch_loop.py $((n * 530)) >"$out/$name.log" 2>&1
-  echo "-- $name (stages $stages, about $n s): exit $?: $(grep -E '^steps_per_s=' "$out/$name.log" | tail -1)"
+  echo "-- $name (stages $stages, steps $steps, about $n s): exit $?: $(grep -E '^steps_per_s=' "$out/$name.log" | tail -1)"
   notices "$out/$name.log"
   "$cli" report "$out/$name.pb" >"$out/$name.report.txt" 2>&1
   grep -E "complete  |without replay|^overhead" -A1 "$out/$name.report.txt" | head -30
@@ -58,10 +62,10 @@ for p in $programs; do
     service)
       [ -x "$svc" ] || { echo "no $svc: build it first (see the header)" >&2; continue; }
       echo "== the example service"
-      run_service svc-stages 1 "$secs"
+      run_service "svc-$kind" "$stages" "$secs"
       if [ "$ab" -gt 0 ]; then
         off=$(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" "$svc" "$ab" 2>/dev/null)
-        on=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_STAGE_PASSES=1;CUTRIAGE_OUTPUT=$out/svc-ab.pb" "$svc" "$ab" 2>/dev/null)
+        on=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/svc-ab.pb" "$svc" "$ab" 2>/dev/null)
         echo "A/B off: $off"
         echo "A/B on:  $on"
         [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
@@ -69,10 +73,10 @@ for p in $programs; do
       ;;
     torch)
       echo "== bench/torch_loop.py"
-      run_torch torch-stages 1 "$secs"
+      run_torch "torch-$kind" "$stages" "$secs"
       if [ "$ab" -gt 0 ]; then
         python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-off.log" 2>&1
-        env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_STAGE_PASSES=1 CUTRIAGE_OUTPUT="$out/torch-ab.pb" \
+        env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/torch-ab.pb" \
           CUDA_INJECTION64_PATH="$lib" python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-on.log" 2>&1
         echo "A/B off: $(grep -E '^steps_per_s=' "$out/torch-ab-off.log" | tail -1)"
         echo "A/B on:  $(grep -E '^steps_per_s=' "$out/torch-ab-on.log" | tail -1)"
