@@ -39,13 +39,14 @@ bool StepProfiler::enter(const LaunchEvent& event, Family& family, uint64_t laun
       if (step_context_.load(std::memory_order_relaxed) == event.context_id) {
         return in_step(event, family, launch_index);
       }
-      // A launch elsewhere: a step whose context stopped launching (the context gone, the loop
-      // over) is given up here, so that it does not hold the agent's steps forever.
+      // A launch elsewhere: a step whose passes stopped coming (the context gone, the loop over, a
+      // step longer than the hold) is given up here, so that it does not hold the agent's steps.
       const uint64_t now = p_.monotonic_ns();
       if (now > last_pass_ns_.load(std::memory_order_relaxed) + ContextState::kGraphHoldNs) {
         std::lock_guard<std::mutex> lock(mutex_);
         if (in_step_.load() && now > last_pass_ns_.load() + ContextState::kGraphHoldNs) {
-          abandon_locked("its context launched nothing for " + ms(ContextState::kGraphHoldNs));
+          abandon_locked("no pass began for " + ms(ContextState::kGraphHoldNs) +
+                         " (a step that long loses its context's hold; the loop may be over)");
         }
       }
       return false;

@@ -17,8 +17,8 @@
 // the learned step, and gives the step up when one differs, when a graph launch comes (an auto
 // range around cuGraphLaunch fails), when no period is found within kLearnPeriods times
 // CUTRIAGE_STEP_STAGES launches, when the anchor comes from another thread than the first pass's
-// or stops coming (ContextState::kGraphHoldNs), or when the context's range profiler was taken
-// meanwhile. Given up kMaxAbandoned times, steps are over for the process and the groups go on.
+// or no pass begins for ContextState::kGraphHoldNs (the context's hold lapses then: a step must be
+// shorter), or when the context's range profiler was taken meanwhile. Given up kMaxAbandoned times, steps are over for the process and the groups go on.
 //
 // Threading: with no step learned or in progress, a launch costs one atomic load, and for a
 // candidate family a clock read; the families' lock is taken at most every kLookNs to see whether

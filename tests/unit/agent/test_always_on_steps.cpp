@@ -3,9 +3,11 @@
 // zoo's H200 captures), and a step whose passes differ, that meets a graph launch or that outgrows
 // its ranges is given up.
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_harness.h"
@@ -223,4 +225,32 @@ TEST_CASE("always-on steps: off by default, range profilers hold one range", "[a
   CHECK(s.h->platform.made_max_ranges.load() == 1);
   std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
   for (collectors::PlanReplay rp : s.h->platform.stats.begin_replays) CHECK(rp == collectors::PlanReplay::kNone);
+}
+
+TEST_CASE("always-on steps: another thread launching on another device meanwhile leaves the step alone",
+          "[agent][always_on][steps]") {
+  Step s(steps_config());
+  const Captured other = capture_of("transpose");
+  s.run(3);  // learned, and its collection begun (one step at a time: the other device's waits)
+  REQUIRE(step_begins(s).size() == 1);
+  std::atomic<bool> stop{false};
+  std::thread elsewhere([&] {
+    uint64_t correlation = 1'000'000;
+    while (!stop.load()) {
+      // On another device: its family never competes with the step's for the top (a family's
+      // rank is per device).
+      collectors::LaunchEvent ev =
+          make_launch(other.mangled.c_str(), ++correlation, other.launch.grid, other.launch.block, /*context_id=*/2);
+      ev.device = 1;
+      s.h->platform.launch(ev);
+    }
+  });
+  s.run(40);  // its passes (fewer than 40)
+  stop.store(true);
+  elsewhere.join();
+  s.h->ag->finish();
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("passes over 4 launches, counters for 3 kernel families") != std::string::npos);
+  CHECK(log.find("given up") == std::string::npos);
 }
