@@ -6,11 +6,17 @@
 
 #include "always_on_sim.h"
 #include "catch.h"
+#include "sanitizer_guard.h"
 
 using namespace cutriage;
 namespace sim = testing::sim;
 
+// The simulations run hours of simulated launches: policy checks, which under the sanitizers took
+// minutes each; the agent code they run is covered there by the other agent tests.
+constexpr const char* kSimSkip = "a simulation of hours of launches: not under the sanitizers";
+
 TEST_CASE("always-on sim: 15 minutes at the default budget", "[agent][always_on][sim]") {
+  SKIP_UNDER_SANITIZERS(kSimSkip);
   const sim::Options o;  // the defaults: 0.4%, 2 a second, 900 s
   const sim::Result r = sim::run(o, sim::issue_workload());
   const std::string table = sim::table(o, r);
@@ -50,6 +56,7 @@ TEST_CASE("always-on sim: 15 minutes at the default budget", "[agent][always_on]
 }
 
 TEST_CASE("always-on sim: without the PM window, routing by GPU share", "[agent][always_on][sim]") {
+  SKIP_UNDER_SANITIZERS(kSimSkip);
   sim::Options o;
   o.pm_window = false;
   o.seconds = 1500;
@@ -72,6 +79,7 @@ TEST_CASE("always-on sim: without the PM window, routing by GPU share", "[agent]
 
 TEST_CASE("always-on sim: a fleet's files merged, a process resumed from them continues from every replica's counters",
           "[agent][always_on][sim][fleet]") {
+  SKIP_UNDER_SANITIZERS(kSimSkip);
   // Two replicas (CUTRIAGE_REPLICA=0/2 and 1/2, pids 5000 and 5001) of the synthetic service for
   // ten simulated minutes each, `cutriage merge`, then a third process with CUTRIAGE_RESUME on the
   // merged file: its records hold launches of both replicas, and what they measured is not asked
@@ -94,6 +102,7 @@ TEST_CASE("always-on sim: a fleet's files merged, a process resumed from them co
 }
 
 TEST_CASE("always-on sim: stages over the families' own launches (CUTRIAGE_STAGE_PASSES)", "[agent][always_on][sim][stages]") {
+  SKIP_UNDER_SANITIZERS(kSimSkip);
   // The same workload with a family's counters in stages, each one multi-pass plan with a pass on
   // each of its next launches (passes: the GH100 groups a stage's names touch, more than CUPTI
   // needs). One switch a stage instead of one a group: the top family is complete within 10
@@ -124,6 +133,7 @@ TEST_CASE("always-on sim: stages over the families' own launches (CUTRIAGE_STAGE
 }
 
 TEST_CASE("always-on sim: a fleet with stages, each replica starting at another family", "[agent][always_on][sim][fleet][stages]") {
+  SKIP_UNDER_SANITIZERS(kSimSkip);
   // CUTRIAGE_STAGE_PASSES with CUTRIAGE_REPLICA=K/4: replica K takes the K-th family of the stage
   // order first, so four replicas complete different families at once; merged, all five of the
   // synthetic service's families are complete within five simulated minutes (one process: two).
