@@ -333,7 +333,6 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
   std::optional<Completed> done = evaluate_locked(ended.value(), now);
   end_step_locked();
   charge();
-  if (done) completed_.fetch_add(1);
   return done;
 }
 

@@ -93,9 +93,6 @@ class StepProfiler {
   // The agent finishes: a step in progress is given up.
   void finish();
 
-  [[nodiscard]] uint32_t completed() const { return completed_.load(std::memory_order_relaxed); }
-  [[nodiscard]] uint32_t abandoned() const { return abandoned_.load(std::memory_order_relaxed); }
-
  private:
   // One launch of the pass in progress.
   struct Launch {
@@ -143,7 +140,6 @@ class StepProfiler {
   std::atomic<uint64_t> last_pass_ns_{0};  // when the pass in progress began (monotonic)
   std::atomic<uint64_t> not_before_ns_{0};
   std::atomic<bool> over_{false};          // kMaxAbandoned reached, or no way to make a plan
-  std::atomic<uint32_t> completed_{0};
   std::atomic<uint32_t> abandoned_{0};
 
   std::mutex mutex_;

@@ -331,7 +331,6 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     return Status::ok();
   }
   [[nodiscard]] uint32_t pass_in_progress() const override { return begun_pass_; }
-  [[nodiscard]] uint32_t max_ranges() const { return max_ranges_; }
   [[nodiscard]] collectors::RangeProfilerSteps last_steps() const override { return steps_; }
   Result<collectors::CounterData> end() override {
     int n = ++stats_.ends;
