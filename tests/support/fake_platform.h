@@ -149,7 +149,12 @@ class FakeHost final : public collectors::ProfilerHost {
   FakeHost(const FakeConfig& cfg, FakeStats& stats) : cfg_(cfg), stats_(stats) {}
   [[nodiscard]] const std::string& chip() const override { return cfg_.chip; }
   Result<collectors::MetricPlan> plan(const std::vector<std::string>& metrics) override {
-    ++stats_.plans;
+    // `plans` counts a plan once it is whole and recorded in `planned`: tests wait on the count
+    // and then read the list.
+    struct Counted {
+      std::atomic<int>& plans;
+      ~Counted() { ++plans; }
+    } counted{stats_.plans};
     if (cfg_.mono_ns != nullptr && metrics.size() >= cfg_.cost_plan_min_names) *cfg_.mono_ns += cfg_.cost_plan_ns;
     collectors::MetricPlan p;
     p.chip = cfg_.chip;

@@ -206,6 +206,7 @@ TEST_CASE("plan ahead: a run whose earlier ranking launched the top family once 
   h.ag->on_context_created(context_on(0));
   REQUIRE(wait_for_plans(h.platform, 2));
   const std::vector<std::vector<std::string>> made = planned(h.platform);
+  REQUIRE(made.size() >= 2);
   CHECK(made[0] == accepted(agent::first_stage_counters("GH100"), h.platform));
   CHECK(made[1] == accepted(agent::all_counters(), h.platform));
   // Its one launch collects every counter at once, with the plan made ahead.
@@ -273,7 +274,7 @@ TEST_CASE("plan ahead: a kernel's next stage is planned on the flush thread befo
   h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));  // the first stage
   // Its route asks for more: that list is made before the family launches again.
   REQUIRE(wait_for_plans(h.platform, 2));
-  const std::vector<std::string> second = planned(h.platform)[1];
+  const std::vector<std::string> second = planned(h.platform).at(1);
   h.platform.launch(make_launch(a.mangled, 2, a.launch.grid, a.launch.block));
   h.ag->finish();
   std::vector<std::vector<std::string>> began;
