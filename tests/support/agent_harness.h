@@ -68,6 +68,17 @@ inline AgentConfig select_all() {
   return c;
 }
 
+// Always-on at `budget_fraction`, every family a candidate, driven by the test's own launches: no
+// flush thread (metric groups are planned on the launching thread, at once) and no summary.
+inline AgentConfig always_on_driven(double budget_fraction) {
+  AgentConfig c = select_all();
+  c.mode = agent::AgentMode::kAlwaysOn;
+  c.budget_fraction = budget_fraction;
+  c.summary = false;
+  c.trace_flush_ms = 0;
+  return c;
+}
+
 // The agent on the fake platform as a test process (pid 1234 unless given, testhost), logging at
 // level info to a file of its own.
 struct Harness : AgentRig {

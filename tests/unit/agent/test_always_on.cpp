@@ -38,16 +38,9 @@ using testing::make_launch;
 
 namespace {
 
-AgentConfig always_on(double budget_fraction = 0.005) {
-  AgentConfig c = testing::select_all();
-  c.mode = agent::AgentMode::kAlwaysOn;
-  c.budget_fraction = budget_fraction;
-  c.summary = false;
-  // No flush thread: the metric groups are planned on the launching thread, at once (the tests
-  // run faster than the flush thread's first tick). The test below covers the flush thread.
-  c.trace_flush_ms = 0;
-  return c;
-}
+// The tests run faster than the flush thread's first tick, so none runs (the duty test below
+// covers the flush thread).
+AgentConfig always_on(double budget_fraction = 0.005) { return testing::always_on_driven(budget_fraction); }
 
 struct Service {
   Captured a;

@@ -26,11 +26,7 @@ using testing::make_launch;
 namespace {
 
 AgentConfig stages_config(double budget_fraction = 0.01) {
-  AgentConfig c = testing::select_all();
-  c.mode = agent::AgentMode::kAlwaysOn;
-  c.budget_fraction = budget_fraction;
-  c.summary = false;
-  c.trace_flush_ms = 0;  // no flush thread: the test's launches drive everything
+  AgentConfig c = testing::always_on_driven(budget_fraction);
   c.pc_sampling = false;
   c.pm_window = false;  // the stages alone (the PM window's wait has its own test)
   c.stage_passes = true;

@@ -24,11 +24,7 @@ using testing::make_launch;
 namespace {
 
 AgentConfig steps_config(uint32_t step_launches = 16) {
-  AgentConfig c = testing::select_all();
-  c.mode = agent::AgentMode::kAlwaysOn;
-  c.budget_fraction = 0.01;
-  c.summary = false;
-  c.trace_flush_ms = 0;  // no flush thread: the test's launches drive everything
+  AgentConfig c = testing::always_on_driven(0.01);
   c.pc_sampling = false;
   c.pm_window = false;
   c.step_launches = step_launches;
