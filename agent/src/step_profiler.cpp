@@ -95,19 +95,19 @@ bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t 
   return true;
 }
 
-size_t StepProfiler::period_at(uint64_t family) const {
-  // The shortest period P (at most CUTRIAGE_STEP_STAGES) whose last two repeats are equal and
-  // begin at a launch of `family`: learned_[n-2P, n-P) == learned_[n-P, n).
+size_t StepProfiler::period_at() const {
+  // Decided only over at least two of the longest steps allowed: a step that launches a family
+  // several times in a row (a model's layers) repeats a shorter pattern at its start, which two
+  // repeats alone would take for the step. The history begins at an anchor's launch, and the
+  // launch about to be recorded (an anchor's) begins a period when n is a multiple of it.
   const size_t n = learned_.size();
-  for (size_t k = n; k-- > 0;) {
-    const size_t period = n - k;
-    if (period > p_.config.step_launches || 2 * period > n) break;
-    if (learned_[k] != family) continue;
-    if (std::equal(learned_.begin() + static_cast<std::ptrdiff_t>(n - 2 * period),
-                   learned_.begin() + static_cast<std::ptrdiff_t>(n - period),
-                   learned_.begin() + static_cast<std::ptrdiff_t>(n - period))) {
-      return period;
-    }
+  const size_t longest = p_.config.step_launches;
+  if (n < 2 * longest) return 0;
+  for (size_t period = 1; period <= longest; ++period) {
+    if (n % period != 0) continue;
+    size_t i = period;
+    while (i < n && learned_[i] == learned_[i - period]) ++i;
+    if (i == n) return period;
   }
   return 0;
 }
@@ -223,7 +223,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
       // Learning only records: the launch goes on through the selection.
       last_pass_ns_.store(now);
       if (family.family_id == top_) {
-        if (const size_t period = period_at(top_); period > 0) {
+        if (const size_t period = period_at(); period > 0) {
           first_.assign(learned_.end() - static_cast<std::ptrdiff_t>(period), learned_.end());
           learning_ = false;
           learned_.clear();

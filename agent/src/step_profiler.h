@@ -3,9 +3,9 @@
 //
 // An application repeats a step (a training iteration, a served batch): the same launches in the
 // same order. The profiler first learns the step: it records the families launched on the top
-// family's context until the sequence repeats with a period of at most CUTRIAGE_STEP_STAGES
-// launches, starting at a launch of the top family (the anchor; a family launched several times a
-// step anchors at one of them). Each pass of the collection is then one period from the anchor,
+// family's context, at least twice CUTRIAGE_STEP_STAGES launches, until all of them repeat with
+// a period of at most CUTRIAGE_STEP_STAGES launches, starting at a launch of the top family (the
+// anchor; a family launched several times a step anchors at one of them). Each pass of the collection is then one period from the anchor,
 // under auto range and user replay (PlanReplay::kLaunches): CUPTI gives
 // every launch of the pass a range of its own and replays, saves and restores nothing, and after
 // the last pass range r holds the counters of the step's r-th launch (docs/always-on.md, "Steps").
@@ -117,9 +117,10 @@ class StepProfiler {
   bool try_learn(const collectors::LaunchEvent& event, Family& family, uint64_t now);
   // A launch on the step's context while the step is learned or collected.
   bool in_step(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index);
-  // Learning: the period of the recorded launches when the launch about to be recorded (of
-  // `family`) would begin its third repeat at an anchor's launch; 0 when none.
-  [[nodiscard]] size_t period_at(uint64_t family) const;
+  // Learning, at an anchor's launch: the shortest period (at most CUTRIAGE_STEP_STAGES) of every
+  // launch recorded so far, once they are at least twice CUTRIAGE_STEP_STAGES, when that launch
+  // begins one; 0 otherwise.
+  [[nodiscard]] size_t period_at() const;
   // The step is learned: its first pass begins on this launch (the anchor's). False: given up.
   bool begin_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t now);
   // The anchor launched again: the pass in progress ends, the next begins or the step completes.

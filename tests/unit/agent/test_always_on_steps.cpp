@@ -23,7 +23,8 @@ using testing::make_launch;
 
 namespace {
 
-AgentConfig steps_config(uint32_t step_launches = 16) {
+// CUTRIAGE_STEP_STAGES=4 unless given: Step's step is four launches, learned over two.
+AgentConfig steps_config(uint32_t step_launches = 4) {
   AgentConfig c = testing::always_on_driven(0.01);
   c.pc_sampling = false;
   c.pm_window = false;
@@ -92,7 +93,8 @@ std::vector<std::vector<std::string>> step_begins(const Step& s) {
 TEST_CASE("always-on steps: one collection over the step's repeats gives every family its own counters",
           "[agent][always_on][steps]") {
   Step s(steps_config());
-  // Two steps learn it (its period repeated, starting at fma_chain); the third is the first pass.
+  // Two steps learn it (twice CUTRIAGE_STEP_STAGES launches, repeating from fma_chain); the third
+  // is the first pass.
   s.run(2);
   CHECK(step_begins(s).empty());
   s.run(1);
@@ -101,7 +103,7 @@ TEST_CASE("always-on steps: one collection over the step's repeats gives every f
   REQUIRE(passes > 2);
   s.run(static_cast<int>(passes));  // the last pass ends at the anchor's launch after it
   s.h->ag->finish();
-  CHECK(s.h->platform.made_max_ranges.load() == 16);
+  CHECK(s.h->platform.made_max_ranges.load() == 4);
   // One configuration, one pass a step (nothing replayed).
   const std::vector<std::vector<std::string>> begun = step_begins(s);
   REQUIRE(begun.size() == passes);
@@ -146,6 +148,33 @@ TEST_CASE("always-on steps: one collection over the step's repeats gives every f
   INFO(log);
   CHECK(log.find("step at ") != std::string::npos);
   CHECK(log.find("passes over 4 launches, counters for 3 kernel families") != std::string::npos);
+  CHECK(log.find("given up") == std::string::npos);
+}
+
+TEST_CASE("always-on steps: a step that launches one family several times in a row is learned whole",
+          "[agent][always_on][steps]") {
+  // fma_chain three times (a model's layers), then strided_load and vector_add: its first launches
+  // repeat with a period of one, which is not the step.
+  Step s(steps_config(8));
+  const auto layered = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      s.h->platform.mono_ns += 50'000'000;
+      for (int layer = 0; layer < 3; ++layer) s.launch(s.fma);
+      s.launch(s.strided);
+      s.launch(s.vadd);
+    }
+  };
+  layered(3);  // 15 launches: fewer than twice CUTRIAGE_STEP_STAGES, still learning
+  CHECK(step_begins(s).empty());
+  layered(1);  // 20: the next launch begins the collection
+  CHECK(step_begins(s).empty());
+  layered(1);
+  REQUIRE(step_begins(s).size() == 1);
+  layered(static_cast<int>((step_begins(s).front().size() + 9) / 10));
+  s.h->ag->finish();
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("passes over 5 launches, counters for 3 kernel families") != std::string::npos);
   CHECK(log.find("given up") == std::string::npos);
 }
 
