@@ -29,6 +29,13 @@ int main(int argc, char** argv) {
       o.pm_window = false;
     } else if (a == "stages") {
       o.stage_passes = true;
+    } else if (a.rfind("steps=", 0) == 0) {  // CUTRIAGE_STEP_STAGES=N
+      char* end = nullptr;
+      o.step_stages = static_cast<uint32_t>(std::strtoul(a.c_str() + 6, &end, 10));
+      if (end == a.c_str() + 6 || *end != '\0' || o.step_stages < 2 || o.step_stages > 512) {
+        std::fprintf(stderr, "always_on_sim: steps=N takes a step's launches, 2 to 512\n");
+        return 1;
+      }
     } else if (std::string error; cutriage::testing::sim::parse_cost_arg(a, o, &error)) {
       // What a cheaper switch (a stage's first pass) would change.
       if (!error.empty()) {
@@ -36,10 +43,11 @@ int main(int argc, char** argv) {
         return 1;
       }
     } else {
-      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, switch_ms=N, same_ms=N)\n", argv[i]);
+      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, steps=N, switch_ms=N, same_ms=N)\n", argv[i]);
       return 1;
     }
   }
+  if (const char* log = std::getenv("SIM_LOG"); log != nullptr) o.log_path = log;  // the agent's, at debug
   const cutriage::testing::sim::Result r = cutriage::testing::sim::run(o, cutriage::testing::sim::issue_workload());
   std::fputs(cutriage::testing::sim::table(o, r).c_str(), stdout);
   if (std::getenv("SIM_VERBOSE") != nullptr) {  // every assembled launch, and the notices

@@ -74,6 +74,12 @@ struct Options {
   // its names touch (breakdowns expanded), more than CUPTI's own packing needs (deep mode's
   // first stage: 9 passes on the H200).
   bool stage_passes = false;
+  // CUTRIAGE_STEP_STAGES: one collection of every counter whose passes are the application's steps
+  // (agent/src/step_profiler.*), for a step of at most this many launches; 0 off. A pass's begin
+  // costs same_group_ns, the collection's first switch_ns; its passes are counted as the stages'.
+  uint32_t step_stages = 0;
+  // The agent's log at level debug in this file (appended); empty: warnings and errors on stderr.
+  std::string log_path;
 };
 
 // A bench argument that sets the cost model: switch_ms=N (a new configuration's first pass) or
@@ -177,6 +183,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   // The agent as the tests' Harness sets it up (agent_rig.h); its log as the agent starts it
   // (warnings and errors on stderr).
   AgentRig rig(std::move(counters));
+  if (!o.log_path.empty() && !rig.log.configure(agent::LogLevel::kDebug, o.log_path).empty()) std::abort();
   FakePlatform& platform = rig.platform;
   // Each kernel runs as long as its capture says (Decision 0 compares those durations); the shares
   // come from how many times a step launches it: the largest share's kernel once.
@@ -195,7 +202,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   platform.config.cost_same_ns = o.same_group_ns;
   platform.config.cost_first_begin_ns = o.init_ns;
   platform.config.names_per_pass = 1000;     // the GH100 table's groups are one pass each
-  if (o.stage_passes) platform.config.passes_of = gh100_groups_touched;
+  if (o.stage_passes || o.step_stages > 0) platform.config.passes_of = gh100_groups_touched;
   platform.config.switch_after_disable = true;  // a released profiler is a new object next time
   platform.config.pm_start_cost_ns = o.pm_start_ns;
   platform.config.pm_stop_cost_ns = o.pm_stop_ns;
@@ -217,6 +224,7 @@ inline Result run(const Options& o, const std::vector<FamilySpec>& specs) {
   cfg.pc_sampling = false;  // counters only: what the verdicts need
   cfg.pm_window = o.pm_window;
   cfg.stage_passes = o.stage_passes;
+  cfg.step_launches = o.step_stages;
   cfg.replica_index = o.replica_index;
   cfg.replica_count = o.replica_count;
   cfg.resume_path = o.resume_path;
