@@ -105,6 +105,10 @@ std::vector<std::string> AlwaysOnPolicy::first_counters(const std::string& chip)
 }
 
 bool AlwaysOnPolicy::first_for_stage_locked(const Family& family, uint64_t now_ns) const {
+  return stage_leader_locked(family, now_ns) == &family;
+}
+
+const Family* AlwaysOnPolicy::stage_leader_locked(const Family& family, uint64_t now_ns) const {
   // The families that may take the next stage on this device: still launching (one that stopped
   // serves nobody), with counters left.
   std::vector<const Family*> eligible{&family};
@@ -135,7 +139,13 @@ bool AlwaysOnPolicy::first_for_stage_locked(const Family& family, uint64_t now_n
   // service measure different families at once (`cutriage merge` joins their files); a process
   // alone takes the first.
   const size_t at = static_cast<size_t>(config_.replica_index) % eligible.size();
-  return eligible[at] == &family;
+  return eligible[at];
+}
+
+const Family* AlwaysOnPolicy::step_anchor_locked(const Family& family, uint64_t now_ns) const {
+  if (routing_window_pending(now_ns)) return nullptr;
+  const Family* leader = stage_leader_locked(family, now_ns);
+  return leader->complete ? nullptr : leader;
 }
 
 namespace {
@@ -224,8 +234,7 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_stage_locked(Family& f, std::vect
     choice.kind = Choice::Kind::kComplete;
     return choice;
   }
-  if (!f.diagnosis && !f.pm_routed && !pm_settled_.load(std::memory_order_relaxed) &&
-      now < started_ns_ + kPmWaitNs) {
+  if (!f.diagnosis && !f.pm_routed && routing_window_pending(now)) {
     // The PM window may route it in seconds: then its first stage takes that verdict's decisions
     // too, one switch for a complete verdict instead of two.
     f.not_before_ns.store(now + kRoutingFirstWaitNs, std::memory_order_relaxed);
@@ -422,6 +431,10 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_group_locked(Family& f, const std
   choice.group = best;
   choice.metrics = groups->plans[static_cast<size_t>(best)].metrics;
   return choice;
+}
+
+bool AlwaysOnPolicy::routing_window_pending(uint64_t now_ns) const {
+  return !pm_settled_.load(std::memory_order_relaxed) && now_ns < started_ns_ + kPmWaitNs;
 }
 
 bool AlwaysOnPolicy::admit_graph(CostKind kind) {

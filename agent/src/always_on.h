@@ -69,12 +69,11 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   [[nodiscard]] std::vector<std::string> routed_first_stage(const std::string& chip,
                                                             triage::Classification verdict) const;
 
-  // CUTRIAGE_STEP_STAGES: whether `family` anchors the next step now (step_profiler.h): counters
-  // left, and no other family still launching on its device with counters left comes first, in
-  // the order stages take (first_for_stage_locked).
-  [[nodiscard]] bool anchors_step_locked(const Family& family, uint64_t now_ns) const {
-    return !family.complete && first_for_stage_locked(family, now_ns);
-  }
+  // CUTRIAGE_STEP_STAGES: the family that anchors the next step on `family`'s device now
+  // (step_profiler.h): the first in the order stages take (stage_leader_locked), with counters
+  // left; none while the PM routing window may still route the families in seconds (a step's
+  // collection holds the context for minutes).
+  [[nodiscard]] const Family* step_anchor_locked(const Family& family, uint64_t now_ns) const;
 
   // A graph launch the graph profiler would make a pass of (the first of a stage: kGroupSwitch;
   // the stage's later passes: kSameGroup, at once, since a stage abandoned halfway is wasted) or
@@ -83,6 +82,9 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // What a graph pass or sampled graph launch cost: the next graph stage waits until the budget's
   // share of the time since has paid for it (graph stages go on credit, see admit_graph).
   void graph_spent(uint64_t cost_ns);
+  // Whether the PM routing window has yet to give its first answer, and may still within
+  // kPmWaitNs of the start.
+  [[nodiscard]] bool routing_window_pending(uint64_t now_ns) const;
   // Whether admit_graph would admit a first pass now (nothing reserved).
   [[nodiscard]] bool graph_ready(uint64_t now_ns) const {
     return now_ns >= graph_not_before_ns_.load(std::memory_order_relaxed);
@@ -134,6 +136,9 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // Whether no other family still launching on the device, with counters left, holds more of the
   // GPU time (it takes the next stage: impact first).
   [[nodiscard]] bool first_for_stage_locked(const Family& family, uint64_t now_ns) const;
+  // Of the families that may take the next stage on `family`'s device (itself among them), the
+  // one that takes it.
+  [[nodiscard]] const Family* stage_leader_locked(const Family& family, uint64_t now_ns) const;
 
   const uint64_t started_ns_;
   Budget budget_;

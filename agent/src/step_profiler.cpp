@@ -42,10 +42,10 @@ bool StepProfiler::enter(const LaunchEvent& event, Family& family, uint64_t laun
       // A launch elsewhere: a step whose passes stopped coming (the context gone, the loop over, a
       // step longer than the hold) is given up here, so that it does not hold the agent's steps.
       const uint64_t now = p_.monotonic_ns();
-      if (now > last_pass_ns_.load(std::memory_order_relaxed) + ContextState::kGraphHoldNs) {
+      if (now > last_step_ns_.load(std::memory_order_relaxed) + ContextState::kGraphHoldNs) {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (in_step_.load() && now > last_pass_ns_.load() + ContextState::kGraphHoldNs) {
-          abandon_locked("no pass began for " + ms(ContextState::kGraphHoldNs) +
+        if (in_step_.load() && now > last_step_ns_.load() + ContextState::kGraphHoldNs) {
+          abandon_locked("no step began for " + ms(ContextState::kGraphHoldNs) +
                          " (a step that long loses its context's hold; the loop may be over)");
         }
       }
@@ -57,6 +57,12 @@ bool StepProfiler::enter(const LaunchEvent& event, Family& family, uint64_t laun
     }
     const uint64_t now = p_.monotonic_ns();
     if (now < not_before_ns_.load(std::memory_order_relaxed)) return false;
+    // Another family anchors the next step: only its launches look again for a while (a family
+    // launched once a step would otherwise seldom be the launch that looks).
+    const uint64_t wanted = look_for_.load(std::memory_order_relaxed);
+    if (wanted != 0 && wanted != family.family_id && now < look_for_until_ns_.load(std::memory_order_relaxed)) {
+      return false;
+    }
     return try_learn(event, family, now) && in_step(event, family, launch_index);
   } catch (const std::exception& e) {
     p_.log.log_once(LogLevel::kError, "step-enter", std::string("internal error in a step: ") + e.what());
@@ -74,8 +80,11 @@ bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t 
   }
   {
     std::lock_guard<std::mutex> flock(p_.families.mutex());
-    if (!p_.always_on.anchors_step_locked(family, now)) {
-      not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
+    const Family* anchor = p_.always_on.step_anchor_locked(family, now);
+    if (anchor != &family) {
+      look_for_.store(anchor != nullptr ? anchor->family_id : 0, std::memory_order_relaxed);
+      look_for_until_ns_.store(now + kLookForNs, std::memory_order_relaxed);
+      if (anchor == nullptr) not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
       return false;
     }
   }
@@ -89,7 +98,7 @@ bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t 
   learning_ = true;
   top_ = family.family_id;
   learned_.clear();
-  last_pass_ns_.store(now);
+  last_step_ns_.store(now);
   step_context_.store(event.context_id);
   in_step_.store(true, std::memory_order_release);
   return true;
@@ -188,7 +197,7 @@ bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64
   current_.clear();
   current_.push_back(record_of(event, family, launch_index, plan_.passes == 1));
   begun_ns_ = now;
-  last_pass_ns_.store(now);
+  last_step_ns_.store(now);
   if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
   p_.log.debug("step begun at " + family.names->function + ": " + std::to_string(first_.size()) + " launches, " +
                std::to_string(plan_.metrics.size()) + " counters in " + std::to_string(plan_.passes) + " passes (" +
@@ -221,7 +230,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
     const uint64_t now = p_.monotonic_ns();
     if (learning_) {
       // Learning only records: the launch goes on through the selection.
-      last_pass_ns_.store(now);
+      last_step_ns_.store(now);
       if (family.family_id == top_) {
         if (const size_t period = period_at(); period > 0) {
           first_.assign(learned_.end() - static_cast<std::ptrdiff_t>(period), learned_.end());
@@ -238,6 +247,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
       }
       return false;
     }
+    if (waiting_) return between_passes_locked(event, family, launch_index, now);
     const size_t at = current_.size();
     if (at == first_.size()) {
       if (family.family_id != first_.front()) {
@@ -282,6 +292,8 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
     charge();
     return std::nullopt;
   }
+  // The next pass goes now only when the budget has paid for the passes so far.
+  const bool ready = p_.always_on.graph_ready(now);
   collectors::Result<collectors::CounterData> ended = collectors::Status(collectors::StatusCode::kInternal, "");
   collectors::Status next = collectors::Status::ok();
   bool pending = false;
@@ -294,13 +306,9 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
       ended = ctx.profiler->end();
       pending = ended.is_ok() && ended.value().passes_pending > 0;
       if (pending) {
-        next = ctx.profiler->begin(plan_);
-        if (next.is_ok() && ctx.profiler->pass_in_progress() != pass_ + 1) {
-          (void)ctx.profiler->end();
-          next = collectors::Status(collectors::StatusCode::kInternal, "CUPTI started the collection over");
-        }
-        ctx.stage_pass_mono_ns.store(now);
-        if (!next.is_ok()) ctx.release_locked();
+        ++pass_;
+        if (ready) next = begin_pass_locked(ctx, now);
+        ctx.stage_pass_mono_ns.store(now);  // the hold goes on, waiting or not
       } else {
         // Complete (or failed): the hold ends; the idle release disables the profiler later.
         ctx.stage_family.store(0);
@@ -322,11 +330,15 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
     return std::nullopt;
   }
   if (pending) {
-    ++pass_;
     current_.clear();
-    current_.push_back(record_of(event, *anchor_, launch_index, pass_ + 1 == plan_.passes));
-    last_pass_ns_.store(now);
-    if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+    last_step_ns_.store(now);
+    if (ready) {
+      current_.push_back(record_of(event, *anchor_, launch_index, pass_ + 1 == plan_.passes));
+      if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+    } else {
+      waiting_ = true;
+      position_ = 1 % first_.size();  // this launch, the step's first, runs outside any pass
+    }
     charge();
     return std::nullopt;
   }
@@ -334,6 +346,69 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
   end_step_locked();
   charge();
   return done;
+}
+
+collectors::Status StepProfiler::begin_pass_locked(ContextState& ctx, uint64_t now) {
+  collectors::Status s = ctx.profiler->begin(plan_);
+  if (s.is_ok() && ctx.profiler->pass_in_progress() != pass_) {
+    (void)ctx.profiler->end();
+    s = collectors::Status(collectors::StatusCode::kInternal, "CUPTI started the collection over");
+  }
+  ctx.stage_pass_mono_ns.store(now);
+  if (!s.is_ok()) ctx.release_locked();
+  return s;
+}
+
+bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& family, uint64_t launch_index,
+                                         uint64_t now) {
+  const size_t at = position_;
+  if (family.family_id != first_[at]) {
+    abandon_locked("between passes " + std::to_string(pass_) + " and " + std::to_string(pass_ + 1) +
+                   " the step ran other launches than the first (" + family.names->function + " at launch " +
+                   std::to_string(at + 1) + " of " + std::to_string(first_.size()) + ")");
+    return true;
+  }
+  position_ = (at + 1) % first_.size();
+  if (at != 0) return true;
+  if (std::this_thread::get_id() != anchor_thread_) {
+    abandon_locked("its first launch came from another thread than the first pass's");
+    return true;
+  }
+  // A step's first launch: the step goes on, and so does the context's hold.
+  last_step_ns_.store(now);
+  ctx_->stage_pass_mono_ns.store(now);
+  if (!p_.always_on.graph_ready(now)) return true;
+
+  (void)p_.always_on.admit_graph(CostKind::kSameGroup);
+  ContextState& ctx = *ctx_;
+  bool expected = false;
+  if (!ctx.busy.compare_exchange_strong(expected, true)) {  // a release or a window holds it now
+    abandon_locked("its context was taken between two passes");
+    p_.always_on.charge_since(CostKind::kSameGroup, now);
+    return true;
+  }
+  collectors::Status s = collectors::Status::ok();
+  {
+    std::lock_guard<std::mutex> plock(ctx.profiler_mutex);
+    if (!ctx.profiler || ctx.stage_family.load() != anchor_->family_id) {
+      s = collectors::Status(collectors::StatusCode::kUnavailable,
+                             "its context's range profiler was released or reconfigured between two passes");
+    } else {
+      s = begin_pass_locked(ctx, now);
+    }
+  }
+  ctx.busy.store(false);
+  p_.always_on.charge_since(CostKind::kSameGroup, now);
+  p_.always_on.graph_spent(p_.monotonic_ns() - now);
+  if (!s.is_ok()) {
+    abandon_locked("range profiler: " + s.message());  // still waiting_: no pass is open to end
+    return true;
+  }
+  waiting_ = false;
+  current_.clear();
+  current_.push_back(record_of(event, family, launch_index, pass_ + 1 == plan_.passes));
+  if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+  return true;
 }
 
 std::optional<StepProfiler::Completed> StepProfiler::evaluate_locked(const collectors::CounterData& data,
@@ -380,7 +455,7 @@ void StepProfiler::abandon_locked(const std::string& why) {
     if (ctx.busy.compare_exchange_strong(expected, true)) {
       std::lock_guard<std::mutex> plock(ctx.profiler_mutex);
       if (ctx.profiler && ctx.stage_family.load() == anchor_->family_id) {
-        (void)ctx.profiler->end();  // the pass in progress: CUPTI's Stop before the Disable
+        if (!waiting_) (void)ctx.profiler->end();  // the pass in progress: CUPTI's Stop before the Disable
         ctx.release_locked();
       }
       ctx.busy.store(false);
@@ -414,6 +489,8 @@ void StepProfiler::end_step_locked() {
   first_.clear();
   indices_.clear();
   pass_ = 0;
+  waiting_ = false;
+  position_ = 0;
 }
 
 void StepProfiler::graph_launch(const LaunchEvent& event) {

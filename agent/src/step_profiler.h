@@ -17,20 +17,23 @@
 // the learned step, and gives the step up when one differs, when a graph launch comes (an auto
 // range around cuGraphLaunch fails), when no period is found within kLearnPeriods times
 // CUTRIAGE_STEP_STAGES launches, when the anchor comes from another thread than the first pass's
-// or no pass begins for ContextState::kGraphHoldNs (the context's hold lapses then: a step must be
+// or no step begins for ContextState::kGraphHoldNs (the context's hold lapses then: a step must be
 // shorter), or when the context's range profiler was taken meanwhile. Given up kMaxAbandoned times, steps are over for the process and the groups go on.
 //
 // Threading: with no step learned or in progress, a launch costs one atomic load, and for a
-// candidate family a clock read; the families' lock is taken at most every kLookNs to see whether
-// the launch's family is the top one. While a step is learned or in progress, every launch on its
+// candidate family a clock read; the families' lock is taken at most every kLookNs to see which
+// family anchors the next step, then at that family's next launch. While a step is learned or in progress, every launch on its
 // context takes `mutex_` (to be recorded); launches on other contexts read two atomics. The pass boundaries (the range
 // profiler's end() and begin()) run on the anchor's thread in its launch-entry callback. Lock
 // order: `mutex_`, then the families' lock (the budget's) or the context's profiler mutex, never
 // the other way. The records are written after `mutex_` is released.
 //
-// Budget: as a graph stage's (AlwaysOnPolicy::admit_graph): a step's first pass waits until what
-// earlier stages cost is paid back at the budget's share, its later passes go at once (a step
-// given up halfway is wasted), and every boundary's measured wall time is charged.
+// Budget: as a graph stage's first pass (AlwaysOnPolicy::admit_graph, graph_spent), for every
+// pass: a pass begins only once what the passes before it cost is paid back at the budget's share,
+// and every boundary's measured wall time is charged. In between, the step keeps its context
+// (its profiler configured, other profiles off it) and follows the application's steps, checking
+// each launch against the learned step, so that the next pass begins at a step's first launch.
+// A collection of twenty passes is so spread over minutes, and the budget holds over every window.
 #pragma once
 
 #include <atomic>
@@ -79,6 +82,8 @@ class StepProfiler {
   static constexpr uint64_t kRetryNs = 10'000'000'000;
   // How often a candidate's launch asks whether its family anchors a step (monotonic ns).
   static constexpr uint64_t kLookNs = 20'000'000;
+  // How long only the launches of the family found to anchor the next step look again.
+  static constexpr uint64_t kLookForNs = 1'000'000'000;
   // Learning gives up after this many times CUTRIAGE_STEP_STAGES launches without a period.
   static constexpr uint32_t kLearnPeriods = 3;
 
@@ -123,8 +128,17 @@ class StepProfiler {
   [[nodiscard]] size_t period_at() const;
   // The step is learned: its first pass begins on this launch (the anchor's). False: given up.
   bool begin_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t now);
-  // The anchor launched again: the pass in progress ends, the next begins or the step completes.
+  // The anchor launched again: the pass in progress ends, and the next begins when the budget
+  // has paid for the passes so far (otherwise the step waits, following the application's steps,
+  // until a later one), or the step completes.
   std::optional<Completed> boundary_locked(const collectors::LaunchEvent& event, uint64_t launch_index, uint64_t now);
+  // Waiting between two passes: a launch of the step; at the step's first launch the next pass
+  // begins when the budget allows.
+  bool between_passes_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
+                             uint64_t now);
+  // Begins pass pass_ on the step's context (its profiler mutex held), checking that CUPTI took it
+  // as that pass of the collection.
+  collectors::Status begin_pass_locked(ContextState& ctx, uint64_t now);
   // The values of every range, for the families the step completes.
   std::optional<Completed> evaluate_locked(const collectors::CounterData& data, uint64_t entered_ns);
   [[nodiscard]] Launch record_of(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
@@ -138,8 +152,10 @@ class StepProfiler {
   Parts p_;
   std::atomic<bool> in_step_{false};        // a step is learned or collected (on step_context_)
   std::atomic<uint64_t> step_context_{0};  // the step's context id, while in_step_
-  std::atomic<uint64_t> last_pass_ns_{0};  // when the pass in progress began (monotonic)
+  std::atomic<uint64_t> last_step_ns_{0};  // a step last began, or learning last recorded (monotonic)
   std::atomic<uint64_t> not_before_ns_{0};
+  std::atomic<uint64_t> look_for_{0};          // the family found to anchor the next step (0: any)
+  std::atomic<uint64_t> look_for_until_ns_{0};  // until then only its launches look
   std::atomic<bool> over_{false};          // kMaxAbandoned reached, or no way to make a plan
   std::atomic<uint32_t> abandoned_{0};
 
@@ -153,7 +169,9 @@ class StepProfiler {
   std::thread::id anchor_thread_;
   std::shared_ptr<collectors::ProfilerHost> host_;
   collectors::MetricPlan plan_;
-  uint32_t pass_ = 0;                               // the pass in progress
+  uint32_t pass_ = 0;                               // the pass in progress, or the next one while waiting_
+  bool waiting_ = false;                            // between two passes: the next waits for the budget
+  size_t position_ = 0;                             // waiting_: the next launch's position in the step
   std::vector<uint64_t> first_;                     // the family of each launch of a pass (learned)
   std::vector<std::vector<uint64_t>> indices_;      // per launch position: its launch index in each pass
   std::vector<Launch> current_;                     // the pass in progress's launches
