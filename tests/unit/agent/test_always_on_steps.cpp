@@ -155,7 +155,7 @@ TEST_CASE("always-on steps: one collection over the step's repeats gives every f
     // 150 ms) is paid back at 1%, 15 s of steps of 50 ms; back to back it would be one step.
     const uint64_t first_gap =
         p.assembled_launches(from + 1).launch_index() - p.assembled_launches(from).launch_index();
-    CHECK(first_gap >= uint64_t{4 * 250});
+    CHECK(first_gap >= uint64_t{1000});  // 250 steps of 4 launches
     CHECK(p.assembled_launches(p.assembled_launches_size() - 1).launch_index() == p.launch_index());
     CHECK(p.assembled_launches(p.assembled_launches_size() - 1).metrics() > 0);
     CHECK(p.diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
