@@ -2,11 +2,12 @@
 // rules read, for every kernel of the application's step at once.
 //
 // An application repeats a step (a training iteration, a served batch): the same launches in the
-// same order. The profiler first learns the step: it records the families launched on the top
-// family's context, at least twice CUTRIAGE_STEP_STAGES launches, until all of them repeat with
-// a period of at most CUTRIAGE_STEP_STAGES launches, starting at a launch of the top family (the
-// anchor; a family launched several times a step anchors at one of them). Each pass of the collection is then one period from the anchor,
-// under auto range and user replay (PlanReplay::kLaunches): CUPTI gives
+// same order. The profiler first learns the step: it records the families launched on the context
+// of the family that takes the next stage (AlwaysOnPolicy::step_anchor_locked), at least twice
+// CUTRIAGE_STEP_STAGES launches, until all of them repeat with one period of at most
+// CUTRIAGE_STEP_STAGES launches, starting at a launch of that family (the anchor; a family
+// launched several times a step anchors at one of them). Each pass of the collection is then one
+// period from the anchor, under auto range and user replay (PlanReplay::kLaunches): CUPTI gives
 // every launch of the pass a range of its own and replays, saves and restores nothing, and after
 // the last pass range r holds the counters of the step's r-th launch (docs/always-on.md, "Steps").
 // So one configuration switch serves every family of the step, where the groups pay one per group
@@ -16,24 +17,26 @@
 // refused), so the profiler checks every launch on the step's context, from any thread, against
 // the learned step, and gives the step up when one differs, when a graph launch comes (an auto
 // range around cuGraphLaunch fails), when no period is found within kLearnPeriods times
-// CUTRIAGE_STEP_STAGES launches, when the anchor comes from another thread than the first pass's
-// or no step begins for ContextState::kGraphHoldNs (the context's hold lapses then: a step must be
-// shorter), or when the context's range profiler was taken meanwhile. Given up kMaxAbandoned times, steps are over for the process and the groups go on.
+// CUTRIAGE_STEP_STAGES launches, when the anchor comes from another thread than the first pass's,
+// when no step begins for ContextState::kGraphHoldNs (the context's hold lapses then: a step must
+// be shorter), or when the context's range profiler was taken meanwhile. Given up kMaxAbandoned
+// times, steps are over for the process and the groups go on.
 //
 // Threading: with no step learned or in progress, a launch costs one atomic load, and for a
 // candidate family a clock read; the families' lock is taken at most every kLookNs to see which
-// family anchors the next step, then at that family's next launch. While a step is learned or in progress, every launch on its
-// context takes `mutex_` (to be recorded); launches on other contexts read two atomics. The pass boundaries (the range
-// profiler's end() and begin()) run on the anchor's thread in its launch-entry callback. Lock
-// order: `mutex_`, then the families' lock (the budget's) or the context's profiler mutex, never
-// the other way. The records are written after `mutex_` is released.
+// family anchors the next step, then at that family's next launch. While a step is learned or in
+// progress, every launch on its context takes `mutex_` (to be recorded); launches on other
+// contexts read two atomics. The pass boundaries (the range profiler's end() and begin()) run on
+// the anchor's thread in its launch-entry callback. Lock order: `mutex_`, then the families' lock
+// (the budget's) or the context's profiler mutex, never the other way. The records are written
+// after `mutex_` is released.
 //
-// Budget: as a graph stage's first pass (AlwaysOnPolicy::admit_graph, graph_spent), for every
-// pass: a pass begins only once what the passes before it cost is paid back at the budget's share,
-// and every boundary's measured wall time is charged. In between, the step keeps its context
-// (its profiler configured, other profiles off it) and follows the application's steps, checking
-// each launch against the learned step, so that the next pass begins at a step's first launch.
-// A collection of twenty passes is so spread over minutes, and the budget holds over every window.
+// Budget: every pass as a graph stage's first (AlwaysOnPolicy::admit_graph, graph_spent): a pass
+// begins only once what the passes before it cost is paid back at the budget's share, and every
+// boundary's measured wall time is charged. In between, the step keeps its context (its profiler
+// configured, the groups, stages and PM windows off it) and follows the application's steps,
+// checking each launch against the learned step, so that the next pass begins at a step's first
+// launch. A collection's passes are so spread over minutes, and the budget holds over every window.
 #pragma once
 
 #include <atomic>
