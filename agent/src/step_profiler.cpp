@@ -275,6 +275,24 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
   return true;
 }
 
+template <typename Work>
+std::string StepProfiler::with_profiler_locked(Work&& work) {
+  ContextState& ctx = *ctx_;
+  bool expected = false;
+  if (!ctx.busy.compare_exchange_strong(expected, true)) return "its context was taken between two passes";
+  std::string lost;
+  {
+    std::lock_guard<std::mutex> plock(ctx.profiler_mutex);
+    if (!ctx.profiler || ctx.stage_family.load() != anchor_->family_id) {
+      lost = "its context's range profiler was released or reconfigured between two passes";
+    } else {
+      work(ctx);
+    }
+  }
+  ctx.busy.store(false);
+  return lost;
+}
+
 std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const LaunchEvent& event, uint64_t launch_index,
                                                                      uint64_t now) {
   (void)p_.always_on.admit_graph(CostKind::kSameGroup);  // a pass of an admitted step goes at once
@@ -285,38 +303,24 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
   // in_step checked every launch of the pass against the learned step.
   for (size_t i = 0; i < current_.size(); ++i) indices_[i].push_back(current_[i].launch_index);
 
-  ContextState& ctx = *ctx_;
-  bool expected = false;
-  if (!ctx.busy.compare_exchange_strong(expected, true)) {  // a release or a window holds it now
-    abandon_locked("its context was taken between two passes");
-    charge();
-    return std::nullopt;
-  }
   // The next pass goes now only when the budget has paid for the passes so far.
   const bool ready = p_.always_on.graph_ready(now);
   collectors::Result<collectors::CounterData> ended = collectors::Status(collectors::StatusCode::kInternal, "");
   collectors::Status next = collectors::Status::ok();
   bool pending = false;
-  std::string lost;
-  {
-    std::lock_guard<std::mutex> plock(ctx.profiler_mutex);
-    if (!ctx.profiler || ctx.stage_family.load() != anchor_->family_id) {
-      lost = "its context's range profiler was released or reconfigured between two passes";
+  const std::string lost = with_profiler_locked([&](ContextState& ctx) {
+    ended = ctx.profiler->end();
+    pending = ended.is_ok() && ended.value().passes_pending > 0;
+    if (pending) {
+      ++pass_;
+      if (ready) next = begin_pass_locked(ctx, now);
+      ctx.stage_pass_mono_ns.store(now);  // the hold goes on, waiting or not
     } else {
-      ended = ctx.profiler->end();
-      pending = ended.is_ok() && ended.value().passes_pending > 0;
-      if (pending) {
-        ++pass_;
-        if (ready) next = begin_pass_locked(ctx, now);
-        ctx.stage_pass_mono_ns.store(now);  // the hold goes on, waiting or not
-      } else {
-        // Complete (or failed): the hold ends; the idle release disables the profiler later.
-        ctx.stage_family.store(0);
-        ctx.profiled_end_mono_ns.store(now);
-      }
+      // Complete (or failed): the hold ends; the idle release disables the profiler later.
+      ctx.stage_family.store(0);
+      ctx.profiled_end_mono_ns.store(now);
     }
-  }
-  ctx.busy.store(false);
+  });
   if (!lost.empty()) {
     abandon_locked(lost);
     charge();
@@ -380,28 +384,13 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
   if (!p_.always_on.graph_ready(now)) return true;
 
   (void)p_.always_on.admit_graph(CostKind::kSameGroup);
-  ContextState& ctx = *ctx_;
-  bool expected = false;
-  if (!ctx.busy.compare_exchange_strong(expected, true)) {  // a release or a window holds it now
-    abandon_locked("its context was taken between two passes");
-    p_.always_on.charge_since(CostKind::kSameGroup, now);
-    return true;
-  }
   collectors::Status s = collectors::Status::ok();
-  {
-    std::lock_guard<std::mutex> plock(ctx.profiler_mutex);
-    if (!ctx.profiler || ctx.stage_family.load() != anchor_->family_id) {
-      s = collectors::Status(collectors::StatusCode::kUnavailable,
-                             "its context's range profiler was released or reconfigured between two passes");
-    } else {
-      s = begin_pass_locked(ctx, now);
-    }
-  }
-  ctx.busy.store(false);
+  std::string lost = with_profiler_locked([&](ContextState& ctx) { s = begin_pass_locked(ctx, now); });
   p_.always_on.charge_since(CostKind::kSameGroup, now);
   p_.always_on.graph_spent(p_.monotonic_ns() - now);
-  if (!s.is_ok()) {
-    abandon_locked("range profiler: " + s.message());  // still waiting_: no pass is open to end
+  if (lost.empty() && !s.is_ok()) lost = "range profiler: " + s.message();
+  if (!lost.empty()) {
+    abandon_locked(lost);  // still waiting_: no pass is open to end
     return true;
   }
   waiting_ = false;

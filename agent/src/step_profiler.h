@@ -139,6 +139,11 @@ class StepProfiler {
   // begins when the budget allows.
   bool between_passes_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
                              uint64_t now);
+  // Claims the step's context (ContextState::busy: a release or a PM window may hold it) and runs
+  // `work` under its profiler mutex, when its range profiler is still the step's. Returns why not
+  // (empty: `work` ran).
+  template <typename Work>
+  std::string with_profiler_locked(Work&& work);
   // Begins pass pass_ on the step's context (its profiler mutex held), checking that CUPTI took it
   // as that pass of the collection.
   collectors::Status begin_pass_locked(ContextState& ctx, uint64_t now);
