@@ -19,6 +19,11 @@ std::atomic<uint64_t> g_next_collection{uint64_t{1} << 48};
 
 std::string ms(uint64_t ns) { return std::to_string(ns / 1'000'000) + " ms"; }
 
+// A graph launch's place in a step: its exec id with the top bit set (family ids count up from 1).
+constexpr uint64_t kGraphPosition = uint64_t{1} << 63;
+uint64_t graph_position(uint32_t exec_id) { return kGraphPosition | exec_id; }
+std::string graph_name(uint32_t exec_id) { return "graph exec " + std::to_string(exec_id); }
+
 // Every counter the rules read, and what always-on's groups collect besides (the chip's riders,
 // the single-pass parts of throughputs): a step completes every family it holds.
 std::vector<std::string> step_counters(const std::string& chip) {
@@ -239,20 +244,14 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
           return begin_locked(event, family, launch_index, now);
         }
       }
-      learned_.push_back(family.family_id);
-      if (learned_.size() > size_t{kLearnPeriods} * p_.config.step_launches) {
-        abandon_locked("no step of at most " + std::to_string(p_.config.step_launches) +
-                       " launches (CUTRIAGE_STEP_STAGES) repeated within " + std::to_string(learned_.size()) +
-                       " launches");
-      }
+      learn_locked(family.family_id);
       return false;
     }
     if (waiting_) return between_passes_locked(event, family, launch_index, now);
     const size_t at = current_.size();
     if (at == first_.size()) {
       if (family.family_id != first_.front()) {
-        abandon_locked("pass " + std::to_string(pass_ + 1) + " ran more than the step's " +
-                       std::to_string(first_.size()) + " launches (" + family.names->function + ")");
+        abandon_locked(more_than_step(family.names->function));
         return true;
       }
       if (std::this_thread::get_id() != anchor_thread_) {
@@ -261,9 +260,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
       }
       done = boundary_locked(event, launch_index, now);
     } else if (family.family_id != first_[at]) {
-      abandon_locked("pass " + std::to_string(pass_ + 1) + " ran other launches than the first (" +
-                     family.names->function + " at launch " + std::to_string(at + 1) + " of " +
-                     std::to_string(first_.size()) + ")");
+      abandon_locked(other_than_first(family.names->function, at));
       return true;
     } else {
       current_.push_back(record_of(event, family, launch_index, pass_ + 1 == plan_.passes));
@@ -363,17 +360,41 @@ collectors::Status StepProfiler::begin_pass_locked(ContextState& ctx, uint64_t n
   return s;
 }
 
+void StepProfiler::learn_locked(uint64_t position) {
+  learned_.push_back(position);
+  if (learned_.size() > size_t{kLearnPeriods} * p_.config.step_launches) {
+    abandon_locked("no step of at most " + std::to_string(p_.config.step_launches) +
+                   " launches (CUTRIAGE_STEP_STAGES) repeated within " + std::to_string(learned_.size()) +
+                   " launches");
+  }
+}
+
+bool StepProfiler::follow_locked(uint64_t position, const std::string& what) {
+  const size_t at = position_;
+  if (position != first_[at]) {
+    abandon_locked("between passes " + std::to_string(pass_) + " and " + std::to_string(pass_ + 1) +
+                   " the step ran other launches than the first (" + what + " at launch " + std::to_string(at + 1) +
+                   " of " + std::to_string(first_.size()) + ")");
+    return false;
+  }
+  position_ = (at + 1) % first_.size();
+  return true;
+}
+
+std::string StepProfiler::more_than_step(const std::string& what) const {
+  return "pass " + std::to_string(pass_ + 1) + " ran more than the step's " + std::to_string(first_.size()) +
+         " launches (" + what + ")";
+}
+
+std::string StepProfiler::other_than_first(const std::string& what, size_t at) const {
+  return "pass " + std::to_string(pass_ + 1) + " ran other launches than the first (" + what + " at launch " +
+         std::to_string(at + 1) + " of " + std::to_string(first_.size()) + ")";
+}
+
 bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& family, uint64_t launch_index,
                                          uint64_t now) {
   const size_t at = position_;
-  if (family.family_id != first_[at]) {
-    abandon_locked("between passes " + std::to_string(pass_) + " and " + std::to_string(pass_ + 1) +
-                   " the step ran other launches than the first (" + family.names->function + " at launch " +
-                   std::to_string(at + 1) + " of " + std::to_string(first_.size()) + ")");
-    return true;
-  }
-  position_ = (at + 1) % first_.size();
-  if (at != 0) return true;
+  if (!follow_locked(family.family_id, family.names->function) || at != 0) return true;
   if (std::this_thread::get_id() != anchor_thread_) {
     abandon_locked("its first launch came from another thread than the first pass's");
     return true;
@@ -413,6 +434,7 @@ std::optional<StepProfiler::Completed> StepProfiler::evaluate_locked(const colle
   std::set<uint64_t> seen;
   size_t failed = 0;
   for (size_t i = 0; i < current_.size(); ++i) {
+    if (current_[i].family == nullptr) continue;  // a graph launch's range: its kernels together
     Family& f = *current_[i].family;
     // Each family once, at its first launch of the step; not one the kernel filter leaves out, nor
     // one complete already.
@@ -486,8 +508,31 @@ void StepProfiler::graph_launch(const LaunchEvent& event) {
   if (!in_step_.load(std::memory_order_acquire) || step_context_.load() != event.context_id) return;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (in_step_.load() && step_context_.load() == event.context_id) {
-      abandon_locked("a graph was launched during its pass (an auto range cannot hold a graph launch)");
+    if (!in_step_.load() || step_context_.load() != event.context_id) return;
+    // A graph launched in the step is one of its launches: under auto range and user replay CUPTI
+    // gives it one range, its kernels' counters together (docs/always-on.md, "Steps"). It is
+    // checked against the learned step like a kernel's launch, and its range is not evaluated.
+    const uint64_t position = graph_position(event.graph_exec_id);
+    if (learning_) {
+      last_step_ns_.store(p_.monotonic_ns());
+      learn_locked(position);
+      return;
+    }
+    if (waiting_) {
+      (void)follow_locked(position, graph_name(event.graph_exec_id));  // never the step's first launch
+      return;
+    }
+    const size_t at = current_.size();
+    if (at == first_.size()) {
+      abandon_locked(more_than_step(graph_name(event.graph_exec_id)));
+    } else if (first_[at] != position) {
+      abandon_locked(other_than_first(graph_name(event.graph_exec_id), at));
+    } else {
+      Launch l;
+      l.event = event;
+      current_.push_back(l);
+      // Its kernels ran with counters on: kept out of the graph's durations, as a graph stage's.
+      if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
     }
   } catch (...) {
     p_.log.log_once(LogLevel::kError, "step-graph", "internal error in a step");

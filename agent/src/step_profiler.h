@@ -13,14 +13,18 @@
 // So one configuration switch serves every family of the step, where the groups pay one per group
 // and the stages one per family.
 //
+// A graph launched in the step (a served batch's graph every few requests) is one of its launches:
+// under auto range and user replay CUPTI gives a graph launch one range, its kernels' counters
+// together, so it takes one position of the step, is checked like a kernel's launch, and its range
+// is not evaluated (the graph's own stages give its kernels their verdicts).
+//
 // CUPTI does not check that the passes ran the same launches (a pass one launch short is not
 // refused), so the profiler checks every launch on the step's context, from any thread, against
-// the learned step, and gives the step up when one differs, when a graph launch comes (an auto
-// range around cuGraphLaunch fails), when no period is found within kLearnPeriods times
-// CUTRIAGE_STEP_STAGES launches, when the anchor comes from another thread than the first pass's,
-// when no step begins for ContextState::kGraphHoldNs (the context's hold lapses then: a step must
-// be shorter), or when the context's range profiler was taken meanwhile. Given up kMaxAbandoned
-// times, steps are over for the process and the groups go on.
+// the learned step, and gives the step up when one differs, when no period is found within
+// kLearnPeriods times CUTRIAGE_STEP_STAGES launches, when the anchor comes from another thread
+// than the first pass's, when no step begins for ContextState::kGraphHoldNs (the context's hold
+// lapses then: a step must be shorter), or when the context's range profiler was taken meanwhile.
+// Given up kMaxAbandoned times, steps are over for the process and the groups go on.
 //
 // Threading: with no step learned or in progress, a launch costs one atomic load, and for a
 // candidate family a clock read; the families' lock is taken at most every kLookNs to see which
@@ -96,7 +100,7 @@ class StepProfiler {
   // The caller then leaves the launch alone (it runs as the application issued it, recorded as one
   // range of the step's pass); false: the launch goes on through the selection.
   bool enter(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index);
-  // A graph launch: a step in progress on its context is given up.
+  // A graph launch: on a step's context, one of the step's launches (learned, or checked).
   void graph_launch(const collectors::LaunchEvent& event);
   // The agent finishes: a step in progress is given up.
   void finish();
@@ -104,7 +108,7 @@ class StepProfiler {
  private:
   // One launch of the pass in progress.
   struct Launch {
-    Family* family = nullptr;
+    Family* family = nullptr;       // nullptr: a graph launch (its range is not evaluated)
     collectors::LaunchEvent event;  // mangled_name points at the family's (the callback's is gone)
     uint64_t launch_index = 0;
   };
@@ -139,6 +143,15 @@ class StepProfiler {
   // begins when the budget allows.
   bool between_passes_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
                              uint64_t now);
+  // Learning: records the next launch's family (or graph launch's position); gives the step up
+  // when no period came within kLearnPeriods times CUTRIAGE_STEP_STAGES launches.
+  void learn_locked(uint64_t position);
+  // Between two passes: whether the launch is the step's next one (advancing position_); gives
+  // the step up otherwise. `what` names it for the log.
+  bool follow_locked(uint64_t position, const std::string& what);
+  // The log's reasons for a pass that differs from the first.
+  [[nodiscard]] std::string more_than_step(const std::string& what) const;
+  [[nodiscard]] std::string other_than_first(const std::string& what, size_t at) const;
   // Claims the step's context (ContextState::busy: a release or a PM window may hold it) and runs
   // `work` under its profiler mutex, when its range profiler is still the step's. Returns why not
   // (empty: `work` ran).

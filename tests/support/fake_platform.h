@@ -864,6 +864,8 @@ class FakePlatform final : public collectors::Platform {
       if (std::exchange(began_on_this_thread(), false)) advance_clock(50000);
       observer_->on_launch_exit(ev);
     }
+    // As CUPTI's auto range under user replay: one range for the whole graph launch.
+    ranged_passes_.launched(ev.context_id, "graph exec " + std::to_string(exec_id));
     bool tracing = false;
     {
       std::lock_guard<std::mutex> lock(trace_mutex_);

@@ -1,7 +1,7 @@
 // Always-on's steps (CUTRIAGE_STEP_STAGES, step_profiler.h) on the fake platform: one collection
 // whose passes are the application's steps gives every family of the step its own counters (the
-// zoo's H200 captures), and a step whose passes differ, that meets a graph launch or that outgrows
-// its ranges is given up.
+// zoo's H200 captures), a graph launched every step is one of its launches, and a step whose
+// passes differ or that outgrows its ranges is given up.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -241,33 +241,76 @@ TEST_CASE("always-on steps: between two passes the step is still followed, and o
                  "(zoo_strided_load at launch 3 of 4)") != std::string::npos);
 }
 
-TEST_CASE("always-on steps: a short pass is found at the boundary, and a graph launch gives the step up",
+TEST_CASE("always-on steps: a short pass is found at the boundary", "[agent][always_on][steps]") {
+  Step s(steps_config());
+  s.costless();
+  s.run(4);
+  s.h->platform.mono_ns += 50'000'000;
+  s.launch(s.fma);
+  s.launch(s.strided);
+  s.launch(s.vadd);  // the second strided_load missing
+  s.run(1);
+  s.h->ag->finish();
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("was given up: pass 3 ran other launches than the first (zoo_fma_chain at launch 4 of 4)") !=
+        std::string::npos);
+}
+
+TEST_CASE("always-on steps: a graph launched every step is one launch of it, and one launched in a pass only gives "
+          "the step up",
           "[agent][always_on][steps]") {
-  SECTION("a pass without its last launch") {
+  SECTION("a graph every step") {
+    // A served batch: fma_chain, strided_load, the graph, vector_add, strided_load. The graph's
+    // range (one for its launch) is not evaluated; every kernel family gets its own.
+    Step s(steps_config(5));
+    s.costless();
+    const auto with_graph = [&](int n) {
+      for (int i = 0; i < n; ++i) {
+        s.h->platform.mono_ns += 50'000'000;
+        s.launch(s.fma);
+        s.launch(s.strided);
+        s.h->platform.launch_graph(1, 1, 1000 + s.launches, {{s.vadd.mangled}}, s.vadd.mangled);
+        s.launch(s.vadd);
+        s.launch(s.strided);
+      }
+    };
+    // The graph's own stages come first (its kernel is ranked): the step waits for its context.
+    for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) with_graph(1);
+    REQUIRE(step_begins(s).size() == 1);
+    with_graph(static_cast<int>((step_begins(s).front().size() + 9) / 10));
+    s.h->ag->finish();
+    const std::string log = s.h->log_text();
+    INFO(log);
+    CHECK(log.find("passes over 5 launches, counters for 3 kernel families") != std::string::npos);
+    CHECK(log.find("given up") == std::string::npos);
+    tools::ReadResult r = s.h->read();
+    const auto profiled = last_profiled(r);
+    for (const Captured* k : {&s.fma, &s.strided, &s.vadd}) {
+      INFO(k->mangled);
+      auto it = profiled.find(k->mangled);
+      REQUIRE(it != profiled.end());
+      CHECK(it->second->replay_mode() == v1::REPLAY_MODE_APPLICATION);
+      // Its own range's values, not the graph's range beside it.
+      CHECK(value_of(*it->second, r, "gpu__time_duration.sum") == Approx(*k->metrics.get("gpu__time_duration.sum")));
+    }
+  }
+  SECTION("a graph in one pass only") {
     Step s(steps_config());
     s.costless();
-    s.run(4);
+    s.run(4);  // learned without a graph; pass 2 in progress
     s.h->platform.mono_ns += 50'000'000;
     s.launch(s.fma);
     s.launch(s.strided);
-    s.launch(s.vadd);  // the second strided_load missing
-    s.run(1);
-    s.h->ag->finish();
-    const std::string log = s.h->log_text();
-    INFO(log);
-    CHECK(log.find("was given up: pass 3 ran other launches than the first (zoo_fma_chain at launch 4 of 4)") !=
-          std::string::npos);
-  }
-  SECTION("a graph launch") {
-    Step s(steps_config());
-    s.costless();
-    s.run(4);
     s.h->platform.launch_graph(1, 1, 1000, {{s.vadd.mangled}}, s.vadd.mangled);
+    s.launch(s.vadd);
+    s.launch(s.strided);
     s.run(1);
     s.h->ag->finish();
     const std::string log = s.h->log_text();
     INFO(log);
-    CHECK(log.find("was given up: a graph was launched during its pass") != std::string::npos);
+    CHECK(log.find("was given up: pass 3 ran other launches than the first (graph exec 1 at launch 3 of 4)") !=
+          std::string::npos);
   }
 }
 
