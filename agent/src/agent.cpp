@@ -128,7 +128,8 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
     contexts_.set_max_ranges(config_.step_launches);
     steps_ = std::make_unique<StepProfiler>(StepProfiler::Parts{
         config_, platform_, log_, families_, *always_on_, devices_, contexts_, plans_, profiler_, trace_,
-        trace_started_, [this] { return monotonic_now(); }});
+        trace_started_, [this] { return monotonic_now(); }, flush_thread_.running_flag(),
+        [this] { flush_thread_.wake(); }});
   }
   families_.set_on_create([this](Family& f) {
     earlier_ranking_.mark_locked(f);
@@ -438,6 +439,7 @@ void Agent::flush_tick() {
     selector_.refresh_candidates();
     if (single_pass() != nullptr) single_pass()->plan_pending_groups();
     (void)profiler_.make_queued_plans();
+    if (steps_) steps_->poll();  // a completed step's evaluation, off the application's thread
     profiler_.release_idle_profilers();
     poll_pm_window(true);
   } catch (...) {

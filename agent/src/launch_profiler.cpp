@@ -592,7 +592,13 @@ void LaunchProfiler::publish_counters(Active& active, const std::vector<collecto
     }
     if (active.step) {
       // A step's passes: one launch of the family in each (the first in the step), the values
-      // those of the last pass's launch, which carries them (step_profiler.h).
+      // those of the last pass's launch, which carries them (step_profiler.h). They hold every
+      // counter of the route at one launch of the step: the verdict stands on them alone, not
+      // mixed with what single-pass groups measured on other launches (a kernel that a model runs
+      // with several shapes is one family; its groups' launches may not have the step's shape).
+      f.measured = triage::MetricSet();
+      f.measured_on.clear();
+      f.assembled.clear();
       for (uint64_t li : active.step_launches) {
         f.assembled.push_back(assembled_launch(active.event, li, li == active.launch_index ? &readings : nullptr));
       }
@@ -604,10 +610,13 @@ void LaunchProfiler::publish_counters(Active& active, const std::vector<collecto
     for (const collectors::RejectedMetric& rj : active.plan.rejected) {
       // A counter refused only beside a partner of this plan (pcie__* beside dram__* on GH100) is
       // not "not collectable on this GPU": the next stage asks again without the partner, once.
-      if (rj.conflict && active.group < 0 && f.conflicted.insert(rj.name).second) {
+      if (rj.conflict && active.group < 0 && !active.step && f.conflicted.insert(rj.name).second) {
         f.attempted.erase(rj.name);
         continue;
       }
+      // A step collects once, everything together: what its configuration refused (a partner's
+      // conflict included) is not asked for again, and the rule reading it says so.
+      if (active.step) f.attempted.insert(rj.name);
       f.note_rejected(rj.name);
     }
     if (active.group >= 0 || active.stage_pass || active.step) {

@@ -227,7 +227,7 @@ StepProfiler::Launch StepProfiler::record_of(const LaunchEvent& event, Family& f
 }
 
 bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t launch_index) {
-  std::optional<Completed> done;
+  std::optional<Collected> done;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!in_step_.load() || step_context_.load() != event.context_id) return false;  // over meanwhile
@@ -268,7 +268,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
       return true;
     }
   }
-  if (done) publish(std::move(*done));
+  if (done) hand_over(std::move(*done));
   return true;
 }
 
@@ -290,7 +290,7 @@ std::string StepProfiler::with_profiler_locked(Work&& work) {
   return lost;
 }
 
-std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const LaunchEvent& event, uint64_t launch_index,
+std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const LaunchEvent& event, uint64_t launch_index,
                                                                      uint64_t now) {
   (void)p_.always_on.admit_graph(CostKind::kSameGroup);  // a pass of an admitted step goes at once
   const auto charge = [&] {
@@ -312,6 +312,12 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
       ++pass_;
       if (ready) next = begin_pass_locked(ctx, now);
       ctx.stage_pass_mono_ns.store(now);  // the hold goes on, waiting or not
+    } else if (ended.is_ok() && p_.flush_running.load()) {
+      // Complete: the hold goes on until the flush thread has written the records (hand_over), so
+      // that no single-pass group profiles the step's families meanwhile; the idle release
+      // disables the profiler later.
+      ctx.stage_pass_mono_ns.store(now);
+      ctx.profiled_end_mono_ns.store(now);
     } else {
       // Complete (or failed): the hold ends; the idle release disables the profiler later.
       ctx.stage_family.store(0);
@@ -343,9 +349,20 @@ std::optional<StepProfiler::Completed> StepProfiler::boundary_locked(const Launc
     charge();
     return std::nullopt;
   }
-  std::optional<Completed> done = evaluate_locked(ended.value(), now);
+  Collected done;
+  done.data = std::move(ended).value();
+  done.plan = plan_;
+  done.host = host_;
+  done.launches = std::move(current_);
+  done.indices = std::move(indices_);
+  done.anchor = anchor_->names->function;
+  done.anchor_id = anchor_->family_id;
+  done.ctx = ctx_;
+  done.begun_ns = begun_ns_;
+  done.entered_ns = now;
   end_step_locked();
   charge();
+  done.ended_ns = p_.monotonic_ns();
   return done;
 }
 
@@ -421,21 +438,12 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
   return true;
 }
 
-std::optional<StepProfiler::Completed> StepProfiler::evaluate_locked(const collectors::CounterData& data,
-                                                                      uint64_t entered_ns) {
-  if (data.ranges != current_.size()) {
-    gave_up("a step at " + anchor_->names->function + " was given up: CUPTI recorded " +
-            std::to_string(data.ranges) + " ranges for " + std::to_string(current_.size()) + " launches");
-    return std::nullopt;
-  }
-  Completed done;
-  done.plan = plan_;
-  done.entered_ns = entered_ns;
+std::vector<StepProfiler::Published> StepProfiler::evaluate(const Collected& c, size_t* failed) const {
+  std::vector<Published> out;
   std::set<uint64_t> seen;
-  size_t failed = 0;
-  for (size_t i = 0; i < current_.size(); ++i) {
-    if (current_[i].family == nullptr) continue;  // a graph launch's range: its kernels together
-    Family& f = *current_[i].family;
+  for (size_t i = 0; i < c.launches.size(); ++i) {
+    if (c.launches[i].family == nullptr) continue;  // a graph launch's range: its kernels together
+    Family& f = *c.launches[i].family;
     // Each family once, at its first launch of the step; not one the kernel filter leaves out, nor
     // one complete already.
     if (!seen.insert(f.family_id).second || !f.names->matches_filter) continue;
@@ -444,19 +452,14 @@ std::optional<StepProfiler::Completed> StepProfiler::evaluate_locked(const colle
       if (f.complete) continue;
     }
     collectors::Result<std::vector<collectors::MetricReading>> readings =
-        host_->evaluate(plan_, data, static_cast<uint32_t>(i));
+        c.host->evaluate(c.plan, c.data, static_cast<uint32_t>(i));
     if (!readings.is_ok() || readings.value().empty()) {
-      ++failed;
+      ++*failed;
       continue;
     }
-    done.records.push_back(Published{current_[i], std::move(readings).value(), indices_[i]});
+    out.push_back(Published{c.launches[i], std::move(readings).value(), c.indices[i]});
   }
-  done.summary = "step at " + anchor_->names->function + ": " + std::to_string(plan_.passes) + " passes over " +
-                 std::to_string(current_.size()) + " launches, counters for " + std::to_string(done.records.size()) +
-                 " kernel famil" + (done.records.size() == 1 ? "y" : "ies") +
-                 (failed > 0 ? " (" + std::to_string(failed) + " without values)" : "") + " in " +
-                 ms(p_.monotonic_ns() - begun_ns_);
-  return done;
+  return out;
 }
 
 void StepProfiler::abandon_locked(const std::string& why) {
@@ -545,15 +548,67 @@ void StepProfiler::finish() {
     if (in_step_.load()) abandon_locked("the agent finished before its last pass");
   } catch (...) {
   }
+  poll();  // a step completed since the flush thread's last tick
 }
 
-void StepProfiler::publish(Completed done) {
-  p_.log.info(done.summary);
-  const uint64_t stopped = p_.monotonic_ns();
-  for (Published& r : done.records) {
+void StepProfiler::hand_over(Collected c) {
+  if (p_.flush_running.load()) {
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex_);
+      pending_.push_back(std::move(c));
+    }
+    if (p_.wake) p_.wake();
+    return;
+  }
+  evaluate_and_publish(c);
+}
+
+void StepProfiler::poll() {
+  std::vector<Collected> todo;
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    todo.swap(pending_);
+  }
+  for (const Collected& c : todo) {
     try {
-      p_.launches.publish_step(r.launch.event, *r.launch.family, r.launch.launch_index, done.plan, r.readings,
-                               std::move(r.launch_indices), done.entered_ns, stopped);
+      evaluate_and_publish(c);
+    } catch (const std::exception& e) {
+      p_.log.log_once(LogLevel::kError, "step-publish", std::string("internal error evaluating a step: ") + e.what());
+    } catch (...) {
+      p_.log.log_once(LogLevel::kError, "step-publish", "internal error evaluating a step");
+    }
+  }
+}
+
+void StepProfiler::evaluate_and_publish(const Collected& c) {
+  // Whatever happens here, the context's hold that waited for it ends.
+  struct Release {
+    const Collected& c;
+    ~Release() {
+      uint64_t held = c.anchor_id;
+      if (c.ctx) c.ctx->stage_family.compare_exchange_strong(held, 0);
+    }
+  } release{c};
+  if (c.data.ranges != c.launches.size()) {
+    gave_up("a step at " + c.anchor + " was given up: CUPTI recorded " + std::to_string(c.data.ranges) +
+            " ranges for " + std::to_string(c.launches.size()) + " launches");
+    return;
+  }
+  const uint64_t t0 = p_.monotonic_ns();
+  size_t failed = 0;
+  std::vector<Published> records = evaluate(c, &failed);
+  p_.log.info("step at " + c.anchor + ": " + std::to_string(c.plan.passes) + " passes over " +
+              std::to_string(c.launches.size()) + " launches, counters for " + std::to_string(records.size()) +
+              " kernel famil" + (records.size() == 1 ? "y" : "ies") +
+              (failed > 0 ? " (" + std::to_string(failed) + " without values)" : "") + " in " +
+              ms(c.ended_ns - c.begun_ns) + "; the last pass's end took " + ms(c.ended_ns - c.entered_ns) +
+              ", the evaluation " + ms(p_.monotonic_ns() - t0) +
+              (p_.flush_running.load() ? " off the application's thread" : ""));
+  for (Published& r : records) {
+    try {
+      // The record's cost: the last boundary, on the application's thread.
+      p_.launches.publish_step(r.launch.event, *r.launch.family, r.launch.launch_index, c.plan, r.readings,
+                               std::move(r.launch_indices), c.entered_ns, c.ended_ns);
     } catch (const std::exception& e) {
       p_.log.log_once(LogLevel::kError, "step-publish", std::string("internal error writing a step's record: ") + e.what());
     }

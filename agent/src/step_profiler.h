@@ -82,6 +82,9 @@ class StepProfiler {
     TraceFolder& trace;
     const std::atomic<bool>& trace_started;
     std::function<uint64_t()> monotonic_ns;
+    // A flush thread runs (it evaluates completed steps, poll()), and how to wake it.
+    const std::atomic<bool>& flush_running;
+    std::function<void()> wake;
   };
   // Steps given up this many times: no more for the process.
   static constexpr uint32_t kMaxAbandoned = 3;
@@ -102,7 +105,9 @@ class StepProfiler {
   bool enter(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index);
   // A graph launch: on a step's context, one of the step's launches (learned, or checked).
   void graph_launch(const collectors::LaunchEvent& event);
-  // The agent finishes: a step in progress is given up.
+  // The flush thread's tick: evaluates the steps completed since, and writes their records.
+  void poll();
+  // The agent finishes: a step in progress is given up, a completed one is evaluated.
   void finish();
 
  private:
@@ -118,11 +123,21 @@ class StepProfiler {
     std::vector<collectors::MetricReading> readings;
     std::vector<uint64_t> launch_indices;  // the family's launch in each pass
   };
-  struct Completed {
+  // A step's last pass ended: its counter data and what evaluating it needs. The evaluation (the
+  // Profiler Host, every counter of every range: seconds for a step of a dozen kernels) and the
+  // records are made off the application's thread when a flush thread runs (poll()).
+  struct Collected {
+    collectors::CounterData data;
     collectors::MetricPlan plan;
-    std::vector<Published> records;
-    uint64_t entered_ns = 0;  // the last boundary began
-    std::string summary;      // for the log
+    std::shared_ptr<collectors::ProfilerHost> host;
+    std::vector<Launch> launches;                // the last pass's, in range order
+    std::vector<std::vector<uint64_t>> indices;  // per range: its launch index in each pass
+    std::string anchor;                          // the anchor's function, for the log
+    uint64_t anchor_id = 0;                      // its family: the context's hold until published
+    std::shared_ptr<ContextState> ctx;
+    uint64_t begun_ns = 0;                       // the step began (monotonic)
+    uint64_t entered_ns = 0;                     // the last boundary began
+    uint64_t ended_ns = 0;                       // and ended, on the application's thread
   };
 
   // Whether the launch's family is the top one now: learning begins on its context.
@@ -138,7 +153,7 @@ class StepProfiler {
   // The anchor launched again: the pass in progress ends, and the next begins when the budget
   // has paid for the passes so far (otherwise the step waits, following the application's steps,
   // until a later one), or the step completes.
-  std::optional<Completed> boundary_locked(const collectors::LaunchEvent& event, uint64_t launch_index, uint64_t now);
+  std::optional<Collected> boundary_locked(const collectors::LaunchEvent& event, uint64_t launch_index, uint64_t now);
   // Waiting between two passes: a launch of the step; at the step's first launch the next pass
   // begins when the budget allows.
   bool between_passes_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
@@ -161,14 +176,17 @@ class StepProfiler {
   // as that pass of the collection.
   collectors::Status begin_pass_locked(ContextState& ctx, uint64_t now);
   // The values of every range, for the families the step completes.
-  std::optional<Completed> evaluate_locked(const collectors::CounterData& data, uint64_t entered_ns);
+  std::vector<Published> evaluate(const Collected& c, size_t* failed) const;
   [[nodiscard]] Launch record_of(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
                                  bool last_pass) const;
   void abandon_locked(const std::string& why);
   // Counts a step given up (or never begun), says why, and waits kRetryNs before the next.
   void gave_up(std::string message);
   void end_step_locked();
-  void publish(Completed done);
+  // Evaluates a completed step and writes its records: on the flush thread when one runs, else
+  // here.
+  void hand_over(Collected c);
+  void evaluate_and_publish(const Collected& c);
 
   Parts p_;
   std::atomic<bool> in_step_{false};        // a step is learned or collected (on step_context_)
@@ -179,6 +197,9 @@ class StepProfiler {
   std::atomic<uint64_t> look_for_until_ns_{0};  // until then only its launches look
   std::atomic<bool> over_{false};          // kMaxAbandoned reached, or no way to make a plan
   std::atomic<uint32_t> abandoned_{0};
+
+  std::mutex pending_mutex_;
+  std::vector<Collected> pending_;  // completed steps for the flush thread (pending_mutex_)
 
   std::mutex mutex_;
   // The step in progress (mutex_).

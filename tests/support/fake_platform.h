@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -45,6 +46,7 @@ struct FakeStats {
   std::array<std::atomic<uint64_t>, 8> enabled_context{};  // by device ordinal
   std::mutex mutex;
   std::vector<std::vector<std::string>> planned;  // metric lists, in plan() order
+  std::set<std::thread::id> evaluate_threads;     // the threads that called evaluate()
   // PC sampling.
   std::atomic<int> pc_begins{0};
   std::atomic<int> pc_ends{0};
@@ -187,6 +189,10 @@ class FakeHost final : public collectors::ProfilerHost {
   Result<std::vector<collectors::MetricReading>> evaluate(const collectors::MetricPlan& plan,
                                                           const collectors::CounterData& data,
                                                           uint32_t range) override {
+    {
+      std::lock_guard<std::mutex> lock(stats_.mutex);
+      stats_.evaluate_threads.insert(std::this_thread::get_id());
+    }
     if (++stats_.evaluates == cfg_.fail_evaluate_on_call) {
       return Status(StatusCode::kInternal, "cuptiProfilerHostEvaluateToGpuValues: CUPTI_ERROR_UNKNOWN (injected)");
     }

@@ -4,8 +4,10 @@
 // passes differ or that outgrows its ranges is given up.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -176,6 +178,101 @@ TEST_CASE("always-on steps: one collection over the step's repeats gives every f
   CHECK(log.find("step at ") != std::string::npos);
   CHECK(log.find("passes over 4 launches, counters for 3 kernel families") != std::string::npos);
   CHECK(log.find("given up") == std::string::npos);
+}
+
+TEST_CASE("always-on steps: with a flush thread a completed step is evaluated off the application's thread",
+          "[agent][always_on][steps]") {
+  // Evaluating every counter of every range took seconds on the H100 (a step of 15 launches): on
+  // the launch that ends the last pass it would hold the application that long.
+  AgentConfig c = steps_config();
+  c.trace_flush_ms = 5;
+  Step s(c);
+  s.costless();
+  s.run(3);
+  REQUIRE(step_begins(s).size() == 1);
+  {
+    // Single-pass groups evaluate on the launching thread; from here on the step holds the context.
+    std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+    s.h->platform.stats.evaluate_threads.clear();
+  }
+  s.run_passes((step_begins(s).front().size() + 9) / 10);
+  // The records come from the flush thread's next tick.
+  for (int i = 0; i < 400 && s.h->log_text().find("counters for 3 kernel families") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  s.h->ag->finish();
+  for (const auto& [name, k] : last_profiled(s.h->read())) {
+    INFO(name);
+    CHECK(k->replay_mode() == v1::REPLAY_MODE_APPLICATION);
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+    const std::set<std::thread::id>& threads = s.h->platform.stats.evaluate_threads;
+    CHECK(!threads.empty());
+    CHECK(threads.count(std::this_thread::get_id()) == 0);
+  }
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("counters for 3 kernel families") != std::string::npos);
+  CHECK(log.find("off the application's thread") != std::string::npos);
+}
+
+TEST_CASE("always-on steps: a family that groups profiled at another shape keeps only the step's launches",
+          "[agent][always_on][steps]") {
+  // A model runs one GEMM kernel with several shapes (forward, backward): one family. A launch
+  // that a single-pass group profiled at another grid must not be assembled with the step's, which
+  // Decision 0 would call untrusted (launches of different configurations).
+  Step s(steps_config());
+  s.costless();
+  // fma_chain at twice its grid until a single-pass group has profiled one such launch.
+  const triage::Dim3 twice{s.fma.launch.grid.x * 2, s.fma.launch.grid.y, s.fma.launch.grid.z};
+  for (int n = 0; n < 2000 && last_profiled(s.h->read()).count(s.fma.mangled) == 0; ++n) {
+    s.h->platform.mono_ns += 50'000'000;
+    s.h->platform.launch(make_launch(s.fma.mangled.c_str(), ++s.launches, twice, s.fma.launch.block));
+  }
+  REQUIRE(last_profiled(s.h->read()).count(s.fma.mangled) == 1);
+  // Learning that began at those launches finds no period and waits kRetryNs; a later one does.
+  for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) s.run(1);
+  REQUIRE(step_begins(s).size() == 1);
+  s.run_passes((step_begins(s).front().size() + 9) / 10);
+  s.h->ag->finish();
+  tools::ReadResult r = s.h->read();
+  const auto profiled = last_profiled(r);
+  REQUIRE(profiled.count(s.fma.mangled) == 1);
+  const v1::KernelProfile& p = *profiled.at(s.fma.mangled);
+  CHECK(p.replay_mode() == v1::REPLAY_MODE_APPLICATION);
+  for (const v1::AssembledLaunch& a : p.assembled_launches()) {
+    CHECK(a.grid().x() == s.fma.launch.grid.x);
+  }
+  CHECK(p.diagnosis().classification() != v1::CLASSIFICATION_UNTRUSTED);
+}
+
+TEST_CASE("always-on steps: a counter the step's configuration refuses beside a partner does not keep its families "
+          "incomplete",
+          "[agent][always_on][steps]") {
+  // GH100 refuses the PCIe counters beside the DRAM ones in one configuration. A step collects
+  // once: the refused counters are not asked again, and the families are complete (Decision 2's
+  // off-device rule reads the L2 aperture sectors instead).
+  Step s(steps_config());
+  s.costless();
+  for (const char* pcie : {"pcie__read_bytes.sum", "pcie__write_bytes.sum"}) {
+    s.h->platform.config.conflicts[pcie] = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+  }
+  s.run(3);
+  REQUIRE(step_begins(s).size() == 1);
+  s.run_passes((step_begins(s).front().size() + 9) / 10);
+  s.h->ag->finish();
+  const std::string log = s.h->log_text();
+  INFO(log);
+  REQUIRE(log.find("counters for 3 kernel families") != std::string::npos);
+  for (const char* f : {"zoo_fma_chain", "zoo_strided_load", "zoo_vector_add"}) {
+    CHECK(log.find(std::string(f) + ": diagnosis complete") != std::string::npos);
+  }
+  tools::ReadResult r = s.h->read();
+  const v1::KernelProfile& p = *last_profiled(r).at(s.fma.mangled);
+  bool rejected = false;
+  for (const std::string& m : p.rejected_metrics()) rejected |= m == "pcie__read_bytes.sum";
+  CHECK(rejected);
 }
 
 TEST_CASE("always-on steps: a step that launches one family several times in a row is learned whole",
