@@ -110,6 +110,14 @@ int Step::run_passes(size_t passes, int max_steps) {
   return n + 1;
 }
 
+// The agent finishes; its log must say that a step was given up for `why`.
+void check_given_up(Step& s, const std::string& why) {
+  s.h->ag->finish();
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("was given up: " + why) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("always-on steps: one collection over the step's repeats gives every family its own counters",
@@ -310,11 +318,7 @@ TEST_CASE("always-on steps: a pass that ran other launches than the first gives 
   s.run(4);                      // learned, passes 1 and 2
   s.run(1, /*skip_vadd=*/true);  // pass 3 runs strided_load where vector_add was
   s.run(3);
-  s.h->ag->finish();
-  const std::string log = s.h->log_text();
-  INFO(log);
-  CHECK(log.find("was given up: pass 3 ran other launches than the first (zoo_strided_load at launch 3 of 4)") !=
-        std::string::npos);
+  check_given_up(s, "pass 3 ran other launches than the first (zoo_strided_load at launch 3 of 4)");
   CHECK(step_begins(s).size() == 3);
   // Nothing of the given-up collection became a record.
   tools::ReadResult r = s.h->read();
@@ -330,12 +334,9 @@ TEST_CASE("always-on steps: between two passes the step is still followed, and o
   CHECK(step_begins(s).size() == 1);  // waiting for the budget, following the steps
   s.run(1, /*skip_vadd=*/true);
   s.run(100);  // 5 s: no second pass (nor a new step before kRetryNs)
-  s.h->ag->finish();
+  check_given_up(s, "between passes 1 and 2 the step ran other launches than the first "
+                    "(zoo_strided_load at launch 3 of 4)");
   CHECK(step_begins(s).size() == 1);
-  const std::string log = s.h->log_text();
-  INFO(log);
-  CHECK(log.find("was given up: between passes 1 and 2 the step ran other launches than the first "
-                 "(zoo_strided_load at launch 3 of 4)") != std::string::npos);
 }
 
 TEST_CASE("always-on steps: a short pass is found at the boundary", "[agent][always_on][steps]") {
@@ -347,11 +348,7 @@ TEST_CASE("always-on steps: a short pass is found at the boundary", "[agent][alw
   s.launch(s.strided);
   s.launch(s.vadd);  // the second strided_load missing
   s.run(1);
-  s.h->ag->finish();
-  const std::string log = s.h->log_text();
-  INFO(log);
-  CHECK(log.find("was given up: pass 3 ran other launches than the first (zoo_fma_chain at launch 4 of 4)") !=
-        std::string::npos);
+  check_given_up(s, "pass 3 ran other launches than the first (zoo_fma_chain at launch 4 of 4)");
 }
 
 TEST_CASE("always-on steps: a graph launched every step is one launch of it, and one launched in a pass only gives "
@@ -403,11 +400,7 @@ TEST_CASE("always-on steps: a graph launched every step is one launch of it, and
     s.launch(s.vadd);
     s.launch(s.strided);
     s.run(1);
-    s.h->ag->finish();
-    const std::string log = s.h->log_text();
-    INFO(log);
-    CHECK(log.find("was given up: pass 3 ran other launches than the first (graph exec 1 at launch 3 of 4)") !=
-          std::string::npos);
+    check_given_up(s, "pass 3 ran other launches than the first (graph exec 1 at launch 3 of 4)");
   }
 }
 
