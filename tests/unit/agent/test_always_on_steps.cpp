@@ -209,7 +209,8 @@ TEST_CASE("always-on steps: with a flush thread a completed step is evaluated of
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   s.h->ag->finish();
-  for (const auto& [name, k] : last_profiled(s.h->read())) {
+  const tools::ReadResult r = s.h->read();  // the records' owner, for as long as they are read
+  for (const auto& [name, k] : last_profiled(r)) {
     INFO(name);
     CHECK(k->replay_mode() == v1::REPLAY_MODE_APPLICATION);
   }
