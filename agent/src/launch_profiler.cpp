@@ -592,10 +592,8 @@ void LaunchProfiler::publish_counters(Active& active, const std::vector<collecto
     }
     if (active.step) {
       // A step's passes: one launch of the family in each (the first in the step), the values
-      // those of the last pass's launch, which carries them (step_profiler.h). They hold every
-      // counter of the route at one launch of the step: the verdict stands on them alone, not
-      // mixed with what single-pass groups measured on other launches (a kernel that a model runs
-      // with several shapes is one family; its groups' launches may not have the step's shape).
+      // those of the last pass's launch, which carries them (step_profiler.h). The verdict stands
+      // on them alone: a family's group launches may have another shape (one kernel, two shapes).
       f.measured = triage::MetricSet();
       f.measured_on.clear();
       f.assembled.clear();

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -88,6 +89,21 @@ double value_of(const v1::KernelProfile& k, const tools::ReadResult& r, const st
   return -1;
 }
 
+// The step's record of kernel k: replay mode "application", with its own range's values (the
+// duration its capture measured, not another launch's).
+const v1::KernelProfile& step_record(const std::map<std::string, const v1::KernelProfile*>& profiled,
+                                     const tools::ReadResult& r, const Captured& k) {
+  INFO(k.mangled);
+  auto it = profiled.find(k.mangled);
+  REQUIRE(it != profiled.end());
+  const v1::KernelProfile& p = *it->second;
+  CHECK(p.replay_mode() == v1::REPLAY_MODE_APPLICATION);
+  const std::optional<double> want = k.metrics.get("gpu__time_duration.sum");
+  REQUIRE(want);
+  CHECK(value_of(p, r, "gpu__time_duration.sum") == Approx(*want));
+  return p;
+}
+
 // The begin() calls of steps (passes over launches): their metric lists.
 std::vector<std::vector<std::string>> step_begins(const Step& s) {
   std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
@@ -143,14 +159,7 @@ TEST_CASE("always-on steps: one collection over the step's repeats gives every f
   const auto profiled = last_profiled(r);
   for (const Captured* k : {&s.fma, &s.strided, &s.vadd}) {
     INFO(k->mangled);
-    auto it = profiled.find(k->mangled);
-    REQUIRE(it != profiled.end());
-    const v1::KernelProfile& p = *it->second;
-    CHECK(p.replay_mode() == v1::REPLAY_MODE_APPLICATION);
-    // Its own range's values: the duration its capture measured, not another kernel's.
-    const std::optional<double> want = k->metrics.get("gpu__time_duration.sum");
-    REQUIRE(want);
-    CHECK(value_of(p, r, "gpu__time_duration.sum") == Approx(*want));
+    const v1::KernelProfile& p = step_record(profiled, r, *k);
     // One launch a pass (after whatever single-pass groups took while the step was learned), whole
     // steps apart; the last carries the values and is the record's own launch.
     REQUIRE(p.assembled_launches_size() >= static_cast<int>(passes));
@@ -381,14 +390,8 @@ TEST_CASE("always-on steps: a graph launched every step is one launch of it, and
     CHECK(log.find("given up") == std::string::npos);
     tools::ReadResult r = s.h->read();
     const auto profiled = last_profiled(r);
-    for (const Captured* k : {&s.fma, &s.strided, &s.vadd}) {
-      INFO(k->mangled);
-      auto it = profiled.find(k->mangled);
-      REQUIRE(it != profiled.end());
-      CHECK(it->second->replay_mode() == v1::REPLAY_MODE_APPLICATION);
-      // Its own range's values, not the graph's range beside it.
-      CHECK(value_of(*it->second, r, "gpu__time_duration.sum") == Approx(*k->metrics.get("gpu__time_duration.sum")));
-    }
+    // Each its own range's values, not the graph's range beside it.
+    for (const Captured* k : {&s.fma, &s.strided, &s.vadd}) (void)step_record(profiled, r, *k);
   }
   SECTION("a graph in one pass only") {
     Step s(steps_config());
