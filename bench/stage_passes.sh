@@ -10,7 +10,8 @@
 #
 # SECONDS_EACH (280): the length of each always-on run (a device command runs 10 minutes at most:
 # run the service and PyTorch halves in separate calls with PROGRAMS=service or PROGRAMS=torch).
-# AB_SECONDS (0: none): an A/B of throughput, agent off vs stages, one run each way.
+# AB_SECONDS (0: none): an A/B of throughput, agent off vs on, AB_ROUNDS (1) rounds of one run each
+# way, off first, the median of each side printed last.
 # STEP_STAGES=N: the same runs with always-on's steps (CUTRIAGE_STEP_STAGES=N, docs/always-on.md
 # "Steps") instead of the stages.
 set -u -o pipefail
@@ -19,6 +20,7 @@ svc="${2:-build-service/cutriage_service}"
 out="${OUT:-$PWD/bench-out}/stage_passes"
 secs="${SECONDS_EACH:-280}"
 ab="${AB_SECONDS:-0}"
+rounds="${AB_ROUNDS:-1}"
 programs="${PROGRAMS:-service torch}"
 steps="${STEP_STAGES:-0}"
 if [ "$steps" -gt 0 ]; then stages=0; kind=steps; else stages=1; kind=stages; fi
@@ -33,6 +35,20 @@ git rev-parse --short HEAD 2>/dev/null | sed 's/^/tree /' | tee "$out/tree.txt"
 
 notices() {  # LOG: the routed and complete lines, and why stages were left
   grep -E "verdict routed|diagnosis complete|PM window on|stage|step" "$1" | cut -c1-260
+}
+
+ab_medians() {  # FILE UNIT: "off X" / "on Y" lines -> each side's median and the loss
+  python3 - "$1" "$2" <<'PY'
+import statistics, sys
+side = {"off": [], "on": []}
+for line in open(sys.argv[1]):
+    k, _, v = line.partition(" ")
+    try: side[k].append(float(v))
+    except (KeyError, ValueError): pass
+if side["off"] and side["on"]:
+    off, on = statistics.median(side["off"]), statistics.median(side["on"])
+    print(f"A/B medians over {len(side['off'])} rounds: off {off:.1f} {sys.argv[2]}, on {on:.1f}: loss {100 * (off - on) / off:+.2f}%")
+PY
 }
 
 run_service() {  # NAME STAGES(0|1) SECONDS
@@ -64,22 +80,36 @@ for p in $programs; do
       echo "== the example service"
       run_service "svc-$kind" "$stages" "$secs"
       if [ "$ab" -gt 0 ]; then
-        off=$(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" "$svc" "$ab" 2>/dev/null)
-        on=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/svc-ab.pb" "$svc" "$ab" 2>/dev/null)
-        echo "A/B off: $off"
-        echo "A/B on:  $on"
-        [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
+        : >"$out/svc-ab.txt"
+        for r in $(seq "$rounds"); do
+          off=$(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" "$svc" "$ab" 2>/dev/null)
+          on=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/svc-ab.pb" "$svc" "$ab" 2>/dev/null)
+          echo "A/B round $r off: $off"
+          echo "A/B round $r on:  $on"
+          [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
+          echo "off $(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$off")" >>"$out/svc-ab.txt"
+          echo "on $(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$on")" >>"$out/svc-ab.txt"
+        done
+        ab_medians "$out/svc-ab.txt" requests/s
       fi
       ;;
     torch)
       echo "== bench/torch_loop.py"
       run_torch "torch-$kind" "$stages" "$secs"
       if [ "$ab" -gt 0 ]; then
-        python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-off.log" 2>&1
-        env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/torch-ab.pb" \
-          CUDA_INJECTION64_PATH="$lib" python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-on.log" 2>&1
-        echo "A/B off: $(grep -E '^steps_per_s=' "$out/torch-ab-off.log" | tail -1)"
-        echo "A/B on:  $(grep -E '^steps_per_s=' "$out/torch-ab-on.log" | tail -1)"
+        : >"$out/torch-ab.txt"
+        for r in $(seq "$rounds"); do
+          python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-off.log" 2>&1
+          env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/torch-ab.pb" \
+            CUDA_INJECTION64_PATH="$lib" python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-on.log" 2>&1
+          off=$(grep -E '^steps_per_s=' "$out/torch-ab-off.log" | tail -1)
+          on=$(grep -E '^steps_per_s=' "$out/torch-ab-on.log" | tail -1)
+          echo "A/B round $r off: $off"
+          echo "A/B round $r on:  $on"
+          echo "off ${off#steps_per_s=}" >>"$out/torch-ab.txt"
+          echo "on ${on#steps_per_s=}" >>"$out/torch-ab.txt"
+        done
+        ab_medians "$out/torch-ab.txt" steps/s
       fi
       ;;
     *) echo "unknown program '$p' (service, torch)" >&2 ;;
