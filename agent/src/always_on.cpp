@@ -443,6 +443,12 @@ bool AlwaysOnPolicy::admit_graph(CostKind kind) {
   // back at the budget's share (graph_spent); its later passes follow at once. Neither waits for
   // the allowance, which the families' own launches on credit keep near zero (on the H200 a graph
   // stage admitted through it never came in 180 s): the debt they leave holds those back instead.
+  if (kind != CostKind::kSameGroup && step_holds_lane(now)) return false;
+  return admit_step(kind);
+}
+
+bool AlwaysOnPolicy::admit_step(CostKind kind) {
+  const uint64_t now = clocks_.monotonic_ns();
   if (kind != CostKind::kSameGroup && now < graph_not_before_ns_.load(std::memory_order_relaxed)) return false;
   std::lock_guard<std::mutex> lock(families_.mutex());
   budget_.admit_spaced(now, kind);

@@ -78,7 +78,23 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // A graph launch the graph profiler would make a pass of (the first of a stage: kGroupSwitch;
   // the stage's later passes: kSameGroup, at once, since a stage abandoned halfway is wasted) or
   // sample (kPcSampling): whether it may go now (the lock NOT held); its estimate is reserved.
+  // Refused (kind other than kSameGroup) while a step wants the lane (step_wants_lane).
   bool admit_graph(CostKind kind);
+  // The same for a step's pass (step_profiler.h), which the step's own hold does not refuse.
+  bool admit_step(CostKind kind);
+  // CUTRIAGE_STEP_STAGES: the graph stages and sampled graph launches share one lane with the
+  // steps (graph_ready, graph_spent). A graph is launched far more often than a step can be
+  // learned (2 x CUTRIAGE_STEP_STAGES launches), so without a hold the graph's stages would take
+  // every turn and the step, which gives every family of the application's loop its counters,
+  // none (the example service on an H100: no step in 150 s). A step that has an anchor holds
+  // graph stages back until `until_ns` (monotonic), renewed as it looks and learns, dropped
+  // (step_lane_done) when it begins, ends or has no family left to collect; a hold nobody
+  // renews lapses by itself.
+  void step_wants_lane(uint64_t until_ns) { step_lane_until_ns_.store(until_ns, std::memory_order_relaxed); }
+  void step_lane_done() { step_lane_until_ns_.store(0, std::memory_order_relaxed); }
+  [[nodiscard]] bool step_holds_lane(uint64_t now_ns) const {
+    return now_ns < step_lane_until_ns_.load(std::memory_order_relaxed);
+  }
   // What a graph pass or sampled graph launch cost: the next graph stage waits until the budget's
   // share of the time since has paid for it (graph stages go on credit, see admit_graph).
   void graph_spent(uint64_t cost_ns);
@@ -149,6 +165,7 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // Graph stages: not before then (monotonic ns). They are spaced by their own measured cost
   // instead of waiting for the allowance (admit_graph).
   std::atomic<uint64_t> graph_not_before_ns_{0};
+  std::atomic<uint64_t> step_lane_until_ns_{0};  // step_wants_lane
   uint64_t stage_ids_ = 0;  // the last stage's collection id (the family table's lock)
 };
 

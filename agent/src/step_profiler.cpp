@@ -78,20 +78,26 @@ bool StepProfiler::enter(const LaunchEvent& event, Family& family, uint64_t laun
 }
 
 bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t now) {
-  // Not before the budget would admit the step's first pass: a learned step waits for nothing.
-  if (!p_.always_on.graph_ready(now)) {
-    not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
-    return false;
-  }
   {
     std::lock_guard<std::mutex> flock(p_.families.mutex());
     const Family* anchor = p_.always_on.step_anchor_locked(family, now);
     if (anchor != &family) {
       look_for_.store(anchor != nullptr ? anchor->family_id : 0, std::memory_order_relaxed);
       look_for_until_ns_.store(now + kLookForNs, std::memory_order_relaxed);
-      if (anchor == nullptr) not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
+      if (anchor == nullptr) {
+        p_.always_on.step_lane_done();  // nothing to collect: the graphs' stages go on
+        not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
+      }
       return false;
     }
+  }
+  // The anchor's own launch holds the graphs' stages back (only it renews the hold, so that an
+  // anchor that never launches does not hold them for ever); the step begins once the budget
+  // would admit its first pass: a learned step waits for nothing.
+  p_.always_on.step_wants_lane(now + kLaneHoldNs);
+  if (!p_.always_on.graph_ready(now)) {
+    not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
+    return false;
   }
   // The step's plan (about a hundred Profiler Host calls the first time) is made by the flush
   // thread while the step is learned, not by the launch that begins it.
@@ -152,7 +158,7 @@ bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64
                     "steps (CUTRIAGE_STEP_STAGES) are off: metric plan: " + planned.status().message());
     return not_now();
   }
-  if (!p_.always_on.admit_graph(CostKind::kGroupSwitch)) return not_now();
+  if (!p_.always_on.admit_step(CostKind::kGroupSwitch)) return not_now();
   std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, 0, now, family.family_id);
   if (!ctx) {
     p_.always_on.charge_since(CostKind::kGroupSwitch, now);
@@ -233,6 +239,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
     if (!in_step_.load() || step_context_.load() != event.context_id) return false;  // over meanwhile
     if (event.stream_capturing) return !learning_;  // captured, not run: no range
     const uint64_t now = p_.monotonic_ns();
+    p_.always_on.step_wants_lane(now + kLaneHoldNs);  // learned or in progress: the lane stays the step's
     if (learning_) {
       // Learning only records: the launch goes on through the selection.
       last_step_ns_.store(now);
@@ -292,7 +299,7 @@ std::string StepProfiler::with_profiler_locked(Work&& work) {
 
 std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const LaunchEvent& event, uint64_t launch_index,
                                                                      uint64_t now) {
-  (void)p_.always_on.admit_graph(CostKind::kSameGroup);  // a pass of an admitted step goes at once
+  (void)p_.always_on.admit_step(CostKind::kSameGroup);  // a pass of an admitted step goes at once
   const auto charge = [&] {
     p_.always_on.charge_since(CostKind::kSameGroup, now);
     p_.always_on.graph_spent(p_.monotonic_ns() - now);
@@ -421,7 +428,7 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
   ctx_->stage_pass_mono_ns.store(now);
   if (!p_.always_on.graph_ready(now)) return true;
 
-  (void)p_.always_on.admit_graph(CostKind::kSameGroup);
+  (void)p_.always_on.admit_step(CostKind::kSameGroup);
   collectors::Status s = collectors::Status::ok();
   std::string lost = with_profiler_locked([&](ContextState& ctx) { s = begin_pass_locked(ctx, now); });
   p_.always_on.charge_since(CostKind::kSameGroup, now);
@@ -483,6 +490,7 @@ void StepProfiler::abandon_locked(const std::string& why) {
 
 void StepProfiler::gave_up(std::string message) {
   const uint32_t n = abandoned_.fetch_add(1) + 1;
+  p_.always_on.step_lane_done();  // the graphs' stages may go while the next step waits
   not_before_ns_.store(p_.monotonic_ns() + kRetryNs, std::memory_order_relaxed);
   if (n >= kMaxAbandoned) {
     over_.store(true);

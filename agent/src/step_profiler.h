@@ -94,6 +94,9 @@ class StepProfiler {
   static constexpr uint64_t kLookNs = 20'000'000;
   // How long only the launches of the family found to anchor the next step look again.
   static constexpr uint64_t kLookForNs = 1'000'000'000;
+  // How long the anchor's launch, or a launch of a step learned or in progress, holds the graphs'
+  // stages back (AlwaysOnPolicy::step_wants_lane) when no launch renews it.
+  static constexpr uint64_t kLaneHoldNs = 1'000'000'000;
   // Learning gives up after this many times CUTRIAGE_STEP_STAGES launches without a period.
   static constexpr uint32_t kLearnPeriods = 3;
 

@@ -408,6 +408,59 @@ TEST_CASE("always-on steps: a graph launched every step is one launch of it, and
   }
 }
 
+// The replay of each begin() so far: kLaunches for a step's pass, kApplication for a graph stage's.
+std::vector<collectors::PlanReplay> begin_kinds(const Step& s) {
+  std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+  return s.h->platform.stats.begin_replays;
+}
+
+TEST_CASE("always-on steps: a graph launched more often than a step is learned leaves the lane to the step until "
+          "it is collected",
+          "[agent][always_on][steps]") {
+  // The fake's costs (a configuration 150 ms): each stage or pass is paid back before the next,
+  // and the graph, launched every step, would take each turn before the step is learned again.
+  Step s(steps_config(5));
+  const auto with_graph = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      s.h->platform.mono_ns += 50'000'000;
+      s.launch(s.fma);
+      s.launch(s.strided);
+      s.h->platform.launch_graph(1, 1, 1000 + s.launches, {{s.vadd.mangled}}, s.vadd.mangled);
+      s.launch(s.vadd);
+      s.launch(s.strided);
+    }
+  };
+  for (int n = 0; n < 5000 && step_begins(s).empty(); ++n) with_graph(1);
+  REQUIRE(step_begins(s).size() == 1);
+  const std::vector<collectors::PlanReplay> before = begin_kinds(s);
+  CHECK(std::count(before.begin(), before.end(), collectors::PlanReplay::kApplication) == 0);
+  // The step's passes, each paid back before the next, then the graph's stages.
+  bool collected = false;
+  for (int n = 0; n < 100 && !collected; ++n) {
+    with_graph(100);
+    collected = s.h->log_text().find("passes over 5 launches, counters for 3 kernel families") != std::string::npos;
+  }
+  REQUIRE(collected);
+  const size_t at_end = begin_kinds(s).size();
+  for (int n = 0; n < 100; ++n) {
+    const std::vector<collectors::PlanReplay> kinds = begin_kinds(s);
+    if (std::count(kinds.begin() + static_cast<std::ptrdiff_t>(at_end), kinds.end(),
+                   collectors::PlanReplay::kApplication) > 0) {
+      break;
+    }
+    with_graph(100);
+  }
+  const std::vector<collectors::PlanReplay> after = begin_kinds(s);
+  CHECK(std::count(after.begin() + static_cast<std::ptrdiff_t>(at_end), after.end(),
+                   collectors::PlanReplay::kApplication) > 0);
+  s.h->ag->finish();
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("graph exec 1: its next stage waits for the application's step to be collected") !=
+        std::string::npos);
+  CHECK(log.find("given up") == std::string::npos);
+}
+
 TEST_CASE("always-on steps: a step longer than CUTRIAGE_STEP_STAGES is never learned, given up three times at most",
           "[agent][always_on][steps]") {
   Step s(steps_config(3));  // four launches a step
