@@ -338,8 +338,16 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
   }
   if (!ended.is_ok() || !next.is_ok()) {
     const collectors::Status& why = !ended.is_ok() ? ended.status() : next;
+    // Where it failed, for the log: which pass, over how many launches (graph launches among
+    // them), how long into the step.
+    const size_t graphs = static_cast<size_t>(
+        std::count_if(current_.begin(), current_.end(), [](const Launch& l) { return l.family == nullptr; }));
+    const std::string where = std::string(!ended.is_ok() ? "ending" : "beginning") + " pass " +
+                              std::to_string(pass_ + 1) + " of " + std::to_string(plan_.passes) + " (the pass just run: " +
+                              std::to_string(current_.size()) + " launches, " + std::to_string(graphs) +
+                              " of them graph launches; " + ms(now - begun_ns_) + " after the step began)";
     in_step_.store(false);  // the profiler is already stopped: nothing for abandon_locked to end
-    abandon_locked("range profiler: " + why.message());
+    abandon_locked("range profiler, " + where + ": " + why.message());
     charge();
     return std::nullopt;
   }

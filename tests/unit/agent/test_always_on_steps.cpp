@@ -461,6 +461,35 @@ TEST_CASE("always-on steps: a graph launched more often than a step is learned l
   CHECK(log.find("given up") == std::string::npos);
 }
 
+TEST_CASE("always-on steps: a pass CUPTI fails to end is given up with where it failed", "[agent][always_on][steps]") {
+  // The example service's steps on an H100 ended in CUPTI_ERROR_UNKNOWN at Stop with nothing
+  // more said: the log names the pass, its launches and graph launches, and the time into the step.
+  Step s(steps_config(5));
+  s.costless();
+  const auto with_graph = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      s.h->platform.mono_ns += 50'000'000;
+      s.launch(s.fma);
+      s.launch(s.strided);
+      s.h->platform.launch_graph(1, 1, 1000 + s.launches, {{s.vadd.mangled}}, s.vadd.mangled);
+      s.launch(s.vadd);
+      s.launch(s.strided);
+    }
+  };
+  for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) with_graph(1);
+  REQUIRE(step_begins(s).size() == 1);
+  {
+    std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
+    s.h->platform.config.fail_end_on_call = s.h->platform.stats.ends + 2;  // the step's second pass
+  }
+  with_graph(3);
+  check_given_up(s, "range profiler, ending pass 2 of ");
+  const std::string log = s.h->log_text();
+  INFO(log);
+  CHECK(log.find("(the pass just run: 5 launches, 1 of them graph launches; 100 ms after the step began): "
+                 "cuptiRangeProfilerDecodeData: CUPTI_ERROR_UNKNOWN (injected)") != std::string::npos);
+}
+
 TEST_CASE("always-on steps: a step longer than CUTRIAGE_STEP_STAGES is never learned, given up three times at most",
           "[agent][always_on][steps]") {
   Step s(steps_config(3));  // four launches a step
