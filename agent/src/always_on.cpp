@@ -76,6 +76,10 @@ bool AlwaysOnPolicy::admits_fast(Family& f) {
   if (f.resume_pending.load(std::memory_order_relaxed) || now < f.stage_open_until_ns.load(std::memory_order_relaxed)) {
     return true;
   }
+  // A step wants the lane (CUTRIAGE_STEP_STAGES): it collects every counter of the families of
+  // the application's step at once, and begins when the budget is out of debt, which a group
+  // launch now would push back.
+  if (step_holds_lane(now)) return false;
   if (now < f.not_before_ns.load(std::memory_order_relaxed)) return false;
   return budget_.ready(now) || now < credit_until_ns_.load(std::memory_order_relaxed);
 }

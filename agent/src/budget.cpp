@@ -56,6 +56,9 @@ void Budget::update_next(uint64_t now_ns, double needed) {
   const double cheapest = needed > 0 ? needed
                                      : std::min(cap(), static_cast<double>(*std::min_element(
                                                            estimate_.begin(), estimate_.begin() + 3)));
+  solvent_ns_.store(allowance_ns_ >= 0 ? now_ns
+                                        : now_ns + static_cast<uint64_t>(std::ceil(-allowance_ns_ / options_.fraction)),
+                    std::memory_order_relaxed);
   uint64_t next = now_ns;
   if (allowance_ns_ < cheapest) {
     next += static_cast<uint64_t>(std::ceil((cheapest - allowance_ns_) / options_.fraction));

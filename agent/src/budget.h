@@ -59,6 +59,10 @@ class Budget {
   [[nodiscard]] bool ready(uint64_t now_ns) const { return now_ns >= next_ns_.load(std::memory_order_relaxed); }
   // When ready() turns true (a hint, as ready() is).
   [[nodiscard]] uint64_t next_ns() const { return next_ns_.load(std::memory_order_relaxed); }
+  // Lock-free: whether the allowance is out of debt (at or above zero) at `now_ns`, as of the last
+  // admission or charge. Work the caller spaces itself (admit_spaced) waits for this when it must
+  // not add its cost to a debt others left.
+  [[nodiscard]] bool solvent(uint64_t now_ns) const { return now_ns >= solvent_ns_.load(std::memory_order_relaxed); }
   // The minimum spacing of admitted launches (the rate limit).
   [[nodiscard]] uint64_t spacing_ns() const { return static_cast<uint64_t>(1e9 / options_.max_per_second); }
   // Whether a launch of `kind` may go now; reserves its estimated cost when it may. With
@@ -111,6 +115,7 @@ class Budget {
   uint64_t window_spent_ns_ = 0;                       // sum of recent_
   uint64_t max_window_spent_ns_ = 0;
   std::atomic<uint64_t> next_ns_{0};
+  std::atomic<uint64_t> solvent_ns_{0};  // the allowance is back at zero then (solvent)
 };
 
 }  // namespace cutriage::agent

@@ -95,7 +95,7 @@ bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t 
   // anchor that never launches does not hold them for ever); the step begins once the budget
   // would admit its first pass: a learned step waits for nothing.
   p_.always_on.step_wants_lane(now + kLaneHoldNs);
-  if (!p_.always_on.graph_ready(now)) {
+  if (!p_.always_on.step_ready(now)) {
     not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
     return false;
   }
@@ -308,7 +308,7 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
   for (size_t i = 0; i < current_.size(); ++i) indices_[i].push_back(current_[i].launch_index);
 
   // The next pass goes now only when the budget has paid for the passes so far.
-  const bool ready = p_.always_on.graph_ready(now);
+  const bool ready = p_.always_on.step_ready(now);
   collectors::Result<collectors::CounterData> ended = collectors::Status(collectors::StatusCode::kInternal, "");
   collectors::Status next = collectors::Status::ok();
   bool pending = false;
@@ -434,7 +434,7 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
   // A step's first launch: the step goes on, and so does the context's hold.
   last_step_ns_.store(now);
   ctx_->stage_pass_mono_ns.store(now);
-  if (!p_.always_on.graph_ready(now)) return true;
+  if (!p_.always_on.step_ready(now)) return true;
 
   (void)p_.always_on.admit_step(CostKind::kSameGroup);
   collectors::Status s = collectors::Status::ok();

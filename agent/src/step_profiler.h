@@ -35,9 +35,12 @@
 // (the budget's) or the context's profiler mutex, never the other way. The records are written
 // after `mutex_` is released.
 //
-// Budget: every pass as a graph stage's first (AlwaysOnPolicy::admit_graph, graph_spent): a pass
-// begins only once what the passes before it cost is paid back at the budget's share, and every
-// boundary's measured wall time is charged. In between, the step keeps its context (its profiler
+// Budget: every pass as a graph stage's first (AlwaysOnPolicy::admit_step, graph_spent): a pass
+// begins only once what the passes before it cost is paid back at the budget's share and the
+// budget is out of the debt the rest of the agent left (AlwaysOnPolicy::step_ready), and every
+// boundary's measured wall time is charged. From the anchor's first look until the step is
+// collected or given up, the step holds the lane (step_wants_lane): the groups, the families' PC
+// sampling and the graphs' stages wait, so that the debt is paid and the step's turn comes. In between, the step keeps its context (its profiler
 // configured, the groups, stages and PM windows off it) and follows the application's steps,
 // checking each launch against the learned step, so that the next pass begins at a step's first
 // launch. A collection's passes are so spread over minutes, and the budget holds over every window.

@@ -179,7 +179,7 @@ TEST_CASE("always-on sim: steps complete every family of the step in one collect
   // A step too long for CUTRIAGE_STEP_STAGES is never learned: no shorter period is taken for
   // it, learning gives up each time, and after three give-ups the groups go on alone.
   o.step_stages = 16;
-  o.seconds = 60;
+  o.seconds = 180;
   o.log_path = (std::filesystem::temp_directory_path() / ("cutriage-sim-steps-" + std::to_string(::getpid()) + ".log"))
                    .string();
   const sim::Result groups = sim::run(o, sim::issue_workload());

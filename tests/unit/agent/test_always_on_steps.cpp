@@ -242,11 +242,14 @@ TEST_CASE("always-on steps: a family that groups profiled at another shape keeps
   // Decision 0 would call untrusted (launches of different configurations).
   Step s(steps_config());
   s.costless();
-  // fma_chain at twice its grid until a single-pass group has profiled one such launch.
+  // fma_chain at twice its grid, each followed by one to five strided_load launches (no step of
+  // at most four launches: learning gives up, and the groups go meanwhile, the step no longer
+  // holding them back), until a single-pass group has profiled such a launch.
   const triage::Dim3 twice{s.fma.launch.grid.x * 2, s.fma.launch.grid.y, s.fma.launch.grid.z};
   for (int n = 0; n < 2000 && last_profiled(s.h->read()).count(s.fma.mangled) == 0; ++n) {
     s.h->platform.mono_ns += 50'000'000;
     s.h->platform.launch(make_launch(s.fma.mangled.c_str(), ++s.launches, twice, s.fma.launch.block));
+    for (int k = 0; k <= n % 5; ++k) s.launch(s.strided);
   }
   REQUIRE(last_profiled(s.h->read()).count(s.fma.mangled) == 1);
   // Learning that began at those launches finds no period and waits kRetryNs; a later one does.

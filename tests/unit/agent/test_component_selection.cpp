@@ -507,3 +507,42 @@ TEST_CASE("selection (always-on): a sampled family is sampled again after the in
   CHECK_FALSE(s.deep.samples_again_locked(*f));
   CHECK_FALSE(s.deep.resamples());
 }
+
+TEST_CASE("selection (always-on): a step holding the lane keeps the groups off and begins once the budget is out of debt",
+          "[component][selection][always_on][steps]") {
+  // CUTRIAGE_STEP_STAGES: the first group launch leaves the budget in debt (its estimate, the
+  // first switch's, exceeds the allowance). A step that wants the lane then keeps every family's
+  // launch off the fast path, and may begin only once that debt is paid back at the budget's
+  // share; the graphs' stages wait for the step, the step's own passes do not.
+  AgentConfig c = with_select(agent::SelectMode::kAll);
+  c.mode = agent::AgentMode::kAlwaysOn;
+  Selecting s(c);
+  s.platform.mono_ns += 3600 * kSecond;
+  Family* f = s.family_of(make_launch("grouped", 1));
+  REQUIRE(s.select(make_launch("grouped", 1)).kind == Selection::Kind::kCounters);
+  uint64_t now = s.platform.mono_ns.load();
+  s.always_on->charge_since(agent::CostKind::kGroupSwitch, now - 500'000'000);  // it cost 500 ms
+  // 500 ms against the 240 ms allowance: 260 ms of debt, paid back at 0.4% in 65 s.
+  CHECK(s.always_on->graph_ready(now));
+  CHECK_FALSE(s.always_on->step_ready(now));
+  CHECK(s.always_on->step_ready(now + 66 * kSecond));
+  CHECK_FALSE(s.always_on->step_ready(now + 64 * kSecond));
+
+  s.platform.mono_ns += 70 * kSecond;
+  now = s.platform.mono_ns.load();
+  CHECK(s.always_on->admits_fast(*f));
+  s.always_on->step_wants_lane(now + kSecond);
+  CHECK(s.always_on->step_holds_lane(now));
+  CHECK_FALSE(s.always_on->admits_fast(*f));                                 // the groups wait
+  CHECK_FALSE(s.always_on->admit_graph(agent::CostKind::kGroupSwitch));      // so do graph stages
+  CHECK(s.always_on->admit_step(agent::CostKind::kGroupSwitch));             // the step goes
+  s.always_on->charge_since(agent::CostKind::kGroupSwitch, now);
+  // A hold nobody renews lapses; one dropped ends at once.
+  CHECK(s.always_on->admits_fast(*f) == false);
+  s.platform.mono_ns += 2 * kSecond;
+  CHECK_FALSE(s.always_on->step_holds_lane(s.platform.mono_ns.load()));
+  s.always_on->step_wants_lane(s.platform.mono_ns.load() + kSecond);
+  s.always_on->step_lane_done();
+  CHECK_FALSE(s.always_on->step_holds_lane(s.platform.mono_ns.load()));
+  CHECK(s.always_on->admits_fast(*f));
+}
