@@ -62,6 +62,18 @@ struct Step {
   // Steps until `passes` passes have begun (at most max_steps), then one more (the last pass ends
   // at the anchor's next launch). The steps run.
   int run_passes(size_t passes, int max_steps = 5000);
+  // n served batches: fma_chain, strided_load, a graph (exec 1, one vector_add node), vector_add,
+  // strided_load.
+  void run_with_graph(int n) {
+    for (int i = 0; i < n; ++i) {
+      h->platform.mono_ns += 50'000'000;
+      launch(fma);
+      launch(strided);
+      h->platform.launch_graph(1, 1, 1000 + launches, {{vadd.mangled}}, vadd.mangled);
+      launch(vadd);
+      launch(strided);
+    }
+  }
   // One step; `skip_vadd`: this one leaves vector_add out.
   void run(int n, bool skip_vadd = false) {
     for (int i = 0; i < n; ++i) {
@@ -372,20 +384,10 @@ TEST_CASE("always-on steps: a graph launched every step is one launch of it, and
     // range (one for its launch) is not evaluated; every kernel family gets its own.
     Step s(steps_config(5));
     s.costless();
-    const auto with_graph = [&](int n) {
-      for (int i = 0; i < n; ++i) {
-        s.h->platform.mono_ns += 50'000'000;
-        s.launch(s.fma);
-        s.launch(s.strided);
-        s.h->platform.launch_graph(1, 1, 1000 + s.launches, {{s.vadd.mangled}}, s.vadd.mangled);
-        s.launch(s.vadd);
-        s.launch(s.strided);
-      }
-    };
-    // The graph's own stages come first (its kernel is ranked): the step waits for its context.
-    for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) with_graph(1);
+    // The step holds the graph's stages back (its kernel is ranked) until it is collected.
+    for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) s.run_with_graph(1);
     REQUIRE(step_begins(s).size() == 1);
-    with_graph(static_cast<int>((step_begins(s).front().size() + 9) / 10));
+    s.run_with_graph(static_cast<int>((step_begins(s).front().size() + 9) / 10));
     s.h->ag->finish();
     const std::string log = s.h->log_text();
     INFO(log);
@@ -423,24 +425,14 @@ TEST_CASE("always-on steps: a graph launched more often than a step is learned l
   // The fake's costs (a configuration 150 ms): each stage or pass is paid back before the next,
   // and the graph, launched every step, would take each turn before the step is learned again.
   Step s(steps_config(5));
-  const auto with_graph = [&](int n) {
-    for (int i = 0; i < n; ++i) {
-      s.h->platform.mono_ns += 50'000'000;
-      s.launch(s.fma);
-      s.launch(s.strided);
-      s.h->platform.launch_graph(1, 1, 1000 + s.launches, {{s.vadd.mangled}}, s.vadd.mangled);
-      s.launch(s.vadd);
-      s.launch(s.strided);
-    }
-  };
-  for (int n = 0; n < 5000 && step_begins(s).empty(); ++n) with_graph(1);
+  for (int n = 0; n < 5000 && step_begins(s).empty(); ++n) s.run_with_graph(1);
   REQUIRE(step_begins(s).size() == 1);
   const std::vector<collectors::PlanReplay> before = begin_kinds(s);
   CHECK(std::count(before.begin(), before.end(), collectors::PlanReplay::kApplication) == 0);
   // The step's passes, each paid back before the next, then the graph's stages.
   bool collected = false;
   for (int n = 0; n < 100 && !collected; ++n) {
-    with_graph(100);
+    s.run_with_graph(100);
     collected = s.h->log_text().find("passes over 5 launches, counters for 3 kernel families") != std::string::npos;
   }
   REQUIRE(collected);
@@ -451,7 +443,7 @@ TEST_CASE("always-on steps: a graph launched more often than a step is learned l
                    collectors::PlanReplay::kApplication) > 0) {
       break;
     }
-    with_graph(100);
+    s.run_with_graph(100);
   }
   const std::vector<collectors::PlanReplay> after = begin_kinds(s);
   CHECK(std::count(after.begin() + static_cast<std::ptrdiff_t>(at_end), after.end(),
@@ -469,23 +461,13 @@ TEST_CASE("always-on steps: a pass CUPTI fails to end is given up with where it 
   // more said: the log names the pass, its launches and graph launches, and the time into the step.
   Step s(steps_config(5));
   s.costless();
-  const auto with_graph = [&](int n) {
-    for (int i = 0; i < n; ++i) {
-      s.h->platform.mono_ns += 50'000'000;
-      s.launch(s.fma);
-      s.launch(s.strided);
-      s.h->platform.launch_graph(1, 1, 1000 + s.launches, {{s.vadd.mangled}}, s.vadd.mangled);
-      s.launch(s.vadd);
-      s.launch(s.strided);
-    }
-  };
-  for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) with_graph(1);
+  for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) s.run_with_graph(1);
   REQUIRE(step_begins(s).size() == 1);
   {
     std::lock_guard<std::mutex> lock(s.h->platform.stats.mutex);
     s.h->platform.config.fail_end_on_call = s.h->platform.stats.ends + 2;  // the step's second pass
   }
-  with_graph(3);
+  s.run_with_graph(3);
   check_given_up(s, "range profiler, ending pass 2 of ");
   const std::string log = s.h->log_text();
   INFO(log);
