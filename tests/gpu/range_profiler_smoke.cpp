@@ -27,6 +27,8 @@
 //      each launch alone), and what a pass costs. Whether one always-on stage could serve every
 //      family of a training step with one configuration (issue 22). Then a pass with one launch
 //      fewer: what CUPTI does when a step differs. Last: it leaves y unchecked.
+//   8. with --probe-step-shapes: steps shaped like the example service's (two streams, a graph
+//      launch in the step) and the variants without either: which shape CUPTI refuses.
 // After every profiled launch the in-place kernel's output is checked: kernel replay must restore
 // device memory between passes.
 #include <cuda.h>
@@ -395,7 +397,97 @@ void probe_steps(void* ctx, cc::ProfilerHost& host, const cc::MetricPlan& plan_a
   }
 }
 
-int run(bool probe_empty_range, bool probe_pc_sampling, bool probe_steps_too) {
+// Steps shaped like the example service's (issue 22: its steps ended in CUPTI_ERROR_UNKNOWN at
+// cuptiRangeProfilerStop on an H100, PyTorch's on one stream did not): kRequests requests a step,
+// each three launches on stream A, then one on stream B (the anchor: a pass ends and the next
+// begins just before it, as at the agent's boundary, A's launches of the request still queued), a
+// graph of three launches on B after the step's first anchor, both streams synchronized at each
+// request's end. The variants take the graph, the second stream or both out, so that the shape
+// CUPTI refuses shows; each runs plan A over its passes with a profiler of its own.
+struct StepShape {
+  const char* name;
+  bool two_streams;
+  bool graph;
+};
+
+void probe_step_shapes(void* ctx, const cc::MetricPlan& plan_a, Buffers& b) {
+  constexpr int kRequests = 3;
+  constexpr size_t kPart = kN / 8;
+  float* z = nullptr;
+  check_cuda(cudaMalloc(&z, kPart * sizeof(float)), "cudaMalloc z");
+  cudaStream_t a = nullptr;
+  cudaStream_t side = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), "stream A");
+  check_cuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "stream B");
+  // The graph, captured on B before any profiler exists (as the service does at start).
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  check_cuda(cudaStreamBeginCapture(side, cudaStreamCaptureModeThreadLocal), "begin capture");
+  for (int k = 0; k < 3; ++k) check_cuda(launch_smoke_nudge_on(z, kPart, side), "graph node");
+  check_cuda(cudaStreamEndCapture(side, &graph), "end capture");
+  check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  const StepShape shapes[] = {{"one stream", false, false},
+                              {"one stream, a graph", false, true},
+                              {"two streams", true, false},
+                              {"two streams, a graph (the service)", true, true}};
+  uint64_t collection = 200;
+  for (const StepShape& shape : shapes) {
+    cudaStream_t bs = shape.two_streams ? side : a;
+    cc::MetricPlan plan = plan_a;
+    plan.replay = cc::PlanReplay::kLaunches;
+    plan.collection = ++collection;
+    cc::RangeProfilerOptions options;
+    options.max_ranges = 64;
+    auto profiler = take(cc::make_cupti_range_profiler(ctx, options), "make_cupti_range_profiler (shapes)");
+    const uint32_t per_step = kRequests * 4 + (shape.graph ? 1 : 0);
+    uint32_t pass = 0;
+    bool begun = false;
+    std::string outcome;
+    for (int req = 0; outcome.empty() && req < kRequests * static_cast<int>(plan.passes + 2); ++req) {
+      for (int k = 0; k < 3; ++k) check_cuda(launch_smoke_accumulate_on(b.x, b.y, kPart, a), "request on A");
+      if (req % kRequests == 0) {
+        if (begun) {
+          cc::Result<cc::CounterData> data = profiler->end();
+          if (!data.is_ok()) {
+            outcome = "pass " + std::to_string(pass) + " end() -> " + data.status().message();
+            break;
+          }
+          if (data.value().passes_pending == 0) {
+            outcome = "ok, " + std::to_string(pass + 1) + " passes, " + std::to_string(data.value().ranges) +
+                      " ranges (launches a step: " + std::to_string(per_step) + ")";
+            break;
+          }
+          ++pass;
+        }
+        const cc::Status s = profiler->begin(plan);
+        if (!s.is_ok()) {
+          outcome = "pass " + std::to_string(pass) + " begin() -> " + s.message();
+          break;
+        }
+        begun = true;
+      }
+      check_cuda(launch_smoke_scale_on(b.x, z, kPart, bs), "request on B");
+      if (shape.graph && req % kRequests == 0) check_cuda(cudaGraphLaunch(exec, bs), "graph launch");
+      check_cuda(cudaStreamSynchronize(a), "sync A");
+      check_cuda(cudaStreamSynchronize(bs), "sync B");
+    }
+    if (outcome.empty()) outcome = "no outcome after " + std::to_string(pass) + " passes";
+    std::printf("step shapes: %s, plan A (%u passes): %s\n", shape.name, plan.passes, outcome.c_str());
+    profiler.reset();
+    const cudaError_t after = cudaDeviceSynchronize();
+    if (after != cudaSuccess) {
+      std::printf("step shapes: the device after it: %s; no further shapes\n", cudaGetErrorString(after));
+      break;
+    }
+  }
+  (void)cudaGraphExecDestroy(exec);
+  (void)cudaGraphDestroy(graph);
+  (void)cudaStreamDestroy(a);
+  (void)cudaStreamDestroy(side);
+  (void)cudaFree(z);
+}
+
+int run(bool probe_empty_range, bool probe_pc_sampling, bool probe_steps_too, bool probe_shapes) {
   int devices = 0;
   const cudaError_t count_err = cudaGetDeviceCount(&devices);
   if (count_err != cudaSuccess || devices == 0) {
@@ -576,6 +668,7 @@ int run(bool probe_empty_range, bool probe_pc_sampling, bool probe_steps_too) {
     check_plan_a(profile_once(*host, *profiler, plan_a, b, "A after PC sampling (never disabled)"));
   }
   if (probe_steps_too) probe_steps(ctx, *host, plan_a, b);  // last: y is no longer tracked
+  if (probe_shapes) probe_step_shapes(ctx, plan_a, b);
   std::printf("range_profiler_smoke: OK\n");
   return 0;
 }
@@ -587,13 +680,15 @@ int main(int argc, char** argv) {
   bool probe_empty_range = false;
   bool probe_pc_sampling = false;
   bool probe_steps_too = false;
+  bool probe_shapes = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--probe-step-shapes") == 0) probe_shapes = true;
     if (std::strcmp(argv[i], "--probe-empty-range") == 0) probe_empty_range = true;
     if (std::strcmp(argv[i], "--probe-pc-sampling") == 0) probe_pc_sampling = true;
     if (std::strcmp(argv[i], "--probe-steps") == 0) probe_steps_too = true;
   }
   try {
-    return run(probe_empty_range, probe_pc_sampling, probe_steps_too);
+    return run(probe_empty_range, probe_pc_sampling, probe_steps_too, probe_shapes);
   } catch (const Failure& f) {
     std::printf("FAIL: %s\n", f.what.c_str());
     return 1;
