@@ -1,7 +1,8 @@
 // Prints the always-on simulation's table (tests/support/always_on_sim.h): the synthetic
 // workload at the default budget on the fake platform. Optional arguments: BUDGET (a fraction,
 // 0.004), SECONDS (900), "nopm" (without the PM routing window), "stages" (CUTRIAGE_STAGE_PASSES=1)
-// and switch_ms=N / same_ms=N (the cost model: a new configuration's first pass, a configured one's).
+// and switch_ms=N / same_ms=N / pm_start_ms=N (the cost model: a new configuration's first pass, a
+// configured one's, a PM window's Start).
 // bench/always_on_sim.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     } else {
-      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, steps=N, switch_ms=N, same_ms=N)\n", argv[i]);
+      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, steps=N, switch_ms=N, same_ms=N, pm_start_ms=N)\n", argv[i]);
       return 1;
     }
   }

@@ -82,12 +82,13 @@ struct Options {
   std::string log_path;
 };
 
-// A bench argument that sets the cost model: switch_ms=N (a new configuration's first pass) or
-// same_ms=N (a configured one's), whole milliseconds. False when `arg` is neither; sets *error
-// when it is one with a bad value.
+// A bench argument that sets the cost model: switch_ms=N (a new configuration's first pass),
+// same_ms=N (a configured one's) or pm_start_ms=N (a PM window's Start), whole milliseconds. False
+// when `arg` is none of them; sets *error when it is one with a bad value.
 inline bool parse_cost_arg(const std::string& arg, Options& o, std::string* error) {
   const bool is_switch = arg.rfind("switch_ms=", 0) == 0;
-  if (!is_switch && arg.rfind("same_ms=", 0) != 0) return false;
+  const bool is_pm = arg.rfind("pm_start_ms=", 0) == 0;
+  if (!is_switch && !is_pm && arg.rfind("same_ms=", 0) != 0) return false;
   const std::string value = arg.substr(arg.find('=') + 1);
   char* end = nullptr;
   const unsigned long long ms = std::strtoull(value.c_str(), &end, 10);
@@ -95,7 +96,7 @@ inline bool parse_cost_arg(const std::string& arg, Options& o, std::string* erro
     *error = "'" + arg + "' needs whole milliseconds";
     return true;
   }
-  (is_switch ? o.switch_ns : o.same_group_ns) = ms * 1'000'000ULL;
+  (is_switch ? o.switch_ns : is_pm ? o.pm_start_ns : o.same_group_ns) = ms * 1'000'000ULL;
   return true;
 }
 
