@@ -29,7 +29,7 @@ lib="$PWD/$build/agent/libcutriage.so"
 cli="$PWD/$build/tools/cutriage"
 raw="$out/raw.txt"
 [ "${PHASE:-all}" = long ] || : >"$raw"
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/lib.sh"  # median
 ao="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0"
 
 phase="${PHASE:-all}"   # rounds: parts 1-2; long: part 3; all (the device's 10-minute calls need two)

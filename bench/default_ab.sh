@@ -31,7 +31,6 @@ case "$program" in
 esac
 . "$(dirname "$0")/lib.sh"
 export BUILD="$build"
-median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # One run of one arm: "<throughput> <result>" on stdout, the rest in $raw.
 run_arm() {  # arm round

@@ -1,5 +1,9 @@
 # Shared by the GPU benchmark scripts (sourced, not run).
 #
+# median: the median of the numbers on standard input, one a line ("nan" for none).
+median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+#
 # run_program PROGRAM CONFIG LENGTH: runs the example service (build-service/cutriage_service, the
 # agent linked) for LENGTH seconds, or bench/torch_loop.py (the agent injected from
 # $BUILD/agent/libcutriage.so, BUILD default build-gpu) for LENGTH steps, with CONFIG: CUTRIAGE_*

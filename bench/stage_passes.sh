@@ -37,18 +37,14 @@ notices() {  # LOG: the routed and complete lines, and why stages were left
   grep -E "verdict routed|diagnosis complete|PM window on|stage|step" "$1" | cut -c1-260
 }
 
+. "$(dirname "$0")/lib.sh"  # median
+
 ab_medians() {  # FILE UNIT: "off X" / "on Y" lines -> each side's median and the loss
-  python3 - "$1" "$2" <<'PY'
-import statistics, sys
-side = {"off": [], "on": []}
-for line in open(sys.argv[1]):
-    k, _, v = line.partition(" ")
-    try: side[k].append(float(v))
-    except (KeyError, ValueError): pass
-if side["off"] and side["on"]:
-    off, on = statistics.median(side["off"]), statistics.median(side["on"])
-    print(f"A/B medians over {len(side['off'])} rounds: off {off:.1f} {sys.argv[2]}, on {on:.1f}: loss {100 * (off - on) / off:+.2f}%")
-PY
+  local off on
+  off=$(awk '$1 == "off" {print $2}' "$1" | median)
+  on=$(awk '$1 == "on" {print $2}' "$1" | median)
+  awk -v off="$off" -v on="$on" -v n="$(grep -c '^off ' "$1")" -v unit="$2" \
+    'BEGIN { printf "A/B medians over %d rounds: off %.1f %s, on %.1f: loss %+.2f%%\n", n, off, unit, on, (off - on) / off * 100 }'
 }
 
 run_service() {  # NAME STAGES(0|1) SECONDS

@@ -86,10 +86,10 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // steps (graph_ready, graph_spent). A graph is launched far more often than a step can be
   // learned (2 x CUTRIAGE_STEP_STAGES launches), so without a hold the graph's stages would take
   // every turn and the step, which gives every family of the application's loop its counters,
-  // none (the example service on an H100: no step in 150 s). A step that has an anchor holds
-  // graph stages back until `until_ns` (monotonic), renewed as it looks and learns, dropped
-  // (step_lane_done) when it begins, ends or has no family left to collect; a hold nobody
-  // renews lapses by itself.
+  // none. A step whose anchor launches holds the lane until `until_ns` (monotonic): the graphs'
+  // stages (admit_graph) and the families' groups and PC sampling (admits_fast) wait. The anchor's
+  // looks and every launch of a step learned or in progress renew it; a give-up or no family left
+  // to collect drops it (step_lane_done); a hold nobody renews lapses by itself.
   void step_wants_lane(uint64_t until_ns) { step_lane_until_ns_.store(until_ns, std::memory_order_relaxed); }
   void step_lane_done() { step_lane_until_ns_.store(0, std::memory_order_relaxed); }
   [[nodiscard]] bool step_holds_lane(uint64_t now_ns) const {
@@ -106,9 +106,9 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
     return now_ns >= graph_not_before_ns_.load(std::memory_order_relaxed);
   }
   // Whether a step's pass may begin now: graph_ready, and the budget out of the debt that the PM
-  // window, the plans and the groups' launches left (on an H100 a step that waited only for its
-  // own passes spent 0.86-1.0% at a 0.4% budget: the share twice over). The groups and the PC
-  // sampling of families wait while a step holds the lane (admits_fast), so the debt is paid.
+  // window, the plans and the groups' launches left (a step that waited only for its own passes
+  // spent the share twice over: BENCHMARKS.md). The groups and the PC sampling of families wait
+  // while a step holds the lane (admits_fast), so the debt is paid.
   [[nodiscard]] bool step_ready(uint64_t now_ns) const { return graph_ready(now_ns) && budget_.solvent(now_ns); }
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);

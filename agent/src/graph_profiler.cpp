@@ -215,14 +215,11 @@ bool GraphProfiler::begin_pass(const LaunchEvent& event, Target& t, uint64_t sta
   // its later passes go on credit (charged all the same), so that a stage is not left halfway.
   const CostKind cost = first_pass ? CostKind::kGroupSwitch : CostKind::kSameGroup;
   if (p_.always_on && !p_.always_on->admit_graph(cost)) {
-    if (p_.always_on->step_holds_lane(started_mono)) {
-      p_.log.log_once(LogLevel::kInfo, "graph-step-" + std::to_string(t.exec_id),
-                      "graph exec " + std::to_string(t.exec_id) +
-                          ": its next stage waits for the application's step to be collected (CUTRIAGE_STEP_STAGES)");
-    } else {
-      p_.log.log_once(LogLevel::kInfo, "graph-budget-" + std::to_string(t.exec_id),
-                      "graph exec " + std::to_string(t.exec_id) + ": waiting for the budget to pay for its next stage");
-    }
+    const bool step = p_.always_on->step_holds_lane(started_mono);
+    p_.log.log_once(LogLevel::kInfo, (step ? "graph-step-" : "graph-budget-") + std::to_string(t.exec_id),
+                    "graph exec " + std::to_string(t.exec_id) +
+                        (step ? ": its next stage waits for the application's step to be collected (CUTRIAGE_STEP_STAGES)"
+                              : ": waiting for the budget to pay for its next stage"));
     return false;
   }
   std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, t.exec_id, started_mono);

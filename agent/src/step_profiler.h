@@ -40,10 +40,11 @@
 // budget is out of the debt the rest of the agent left (AlwaysOnPolicy::step_ready), and every
 // boundary's measured wall time is charged. From the anchor's first look until the step is
 // collected or given up, the step holds the lane (step_wants_lane): the groups, the families' PC
-// sampling and the graphs' stages wait, so that the debt is paid and the step's turn comes. In between, the step keeps its context (its profiler
-// configured, the groups, stages and PM windows off it) and follows the application's steps,
-// checking each launch against the learned step, so that the next pass begins at a step's first
-// launch. A collection's passes are so spread over minutes, and the budget holds over every window.
+// sampling and the graphs' stages wait, so that the debt is paid and the step's turn comes. In
+// between, the step keeps its context (its profiler configured, the groups, stages and PM windows
+// off it) and follows the application's steps, checking each launch against the learned step, so
+// that the next pass begins at a step's first launch. A collection's passes are so spread over
+// minutes, and the budget holds over every window.
 #pragma once
 
 #include <atomic>

@@ -610,13 +610,10 @@ TEST_CASE("H200 replay: graph kernels running when the trace paused came back la
   CHECK(after->p50_ns() == Approx(before->p50_ns()).epsilon(0.05));
 }
 
-TEST_CASE("H100 always-on steps: one collection over PyTorch's training steps gave each kernel its own range",
-          "[always_on][steps]") {
-  // torch-steps-h100.pb: bench/torch_loop.py with CUTRIAGE_STEP_STAGES=64 at the default budget
-  // on an H100 (README here). The agent learned a step of 15 launches from the optimizer's
-  // multi_tensor_apply kernel, over the main thread's forward and the autograd thread's backward,
-  // and collected every counter in 20 passes, one step each.
-  const tools::ReadResult r = load("torch-steps-h100.pb");
+namespace {
+
+// A PyTorch steps capture's records of the step: profiled, replay mode "application", 20 passes.
+std::vector<const v1::KernelProfile*> step_records(const tools::ReadResult& r) {
   std::vector<const v1::KernelProfile*> steps;
   for (const v1::KernelProfile* k : tools::current_kernels(r)) {
     if (k->status() == v1::PROFILE_STATUS_PROFILED && k->replay_mode() == v1::REPLAY_MODE_APPLICATION &&
@@ -624,6 +621,19 @@ TEST_CASE("H100 always-on steps: one collection over PyTorch's training steps ga
       steps.push_back(k);
     }
   }
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE("H100 always-on steps: one collection over PyTorch's training steps gave each kernel its own range",
+          "[always_on][steps]") {
+  // torch-steps-h100.pb: bench/torch_loop.py with CUTRIAGE_STEP_STAGES=64 at the default budget
+  // on an H100 (README here). The agent learned a step of 15 launches from the optimizer's
+  // multi_tensor_apply kernel, over the main thread's forward and the autograd thread's backward,
+  // and collected every counter in 20 passes, one step each.
+  const tools::ReadResult r = load("torch-steps-h100.pb");
+  const std::vector<const v1::KernelProfile*> steps = step_records(r);
   REQUIRE(steps.size() == 12);  // the log: "20 passes over 15 launches, counters for 12 kernel families"
   std::set<std::string> functions;
   uint64_t first = UINT64_MAX;
@@ -660,13 +670,7 @@ TEST_CASE("H100 always-on steps after the fixes: every family of the step comple
   // ones are listed as not collectable instead of keeping the families incomplete, and all 12 are
   // complete at once (200.5 s).
   const tools::ReadResult r = load("torch-steps2-h100.pb");
-  std::vector<const v1::KernelProfile*> steps;
-  for (const v1::KernelProfile* k : tools::current_kernels(r)) {
-    if (k->status() == v1::PROFILE_STATUS_PROFILED && k->replay_mode() == v1::REPLAY_MODE_APPLICATION &&
-        k->passes() == 20) {
-      steps.push_back(k);
-    }
-  }
+  const std::vector<const v1::KernelProfile*> steps = step_records(r);
   REQUIRE(steps.size() == 12);
   const std::vector<std::string> complete = complete_notices(r);
   size_t untrusted = 0;
