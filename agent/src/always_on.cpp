@@ -21,6 +21,9 @@ constexpr uint32_t kMaxAbandonedStages = 2;
 // CUTRIAGE_STAGE_PASSES: how long first stages wait for the PM window's first answer (on the H200
 // it came 2.8 s into the example service and 11.5 s into a PyTorch loop).
 constexpr uint64_t kPmWaitNs = 30'000'000'000;
+// CUTRIAGE_STEP_STAGES: how long after the routing window's latest answer the lane stays the
+// first step's when no anchor's launch renews it.
+constexpr uint64_t kFirstStepLookNs = 1'000'000'000;
 // How long a family that declined a switch (another family's group ranked first) waits before its
 // launches come to the selection again.
 constexpr uint64_t kRoutingFirstWaitNs = 1'000'000'000;
@@ -60,7 +63,14 @@ AlwaysOnPolicy::AlwaysOnPolicy(const AgentConfig& config, FamilyTable& families,
     : SinglePassPolicy("always-on", config, families, devices, builds, log, triage_options, std::move(clocks)),
       started_ns_(clocks_.monotonic_ns()),
       budget_(budget_options(config), started_ns_),
-      pm_settled_(!config.pm_window) {}
+      pm_settled_(!config.pm_window) {
+  // CUTRIAGE_STEP_STAGES: the lane is the step's from the start, until the routing window has
+  // answered and the anchor's launches renew the hold (or none does, and it lapses). A step's
+  // first pass pays CUPTI's first Start of the process and waits until the budget is out of debt:
+  // a group switched to before it would pay that start-up instead and push the step back by the
+  // debt of the groups' own launches, counters the step collects anyway.
+  if (config.step_launches > 0) step_lane_until_ns_.store(started_ns_ + kPmWaitNs + kFirstStepLookNs);
+}
 
 void AlwaysOnPolicy::planning_cost(uint64_t cost_ns) {
   std::lock_guard<std::mutex> budget_lock(families_.mutex());

@@ -78,6 +78,9 @@ bool StepProfiler::enter(const LaunchEvent& event, Family& family, uint64_t laun
 }
 
 bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t now) {
+  // The context known to the table even when it was created before the agent subscribed: while
+  // the first step holds the lane no group claims it, and the PM window samples only a known one.
+  (void)p_.contexts.for_launch(event);
   {
     std::lock_guard<std::mutex> flock(p_.families.mutex());
     const Family* anchor = p_.always_on.step_anchor_locked(family, now);
@@ -85,7 +88,9 @@ bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t 
       look_for_.store(anchor != nullptr ? anchor->family_id : 0, std::memory_order_relaxed);
       look_for_until_ns_.store(now + kLookForNs, std::memory_order_relaxed);
       if (anchor == nullptr) {
-        p_.always_on.step_lane_done();  // nothing to collect: the graphs' stages go on
+        // Nothing to collect: the groups and the graphs' stages go on. While the routing window
+        // may still answer, the lane stays the first step's (AlwaysOnPolicy's constructor).
+        if (!p_.always_on.routing_window_pending(now)) p_.always_on.step_lane_done();
         not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
       }
       return false;
