@@ -12,6 +12,7 @@
 # run the service and PyTorch halves in separate calls with PROGRAMS=service or PROGRAMS=torch).
 # AB_SECONDS (0: none): an A/B of throughput, agent off vs on, AB_ROUNDS (1) rounds of one run each
 # way, off first, the median of each side printed last.
+# LOG_LEVEL (info): the PyTorch run's CUTRIAGE_LOG_LEVEL.
 # STEP_STAGES=N: the same runs with always-on's steps (CUTRIAGE_STEP_STAGES=N, docs/always-on.md
 # "Steps") instead of the stages.
 set -u -o pipefail
@@ -60,7 +61,7 @@ run_service() {  # NAME STAGES(0|1) SECONDS
 run_torch() {  # NAME STAGES(0|1) SECONDS
   local name="$1" stages="$2" n="$3"
   # About 530 steps a second on the H200 (bench/torch_loop.py).
-  timeout $((n + 90)) env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL=info \
+  timeout $((n + 90)) env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL="${LOG_LEVEL:-info}" \
     CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/$name.pb" CUDA_INJECTION64_PATH="$lib" \
     python3 bench/torch_loop.py $((n * 530)) >"$out/$name.log" 2>&1
   echo "-- $name (stages $stages, steps $steps, about $n s): exit $?: $(grep -E '^steps_per_s=' "$out/$name.log" | tail -1)"
