@@ -120,6 +120,15 @@ bool StepProfiler::try_learn(const LaunchEvent& event, Family& family, uint64_t 
   return true;
 }
 
+size_t StepProfiler::pass_start() const {
+  // Just after the period's last graph launch; 0 (the anchor's launch) when there is none, or
+  // when the last launch is one.
+  for (size_t i = first_.size(); i-- > 0;) {
+    if ((first_[i] & kGraphPosition) != 0) return (i + 1) % first_.size();
+  }
+  return 0;
+}
+
 size_t StepProfiler::period_at() const {
   // Decided only over at least two of the longest steps allowed: a step that launches a family
   // several times in a row (a model's layers) repeats a shorter pattern at its start, which two
@@ -145,6 +154,10 @@ bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64
     not_before_ns_.store(now + kLookNs, std::memory_order_relaxed);
     return false;
   };
+  // A pass runs from the step's first launch up to its first graph launch (pass_start()).
+  pass_len_ = static_cast<size_t>(
+      std::find_if(first_.begin(), first_.end(), [](uint64_t p) { return (p & kGraphPosition) != 0; }) -
+      first_.begin());
   std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device);
   if (!dev || dev->limits.chip.empty()) return not_now();
   std::string error;
@@ -177,7 +190,7 @@ bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64
     std::lock_guard<std::mutex> plock(ctx->profiler_mutex);
     bool failed_now = false;
     s = ctx->ensure_range_profiler_locked(p_.platform, &failed_now);
-    if (s.is_ok() && ctx->max_ranges < first_.size()) {
+    if (s.is_ok() && ctx->max_ranges < pass_len_) {
       s = collectors::Status(collectors::StatusCode::kUnavailable,
                              "the context's range profiler has room for " + std::to_string(ctx->max_ranges) +
                                  " ranges a pass");
@@ -253,7 +266,16 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
           first_.assign(learned_.end() - static_cast<std::ptrdiff_t>(period), learned_.end());
           learning_ = false;
           learned_.clear();
-          return begin_locked(event, family, launch_index, now);
+          const size_t start = pass_start();
+          if (start == 0) return begin_locked(event, family, launch_index, now);
+          // The passes begin right after the step's last graph launch (CUPTI fails a pass with a
+          // graph launch inside it): this launch is followed at its place in that order until the
+          // first pass begins.
+          std::rotate(first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(start), first_.end());
+          waiting_ = true;
+          unbegun_ = true;
+          position_ = first_.size() - start;
+          return follow_locked(family.family_id, family.names->function);
         }
       }
       learn_locked(family.family_id);
@@ -303,7 +325,7 @@ std::string StepProfiler::with_profiler_locked(Work&& work) {
 }
 
 std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const LaunchEvent& event, uint64_t launch_index,
-                                                                     uint64_t now) {
+                                                                     uint64_t now, bool at_graph) {
   (void)p_.always_on.admit_step(CostKind::kSameGroup);  // a pass of an admitted step goes at once
   const auto charge = [&] {
     p_.always_on.charge_since(CostKind::kSameGroup, now);
@@ -313,7 +335,7 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
   for (size_t i = 0; i < current_.size(); ++i) indices_[i].push_back(current_[i].launch_index);
 
   // The next pass goes now only when the budget has paid for the passes so far.
-  const bool ready = p_.always_on.step_ready(now);
+  const bool ready = !at_graph && p_.always_on.step_ready(now);
   collectors::Result<collectors::CounterData> ended = collectors::Status(collectors::StatusCode::kInternal, "");
   collectors::Status next = collectors::Status::ok();
   bool pending = false;
@@ -343,14 +365,13 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
   }
   if (!ended.is_ok() || !next.is_ok()) {
     const collectors::Status& why = !ended.is_ok() ? ended.status() : next;
-    // Where it failed, for the log: which pass, over how many launches (graph launches among
-    // them), how long into the step.
-    const size_t graphs = static_cast<size_t>(
-        std::count_if(current_.begin(), current_.end(), [](const Launch& l) { return l.family == nullptr; }));
+    // Where it failed, for the log: which pass, over how many launches, ended where, how long
+    // into the step.
     const std::string where = std::string(!ended.is_ok() ? "ending" : "beginning") + " pass " +
                               std::to_string(pass_ + 1) + " of " + std::to_string(plan_.passes) + " (the pass just run: " +
-                              std::to_string(current_.size()) + " launches, " + std::to_string(graphs) +
-                              " of them graph launches; " + ms(now - begun_ns_) + " after the step began)";
+                              std::to_string(current_.size()) + " launches, ended " +
+                              (at_graph ? "before the step's graph launch" : "at the step's first launch") + "; " +
+                              ms(now - begun_ns_) + " after the step began)";
     in_step_.store(false);  // the profiler is already stopped: nothing for abandon_locked to end
     abandon_locked("range profiler, " + where + ": " + why.message());
     charge();
@@ -364,7 +385,9 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
       if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
     } else {
       waiting_ = true;
-      position_ = 1 % first_.size();  // this launch, the step's first, runs outside any pass
+      // This launch (the step's first, or the graph launch that ended the pass) runs outside any
+      // pass.
+      position_ = ((at_graph ? pass_len_ : 0) + 1) % first_.size();
     }
     charge();
     return std::nullopt;
@@ -432,6 +455,14 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
                                          uint64_t now) {
   const size_t at = position_;
   if (!follow_locked(family.family_id, family.names->function) || at != 0) return true;
+  if (unbegun_) {
+    // The step's first launch after its last graph launch: the collection begins.
+    if (!p_.always_on.step_ready(now)) return true;
+    unbegun_ = false;
+    waiting_ = false;
+    (void)begin_locked(event, family, launch_index, now);
+    return true;
+  }
   if (std::this_thread::get_id() != anchor_thread_) {
     abandon_locked("its first launch came from another thread than the first pass's");
     return true;
@@ -525,17 +556,19 @@ void StepProfiler::end_step_locked() {
   indices_.clear();
   pass_ = 0;
   waiting_ = false;
+  unbegun_ = false;
   position_ = 0;
+  pass_len_ = 0;
 }
 
 void StepProfiler::graph_launch(const LaunchEvent& event) {
   if (!in_step_.load(std::memory_order_acquire) || step_context_.load() != event.context_id) return;
+  std::optional<Collected> done;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!in_step_.load() || step_context_.load() != event.context_id) return;
-    // A graph launched in the step is one of its launches: under auto range and user replay CUPTI
-    // gives it one range, its kernels' counters together (docs/always-on.md, "Steps"). It is
-    // checked against the learned step like a kernel's launch, and its range is not evaluated.
+    // A graph launched in the step is one of its launches, checked against the learned step like
+    // a kernel's; no pass holds one (docs/always-on.md, "Steps").
     const uint64_t position = graph_position(event.graph_exec_id);
     if (learning_) {
       last_step_ns_.store(p_.monotonic_ns());
@@ -552,15 +585,14 @@ void StepProfiler::graph_launch(const LaunchEvent& event) {
     } else if (first_[at] != position) {
       abandon_locked(other_than_first(graph_name(event.graph_exec_id), at));
     } else {
-      Launch l;
-      l.event = event;
-      current_.push_back(l);
-      // Its kernels ran with counters on: kept out of the graph's durations, as a graph stage's.
-      if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+      // The step's first graph launch after the pass's start (pass_len_): the pass ends before it
+      // runs, and the next begins at the step's first launch.
+      done = boundary_locked(event, 0, p_.monotonic_ns(), true);
     }
   } catch (...) {
     p_.log.log_once(LogLevel::kError, "step-graph", "internal error in a step");
   }
+  if (done) hand_over(std::move(*done));
 }
 
 void StepProfiler::finish() {

@@ -13,10 +13,14 @@
 // So one configuration switch serves every family of the step, where the groups pay one per group
 // and the stages one per family.
 //
-// A graph launched in the step (a served batch's graph every few requests) is one of its launches:
-// under auto range and user replay CUPTI gives a graph launch one range, its kernels' counters
-// together, so it takes one position of the step, is checked like a kernel's launch, and its range
-// is not evaluated (the graph's own stages give its kernels their verdicts).
+// A graph launched in the step (a served batch's graph every few requests) is one of its launches,
+// checked like a kernel's, but no pass holds one: CUPTI fails the Stop of a pass with a graph
+// launch inside it when the collection has several passes (on one stream as on two, seen on the
+// H200: tests/data/always_on/steps-shapes-probe-h200.txt). So a step with graph launches is taken
+// from the launch after its last graph launch (pass_start()), each pass ends before its first
+// graph launch, and the launches from there to the next pass run outside any pass (the graph's own
+// stages give its kernels their verdicts). A family launched only after that graph launch in the
+// step gets no range from it.
 //
 // CUPTI does not check that the passes ran the same launches (a pass one launch short is not
 // refused), so the profiler checks every launch on the step's context, from any thread, against
@@ -155,12 +159,18 @@ class StepProfiler {
   // launch recorded so far, once they are at least twice CUTRIAGE_STEP_STAGES, when that launch
   // begins one; 0 otherwise.
   [[nodiscard]] size_t period_at() const;
+  // Where in the learned period (first_) the passes begin: just after its last graph launch, or
+  // at the anchor's launch (0) when it has none.
+  [[nodiscard]] size_t pass_start() const;
   // The step is learned: its first pass begins on this launch (the anchor's). False: given up.
   bool begin_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index, uint64_t now);
   // The anchor launched again: the pass in progress ends, and the next begins when the budget
   // has paid for the passes so far (otherwise the step waits, following the application's steps,
   // until a later one), or the step completes.
-  std::optional<Collected> boundary_locked(const collectors::LaunchEvent& event, uint64_t launch_index, uint64_t now);
+  // `at_graph`: the step's graph launch that ends each pass (pass_len_); the next pass then begins
+  // at the step's next first launch.
+  std::optional<Collected> boundary_locked(const collectors::LaunchEvent& event, uint64_t launch_index, uint64_t now,
+                                           bool at_graph = false);
   // Waiting between two passes: a launch of the step; at the step's first launch the next pass
   // begins when the budget allows.
   bool between_passes_locked(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
@@ -220,6 +230,8 @@ class StepProfiler {
   collectors::MetricPlan plan_;
   uint32_t pass_ = 0;                               // the pass in progress, or the next one while waiting_
   bool waiting_ = false;                            // between two passes: the next waits for the budget
+  bool unbegun_ = false;                            // waiting_ for the first pass (a step with graph launches)
+  size_t pass_len_ = 0;                             // launches a pass: first_ up to its first graph launch
   size_t position_ = 0;                             // waiting_: the next launch's position in the step
   std::vector<uint64_t> first_;                     // the family of each launch of a pass (learned)
   std::vector<std::vector<uint64_t>> indices_;      // per launch position: its launch index in each pass
