@@ -400,6 +400,31 @@ TEST_CASE("always-on steps: a graph launched every step is one launch of it, and
     // Each its own range's values, not the graph's range beside it.
     for (const Captured* k : {&s.fma, &s.strided, &s.vadd}) (void)step_record(profiled, r, *k);
   }
+  SECTION("a graph at the end of every step") {
+    // The step's last launch is the graph: the passes begin at the anchor as without one, and end
+    // before the graph.
+    Step s(steps_config(5));
+    s.costless();
+    const auto served = [&s](int n) {
+      for (int i = 0; i < n; ++i) {
+        s.h->platform.mono_ns += 50'000'000;
+        s.launch(s.fma);
+        s.launch(s.strided);
+        s.launch(s.vadd);
+        s.launch(s.strided);
+        s.h->platform.launch_graph(1, 1, 1000 + s.launches, {{s.vadd.mangled}}, s.vadd.mangled);
+      }
+    };
+    for (int n = 0; n < 2000 && step_begins(s).empty(); ++n) served(1);
+    REQUIRE(step_begins(s).size() == 1);
+    served(static_cast<int>((step_begins(s).front().size() + 9) / 10));
+    s.h->ag->finish();
+    const std::string log = s.h->log_text();
+    INFO(log);
+    CHECK(log.find("step at zoo_fma_chain: 17 passes over 4 launches, counters for 3 kernel families") !=
+          std::string::npos);
+    CHECK(log.find("given up") == std::string::npos);
+  }
   SECTION("a graph in one pass only") {
     Step s(steps_config());
     s.costless();
