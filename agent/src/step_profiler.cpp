@@ -457,6 +457,7 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
   if (!follow_locked(family.family_id, family.names->function) || at != 0) return true;
   if (unbegun_) {
     // The step's first launch after its last graph launch: the collection begins.
+    last_step_ns_.store(now);
     if (!p_.always_on.step_ready(now)) return true;
     unbegun_ = false;
     waiting_ = false;
