@@ -21,8 +21,8 @@ constexpr uint32_t kMaxAbandonedStages = 2;
 // CUTRIAGE_STAGE_PASSES: how long first stages wait for the PM window's first answer (on the H200
 // it came 2.8 s into the example service and 11.5 s into a PyTorch loop).
 constexpr uint64_t kPmWaitNs = 30'000'000'000;
-// CUTRIAGE_STEP_STAGES: how long after the routing window's latest answer the lane stays the
-// first step's when no anchor's launch renews it.
+// CUTRIAGE_STEP_STAGES: how long past the routing window's longest wait (kPmWaitNs) the lane stays
+// the first step's when no anchor's launch has renewed it.
 constexpr uint64_t kFirstStepLookNs = 1'000'000'000;
 // How long a family that declined a switch (another family's group ranked first) waits before its
 // launches come to the selection again.

@@ -22,6 +22,7 @@ std::string ms(uint64_t ns) { return std::to_string(ns / 1'000'000) + " ms"; }
 // A graph launch's place in a step: its exec id with the top bit set (family ids count up from 1).
 constexpr uint64_t kGraphPosition = uint64_t{1} << 63;
 uint64_t graph_position(uint32_t exec_id) { return kGraphPosition | exec_id; }
+bool is_graph_position(uint64_t position) { return (position & kGraphPosition) != 0; }
 std::string graph_name(uint32_t exec_id) { return "graph exec " + std::to_string(exec_id); }
 
 // Every counter the rules read, and what always-on's groups collect besides (the chip's riders,
@@ -124,7 +125,7 @@ size_t StepProfiler::pass_start() const {
   // Just after the period's last graph launch; 0 (the anchor's launch) when there is none, or
   // when the last launch is one.
   for (size_t i = first_.size(); i-- > 0;) {
-    if ((first_[i] & kGraphPosition) != 0) return (i + 1) % first_.size();
+    if (is_graph_position(first_[i])) return (i + 1) % first_.size();
   }
   return 0;
 }
@@ -155,9 +156,7 @@ bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64
     return false;
   };
   // A pass runs from the step's first launch up to its first graph launch (pass_start()).
-  pass_len_ = static_cast<size_t>(
-      std::find_if(first_.begin(), first_.end(), [](uint64_t p) { return (p & kGraphPosition) != 0; }) -
-      first_.begin());
+  pass_len_ = static_cast<size_t>(std::find_if(first_.begin(), first_.end(), is_graph_position) - first_.begin());
   std::optional<collectors::DeviceInfo> dev = p_.devices.info(event.device);
   if (!dev || dev->limits.chip.empty()) return not_now();
   std::string error;
@@ -272,8 +271,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
           // graph launch inside it): this launch is followed at its place in that order until the
           // first pass begins.
           std::rotate(first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(start), first_.end());
-          waiting_ = true;
-          unbegun_ = true;
+          waiting_ = true;  // with no context yet: the first pass is still to begin (between_passes_locked)
           position_ = first_.size() - start;
           return follow_locked(family.family_id, family.names->function);
         }
@@ -455,11 +453,11 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
                                          uint64_t now) {
   const size_t at = position_;
   if (!follow_locked(family.family_id, family.names->function) || at != 0) return true;
-  if (unbegun_) {
-    // The step's first launch after its last graph launch: the collection begins.
+  if (!ctx_) {
+    // A step with graph launches, its first pass still to begin: the step's first launch after
+    // its last graph launch begins the collection.
     last_step_ns_.store(now);
     if (!p_.always_on.step_ready(now)) return true;
-    unbegun_ = false;
     waiting_ = false;
     (void)begin_locked(event, family, launch_index, now);
     return true;
@@ -557,7 +555,6 @@ void StepProfiler::end_step_locked() {
   indices_.clear();
   pass_ = 0;
   waiting_ = false;
-  unbegun_ = false;
   position_ = 0;
   pass_len_ = 0;
 }

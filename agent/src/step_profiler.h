@@ -229,8 +229,7 @@ class StepProfiler {
   std::shared_ptr<collectors::ProfilerHost> host_;
   collectors::MetricPlan plan_;
   uint32_t pass_ = 0;                               // the pass in progress, or the next one while waiting_
-  bool waiting_ = false;                            // between two passes: the next waits for the budget
-  bool unbegun_ = false;                            // waiting_ for the first pass (a step with graph launches)
+  bool waiting_ = false;                            // between two passes (without ctx_: before the first)
   size_t pass_len_ = 0;                             // launches a pass: first_ up to its first graph launch
   size_t position_ = 0;                             // waiting_: the next launch's position in the step
   std::vector<uint64_t> first_;                     // the family of each launch of a pass (learned)
