@@ -12,6 +12,9 @@
 # run the service and PyTorch halves in separate calls with PROGRAMS=service or PROGRAMS=torch).
 # AB_SECONDS (0: none): an A/B of throughput, agent off vs on, AB_ROUNDS (1) rounds of one run each
 # way, off first, the median of each side printed last.
+# OFF_SECONDS (0: none): instead, one plain run of that length after the always-on run, compared
+# with the always-on run itself: the loss over the whole always-on run, up-front work included,
+# with the plain rate measured in a shorter run (a device call is 10 minutes at most).
 # LOG_LEVEL (info): the PyTorch run's CUTRIAGE_LOG_LEVEL.
 # STEP_STAGES=N: the same runs with always-on's steps (CUTRIAGE_STEP_STAGES=N, docs/always-on.md
 # "Steps") instead of the stages.
@@ -21,6 +24,7 @@ svc="${2:-build-service/cutriage_service}"
 out="${OUT:-$PWD/bench-out}/stage_passes"
 secs="${SECONDS_EACH:-280}"
 ab="${AB_SECONDS:-0}"
+off_secs="${OFF_SECONDS:-0}"
 rounds="${AB_ROUNDS:-1}"
 programs="${PROGRAMS:-service torch}"
 steps="${STEP_STAGES:-0}"
@@ -76,6 +80,15 @@ for p in $programs; do
       [ -x "$svc" ] || { echo "no $svc: build it first (see the header)" >&2; continue; }
       echo "== the example service"
       run_service "svc-$kind" "$stages" "$secs"
+      if [ "$off_secs" -gt 0 ]; then
+        off=$(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" "$svc" "$off_secs" 2>/dev/null)
+        on=$(cat "$out/svc-$kind.out")
+        echo "plain run ($off_secs s): $off"
+        [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
+        printf 'off %s\non %s\n' "$(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$off")" \
+          "$(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$on")" >"$out/svc-off.txt"
+        ab_medians "$out/svc-off.txt" requests/s
+      fi
       if [ "$ab" -gt 0 ]; then
         : >"$out/svc-ab.txt"
         for r in $(seq "$rounds"); do
@@ -93,6 +106,14 @@ for p in $programs; do
     torch)
       echo "== bench/torch_loop.py"
       run_torch "torch-$kind" "$stages" "$secs"
+      if [ "$off_secs" -gt 0 ]; then
+        python3 bench/torch_loop.py $((off_secs * 530)) >"$out/torch-off.log" 2>&1
+        off=$(grep -E '^steps_per_s=' "$out/torch-off.log" | tail -1)
+        on=$(grep -E '^steps_per_s=' "$out/torch-$kind.log" | tail -1)
+        echo "plain run (about $off_secs s): $off"
+        printf 'off %s\non %s\n' "${off#steps_per_s=}" "${on#steps_per_s=}" >"$out/torch-off.txt"
+        ab_medians "$out/torch-off.txt" steps/s
+      fi
       if [ "$ab" -gt 0 ]; then
         : >"$out/torch-ab.txt"
         for r in $(seq "$rounds"); do
