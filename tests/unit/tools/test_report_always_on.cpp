@@ -103,16 +103,25 @@ TEST_CASE("report: the header's mode and the overhead spent of the budget", "[re
   CHECK(text.find("over the budget") == std::string::npos);
   for (const std::string& line : lines_of(text)) CHECK(columns(line) <= 100);
 
-  // Spent more than the budget allows (0.5% of 10 s = 50 ms): said so.
-  wire::SessionEnd over = session_end();
-  over.overhead = overhead();
-  over.overhead->spent_ns = 80'000'000;
-  std::string over_bytes = wire::RecordEncoder().session(always_on_session());
-  over_bytes += wire::RecordEncoder().session_end(over);
-  const std::string over_text = render(over_bytes);
+  // Spent more than the budget allows (0.5% of 10 s = 50 ms, plus two allowances of 0.5% of the
+  // 1 s window: a bound of 60 ms): said so.
+  const auto overhead_text = [](uint64_t spent_ns) {
+    wire::SessionEnd over = session_end();
+    over.overhead = overhead();
+    over.overhead->spent_ns = spent_ns;
+    std::string over_bytes = wire::RecordEncoder().session(always_on_session());
+    over_bytes += wire::RecordEncoder().session_end(over);
+    return paragraph(render(over_bytes), "overhead: ", "          ");
+  };
+  const std::string over_text = overhead_text(80'000'000);
   INFO(over_text);
-  CHECK(paragraph(over_text, "overhead: ", "          ")
-            .find("spent 80.0 ms of 10.0 s (0.8%), over the budget;") != std::string::npos);
+  CHECK(over_text.find("spent 80.0 ms of 10.0 s (0.8%), over the budget's bound of 60.0 ms (the share and two "
+                       "allowances);") != std::string::npos);
+  // Over the share, within the bound (a short run's up-front work not yet paid back): both said.
+  const std::string within_text = overhead_text(55'000'000);
+  INFO(within_text);
+  CHECK(within_text.find("spent 55.0 ms of 10.0 s (0.55%), over the budget's share but within its bound of 60.0 ms "
+                         "(the share and two allowances);") != std::string::npos);
 
   // Neither a mode nor an overhead: neither line.
   wire::SessionInfo plain_session = testing::synthetic_trace_session();
