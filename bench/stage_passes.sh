@@ -44,6 +44,10 @@ notices() {  # LOG: the routed and complete lines, and why stages were left
 
 . "$(dirname "$0")/lib.sh"  # median
 
+svc_rate() {  # the service's output line -> its requests a second
+  sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$1"
+}
+
 ab_medians() {  # FILE UNIT: "off X" / "on Y" lines -> each side's median and the loss
   local off on
   off=$(awk '$1 == "off" {print $2}' "$1" | median)
@@ -85,8 +89,7 @@ for p in $programs; do
         on=$(cat "$out/svc-$kind.out")
         echo "plain run ($off_secs s): $off"
         [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
-        printf 'off %s\non %s\n' "$(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$off")" \
-          "$(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$on")" >"$out/svc-off.txt"
+        printf 'off %s\non %s\n' "$(svc_rate "$off")" "$(svc_rate "$on")" >"$out/svc-off.txt"
         ab_medians "$out/svc-off.txt" requests/s
       fi
       if [ "$ab" -gt 0 ]; then
@@ -97,8 +100,8 @@ for p in $programs; do
           echo "A/B round $r off: $off"
           echo "A/B round $r on:  $on"
           [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
-          echo "off $(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$off")" >>"$out/svc-ab.txt"
-          echo "on $(sed -E 's/.* ([0-9.]+) requests\/s.*/\1/' <<<"$on")" >>"$out/svc-ab.txt"
+          echo "off $(svc_rate "$off")" >>"$out/svc-ab.txt"
+          echo "on $(svc_rate "$on")" >>"$out/svc-ab.txt"
         done
         ab_medians "$out/svc-ab.txt" requests/s
       fi

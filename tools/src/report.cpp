@@ -633,10 +633,9 @@ void render_overhead(std::ostringstream& out, const v1::OverheadStats& o) {
   const double share = o.budget_fraction() * double(o.wall_ns());
   if (o.wall_ns() > 0 && o.budget_fraction() > 0 && double(o.spent_ns()) > share) {
     const double bound = share + 2 * o.budget_fraction() * double(o.window_ns());
-    text += double(o.spent_ns()) <= bound
-                ? ", over the budget's share but within its bound of " + short_duration(bound) +
-                      " (the share and two allowances)"
-                : ", over the budget's bound of " + short_duration(bound) + " (the share and two allowances)";
+    text += std::string(double(o.spent_ns()) <= bound ? ", over the budget's share but within its bound of "
+                                                      : ", over the budget's bound of ") +
+            short_duration(bound) + " (the share and two allowances)";
   }
   if (o.window_ns() > 0) {
     text += "; worst window " + short_duration(double(o.max_window_spent_ns())) + " of " +
