@@ -1,8 +1,9 @@
 // Prints the always-on simulation's table (tests/support/always_on_sim.h): the synthetic
 // workload at the default budget on the fake platform. Optional arguments: BUDGET (a fraction,
 // 0.004), SECONDS (900), "nopm" (without the PM routing window), "stages" (CUTRIAGE_STAGE_PASSES=1)
-// and switch_ms=N / same_ms=N / pm_start_ms=N (the cost model: a new configuration's first pass, a
-// configured one's, a PM window's Start).
+// "warmup" (CUTRIAGE_WARMUP's start-up paid at the first launch) and switch_ms=N / same_ms=N /
+// pm_start_ms=N / first_ms=N (the cost model: a new configuration's first pass, a configured one's,
+// a PM window's Start, the process's first Start besides a switch's).
 // bench/always_on_sim.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "nopm") {
       o.pm_window = false;
+    } else if (a == "warmup") {  // CUTRIAGE_WARMUP: the first Start paid at the first launch
+      o.warm_up = true;
     } else if (a == "stages") {
       o.stage_passes = true;
     } else if (a.rfind("steps=", 0) == 0) {  // CUTRIAGE_STEP_STAGES=N
@@ -44,7 +47,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     } else {
-      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, steps=N, switch_ms=N, same_ms=N, pm_start_ms=N)\n", argv[i]);
+      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, steps=N, warmup, switch_ms=N, same_ms=N, pm_start_ms=N, first_ms=N)\n", argv[i]);
       return 1;
     }
   }

@@ -131,6 +131,10 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
         trace_started_, [this] { return monotonic_now(); }, flush_thread_.running_flag(),
         [this] { flush_thread_.wake(); }});
   }
+  if (always_on_ && config_.warmup && platform_.range_profiler_has_startup()) {
+    warmup_ = std::make_unique<ProfilerWarmup>(ProfilerWarmup::Parts{
+        platform_, log_, devices_, contexts_, plans_, *always_on_, [this] { return monotonic_now(); }});
+  }
   families_.set_on_create([this](Family& f) {
     earlier_ranking_.mark_locked(f);
     if (single_pass() != nullptr && single_pass()->resumable_locked(f)) {
@@ -289,6 +293,7 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
                                           (event.per_thread_stream ? 1U : 0U));
     }
     if (event.correlation_repeated) note_repeated_correlation(event);
+    if (warmup_ && !paused_.load(std::memory_order_relaxed)) warmup_->at_launch(event);
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
       if (steps_) steps_->graph_launch(event);

@@ -63,6 +63,7 @@
 #include "selection.h"
 #include "session_view.h"
 #include "step_profiler.h"
+#include "profiler_warmup.h"
 #include "trace_folder.h"
 
 namespace cutriage::agent {
@@ -220,6 +221,8 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::unique_ptr<PmWindow> pm_window_;
   // Always-on's steps (CUTRIAGE_STEP_STAGES); null otherwise; never reassigned.
   std::unique_ptr<StepProfiler> steps_;
+  // Always-on's start-up paid ahead (CUTRIAGE_WARMUP); null otherwise; never reassigned.
+  std::unique_ptr<ProfilerWarmup> warmup_;
   // Polls the window when the agent may profile (flush thread, or cutriage_flush without one).
   void poll_pm_window(bool may_wait);
 };

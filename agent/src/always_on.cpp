@@ -486,6 +486,12 @@ void AlwaysOnPolicy::charge_since(CostKind kind, uint64_t started_mono_ns) {
   budget_.charge(now, kind, now > started_mono_ns ? now - started_mono_ns : 0);
 }
 
+void AlwaysOnPolicy::startup_paid_since(uint64_t started_mono_ns) {
+  const uint64_t now = clocks_.monotonic_ns();
+  std::lock_guard<std::mutex> lock(families_.mutex());
+  budget_.startup_paid(now, now > started_mono_ns ? now - started_mono_ns : 0);
+}
+
 void AlwaysOnPolicy::cancel_since(CostKind kind, uint64_t started_mono_ns) {
   const uint64_t now = clocks_.monotonic_ns();
   std::lock_guard<std::mutex> lock(families_.mutex());

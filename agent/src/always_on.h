@@ -112,6 +112,9 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   [[nodiscard]] bool step_ready(uint64_t now_ns) const { return graph_ready(now_ns) && budget_.solvent(now_ns); }
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);
+  // CUPTI's start-up paid ahead since `started_mono_ns` (ProfilerWarmup, the lock NOT held):
+  // reported apart, outside the budget's share (Budget::startup_paid).
+  void startup_paid_since(uint64_t started_mono_ns);
   // The same for an admitted launch that was not profiled after all (Budget::cancel).
   void cancel_since(CostKind kind, uint64_t started_mono_ns);
   // Always-on's PM routing window (pm_window.h), the lock NOT held. The first window goes at once,

@@ -145,6 +145,17 @@ void Budget::charge(uint64_t now_ns, CostKind kind, uint64_t cost_ns) {
   update_next(now_ns, 0);
 }
 
+void Budget::startup_paid(uint64_t now_ns, uint64_t cost_ns) {
+  accrue(now_ns);
+  startup_ns_ += cost_ns;
+  const auto k = static_cast<size_t>(CostKind::kGroupSwitch);
+  if (!startup_charged_ && measured_[k] == 0) {
+    startup_charged_ = true;
+    estimate_[k] = kLaterSwitchGuessNs;
+    update_next(now_ns, 0);
+  }
+}
+
 wire::OverheadStats Budget::stats(uint64_t now_ns) const {
   wire::OverheadStats s;
   s.budget_fraction = options_.fraction;
@@ -156,6 +167,7 @@ wire::OverheadStats Budget::stats(uint64_t now_ns) const {
   s.admitted = admitted_;
   s.deferred = deferred_;
   s.group_switches = group_switches_;
+  s.startup_ns = startup_ns_;
   return s;
 }
 

@@ -85,6 +85,10 @@ class Budget {
   // estimate nothing and counts as neither an admission nor a switch (a claim that failed in
   // microseconds would otherwise pass for the first switch, CUPTI's start-up, or drag the mean).
   void cancel(uint64_t now_ns, CostKind kind, uint64_t cost_ns);
+  // CUPTI's one-off start-up, paid ahead at the first launch (CUTRIAGE_WARMUP): reported apart
+  // (OverheadStats::startup_ns), neither spent nor drawn from the allowance, as the profiler host
+  // made at context creation is not. The first group switch is then estimated as a later one.
+  void startup_paid(uint64_t now_ns, uint64_t cost_ns);
   // A selected launch the budget held back.
   void defer() { ++deferred_; }
   [[nodiscard]] uint64_t estimate_ns(CostKind kind) const { return estimate_[static_cast<size_t>(kind)]; }
@@ -108,6 +112,7 @@ class Budget {
   std::array<uint32_t, kCostKinds> measured_{};  // costs measured per kind (the estimate's weight)
   bool startup_charged_ = false;          // the first group switch (CUPTI start-up) was charged
   uint64_t spent_ns_ = 0;
+  uint64_t startup_ns_ = 0;  // startup_paid(), outside spent_ns_
   uint64_t admitted_ = 0;
   uint64_t deferred_ = 0;
   uint64_t group_switches_ = 0;

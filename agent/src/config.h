@@ -172,6 +172,9 @@ struct AgentConfig {
   // collection of every counter the rules read gives every family of the step its verdict.
   // Experimental, off until the H200 has measured it in the agent.
   uint32_t step_launches = 0;
+  // Always-on: CUPTI's one-off range-profiler start-up paid at the first launch on each device,
+  // reported apart from the budget (profiler_warmup.h), instead of by the first profiled launch.
+  bool warmup = true;
   uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
   uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.

@@ -185,7 +185,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 48> kOptions = {{
+const std::array<Option, 49> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -398,6 +398,18 @@ const std::array<Option, 48> kOptions = {{
          return ok();
        }
        return apply_unsigned(v, c.step_launches, 2, 512);
+     }},
+    {{"CUTRIAGE_WARMUP", "--warmup", "1|0", "1",
+      "always-on: pay CUPTI's one-off range-profiler start-up (the process's first Start, several times a "
+      "later switch) at the first launch on each device, reported apart from the budget, so that the "
+      "budget's share goes to counters from the start; 0 leaves it to the first profiled launch, paid "
+      "from the budget (docs/always-on.md)"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.warmup = *b;
+       return ok();
      }},
     {{"CUTRIAGE_PC_SAMPLING_PERIOD", "--pc-sampling-period", "auto|N", "auto",
       "one warp-state sample per SM every 2^N cycles, N from 5 to 31; auto picks N from the "

@@ -454,6 +454,8 @@ class CuptiPlatform final : public Platform {
     return make_cupti_profiler_host(chip);
   }
 
+  // The process's first Start on a newly enabled object (bench/switch_cost.sh "fresh").
+  [[nodiscard]] bool range_profiler_has_startup() const override { return true; }
   Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context, uint32_t max_ranges) override {
     RangeProfilerOptions options;
     options.max_ranges = max_ranges;

@@ -185,6 +185,31 @@ class CuptiRangeProfiler final : public RangeProfiler {
     return data;
   }
 
+  Status warm_up(const MetricPlan& plan) override {
+    if (started_) {
+      return Status(StatusCode::kInternal, "RangeProfiler::warm_up() between begin() and end()");
+    }
+    if (plan.replay != PlanReplay::kNone || plan.passes != 1 || plan.config_image.empty()) {
+      return Status(StatusCode::kInvalidArgument, "RangeProfiler::warm_up(): needs a single-pass plan without replay");
+    }
+    steps_ = RangeProfilerSteps{};
+    // A newly enabled object, never started: the cost to pay is such an object's first Start.
+    if (configured_) CUTRIAGE_RETURN_IF_ERROR(disable_object());
+    if (object_ == nullptr) CUTRIAGE_RETURN_IF_ERROR(enable());
+    Status status = configure_and_start(plan);
+    if (status.is_ok()) {
+      started_ = false;
+      const StepTimer timer(&steps_.stop_ns);
+      CUpti_RangeProfiler_Stop_Params stop{};
+      stop.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+      stop.pRangeProfilerObject = object_;
+      status = cupti_status(cuptiRangeProfilerStop(&stop), "cuptiRangeProfilerStop (warm-up)");
+    }
+    // Never decoded, never reused: the next begin() enables an object of its own.
+    const Status disabled = disable_object();
+    return status.is_ok() ? disabled : status;
+  }
+
   [[nodiscard]] uint32_t pass_in_progress() const override { return begun_pass_; }
   [[nodiscard]] RangeProfilerSteps last_steps() const override { return steps_; }
 

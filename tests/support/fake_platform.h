@@ -69,6 +69,8 @@ struct FakeStats {
   // What the agent asked of the platform once per device or chip (DeviceCatalog caches both).
   std::atomic<int> device_info_calls{0};
   std::atomic<int> host_calls{0};
+  // RangeProfiler::warm_up() calls that paid (FakeConfig::warm_up).
+  std::atomic<int> warm_ups{0};
 };
 
 struct FakeConfig {
@@ -131,6 +133,10 @@ struct FakeConfig {
   uint64_t cost_pc_ns = 200'000'000;
   // Added to the process's first begin() (cuptiProfilerInitialize); 0 by default.
   uint64_t cost_first_begin_ns = 0;
+  // RangeProfiler::warm_up() pays the first-begin cost ahead, costing what a switch's begin()
+  // does (a newly enabled object's first Start) besides; off by default: the fake then has no
+  // start-up to pay ahead (kNotSupported), as the older tests assume.
+  bool warm_up = false;
   // What a metric plan of at least cost_plan_min_names names costs, on the same clock, on
   // whichever thread makes it; 0 by default. (Single-pass groups hold names_per_pass names or fewer.)
   uint64_t cost_plan_ns = 0;
@@ -262,6 +268,27 @@ class FakeRangeProfiler final : public collectors::RangeProfiler {
     if (cfg_.switch_after_disable) configured_.clear();
     uint64_t mine = context_id_;
     if (stats_.enabled_context[device_].compare_exchange_strong(mine, 0)) ++stats_.disables;
+    return Status::ok();
+  }
+  Status warm_up(const collectors::MetricPlan& plan) override {
+    if (!cfg_.warm_up) return RangeProfiler::warm_up(plan);
+    if (open_) return Status(StatusCode::kInternal, "fake: warm_up() while a range is open (no end())");
+    if (plan.replay != collectors::PlanReplay::kNone || plan.passes != 1) {
+      return Status(StatusCode::kInvalidArgument, "fake: warm_up() needs a single-pass plan without replay");
+    }
+    if (stats_.pm_context[device_].load() != 0) {
+      ++stats_.pm_range_overlaps;
+      return Status(StatusCode::kInternal, "fake: range profiler warmed up while PM sampling runs on the device");
+    }
+    steps_ = collectors::RangeProfilerSteps{};
+    if (cfg_.mono_ns != nullptr) {
+      uint64_t cost = cfg_.cost_switch_ns;
+      if (!cfg_.began_once.exchange(true)) cost += cfg_.cost_first_begin_ns;
+      *cfg_.mono_ns += cost;
+      steps_.start_ns = cost;
+    }
+    ++stats_.warm_ups;
+    configured_.clear();  // disabled after: the next begin() is a switch
     return Status::ok();
   }
   Status begin(const collectors::MetricPlan& plan) override {
@@ -728,6 +755,7 @@ class FakePlatform final : public collectors::Platform {
     h->counters_ = counters_;
     return std::unique_ptr<collectors::ProfilerHost>(std::move(h));
   }
+  [[nodiscard]] bool range_profiler_has_startup() const override { return config.warm_up; }
   Result<std::unique_ptr<collectors::RangeProfiler>> make_range_profiler(const collectors::ContextEvent& ctx,
                                                                        uint32_t max_ranges) override {
     if (!config.range_profiler_status.is_ok()) return config.range_profiler_status;

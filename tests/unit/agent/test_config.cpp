@@ -71,6 +71,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_PM_WINDOW") return "0";
   if (env == "CUTRIAGE_STAGE_PASSES") return "1";
   if (env == "CUTRIAGE_STEP_STAGES") return "64";
+  if (env == "CUTRIAGE_WARMUP") return "0";
   if (env == "CUTRIAGE_PC_SAMPLING_PERIOD") return "9";
   if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
   if (env == "CUTRIAGE_PROMETHEUS_FILE") return "/var/lib/node_exporter/cutriage.prom";
@@ -476,7 +477,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 48);
+  REQUIRE(options.size() == 49);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -522,7 +523,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.nvtx_exclude.spec() != d.nvtx_exclude.spec() || c.pc_sampling != d.pc_sampling ||
                          c.graph_pm_sampling != d.graph_pm_sampling || c.pm_window != d.pm_window ||
                          c.graph_pc_sampling != d.graph_pc_sampling || c.stage_passes != d.stage_passes ||
-                         c.step_launches != d.step_launches ||
+                         c.step_launches != d.step_launches || c.warmup != d.warmup ||
                          c.pc_sampling_period_log2 != d.pc_sampling_period_log2 ||
                          c.cubin_cache_mb != d.cubin_cache_mb || c.prometheus_file != d.prometheus_file ||
                          c.prometheus_interval_ms != d.prometheus_interval_ms || c.segment_mb != d.segment_mb ||
@@ -548,7 +549,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING", "CUTRIAGE_GRAPH_PM_SAMPLING",
                                        "CUTRIAGE_GRAPH_PC_SAMPLING",
                                        "CUTRIAGE_PM_WINDOW", "CUTRIAGE_STAGE_PASSES", "CUTRIAGE_STEP_STAGES",
-                                       "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
+                                       "CUTRIAGE_WARMUP", "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
                                        "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
                                        "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP",
                                        "CUTRIAGE_MODE", "CUTRIAGE_REPLAY", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
@@ -1030,4 +1031,15 @@ TEST_CASE("config: CUTRIAGE_STEP_STAGES takes 0 or a step's most launches, and n
     CHECK(contains(errors(r)[0].message, "CUTRIAGE_STEP_STAGES"));
     CHECK(contains(errors(r)[0].message, "0 (off) or an integer from 2 to 512"));
   }
+}
+
+TEST_CASE("config: CUTRIAGE_WARMUP is on by default and takes the boolean spellings", "[config]") {
+  CHECK(parse_config({}).config.warmup);
+  CHECK_FALSE(parse_config({{"CUTRIAGE_WARMUP", "0"}}).config.warmup);
+  CHECK(parse_config({{"CUTRIAGE_WARMUP", "1"}}).config.warmup);
+  const ConfigResult r = parse_config({{"CUTRIAGE_WARMUP", "later"}});
+  CHECK_FALSE(r.ok());
+  REQUIRE(errors(r).size() == 1);
+  CHECK(contains(errors(r)[0].message, "CUTRIAGE_WARMUP"));
+  CHECK(contains(errors(r)[0].message, "1, 0, on, off, true, false, yes or no"));
 }

@@ -365,6 +365,9 @@ class Platform {
   // 1 for one launch between begin() and end(), more for always-on's steps (CUTRIAGE_STEP_STAGES).
   virtual Result<std::unique_ptr<RangeProfiler>> make_range_profiler(const ContextEvent& context,
                                                                      uint32_t max_ranges) = 0;
+  // Whether the range profiler's first Start in the process costs a start-up worth paying ahead
+  // (RangeProfiler::warm_up); false where there is none (the default).
+  [[nodiscard]] virtual bool range_profiler_has_startup() const { return false; }
   // PC sampling on one context. kNotSupported on devices or builds without it.
   virtual Result<std::unique_ptr<PcSampler>> make_pc_sampler(const ContextEvent& context) = 0;
   // PM sampling on the device of one context; the chip names the one-pass configuration CUPTI

@@ -145,6 +145,16 @@ class RangeProfiler {
   // again. Not allowed between begin() and end(). No-op when not enabled. Abandons a
   // PlanReplay::kApplication or kLaunches collection whose passes are not all done.
   virtual Status disable() { return Status::ok(); }
+  // Pays CUPTI's one-off start-up ahead of the first profiled launch: configures the single-pass
+  // plan (PlanReplay::kNone), starts and stops a range with no kernel in it, decodes nothing (an
+  // empty range's DecodeData failed on the H200 and the process died soon after), and disables.
+  // The process's first Start on a newly enabled object costs several times a later one's
+  // (docs/always-on.md, "Start-up"): paid here, at a moment the caller picks, instead of by the
+  // first launch a budget admitted. Not allowed between begin() and end(); the profiler is left
+  // disabled, ready for the next begin(). kNotSupported where there is no such cost to pay.
+  virtual Status warm_up(const MetricPlan& /*plan*/) {
+    return Status(StatusCode::kNotSupported, "this range profiler has no start-up to pay ahead");
+  }
   // After a successful begin() of a plan whose passes are the application's repeats: the index of
   // the pass it began (0: the first of a new collection), so the caller can tell a continued
   // collection from one CUPTI started over. 0 for other plans.
