@@ -293,9 +293,12 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
                                           (event.per_thread_stream ? 1U : 0U));
     }
     if (event.correlation_repeated) note_repeated_correlation(event);
-    if (warmup_ && !paused_.load(std::memory_order_relaxed)) warmup_->at_launch(event);
     if (event.api == collectors::LaunchApi::kGraphLaunch) {
       counts_.graph_launches.fetch_add(1, std::memory_order_relaxed);
+      // Once a graph is targeted, as a candidate family's launch below.
+      if (warmup_ && graph_profiler_.any_target() && !paused_.load(std::memory_order_relaxed)) {
+        warmup_->at_launch(event);
+      }
       if (steps_) steps_->graph_launch(event);
       return graph_profiler_.enter(event);
     }
@@ -332,6 +335,13 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
           if (gate.owns_lock()) platform_.flush_trace(false);
         }
       }
+    }
+    // CUPTI's start-up, paid ahead of the first profile (CUTRIAGE_WARMUP) at the first launch of a
+    // family the agent wants: a process with nothing to profile (a short one, a health check) never
+    // pays it, and one that has pays it when it would have anyway, but apart from the budget.
+    if (warmup_ && family->candidate.load(std::memory_order_relaxed) && !paused_.load(std::memory_order_relaxed) &&
+        !event.correlation_repeated) {
+      warmup_->at_launch(event);
     }
     // A step in progress on the launch's context records every launch there (each one range of its
     // pass), candidate or not; with none, a candidate's launch may begin one.

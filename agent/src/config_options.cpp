@@ -401,7 +401,7 @@ const std::array<Option, 49> kOptions = {{
      }},
     {{"CUTRIAGE_WARMUP", "--warmup", "1|0", "1",
       "always-on: pay CUPTI's one-off range-profiler start-up (the process's first Start, several times a "
-      "later switch) at the first launch on each device, reported apart from the budget, so that the "
+      "later switch) at the first launch on each device of a family it profiles, reported apart from the budget, so that the "
       "budget's share goes to counters from the start; 0 leaves it to the first profiled launch, paid "
       "from the budget (docs/always-on.md)"},
      kBoolAccepts,

@@ -97,6 +97,8 @@ class GraphProfiler {
   // completes it). Counts the exec's launches and bridges it to its records' graph id.
   bool enter(const collectors::LaunchEvent& event);
   void exit(const collectors::LaunchEvent& event);
+  // Whether any graph exec is a target (lock-free).
+  [[nodiscard]] bool any_target() const { return any_target_.load(std::memory_order_relaxed); }
   // After each ranking, the trace's lock held: which graphs hold the ranked families' time.
   void retarget_locked(const triage::TimelineAccumulator& timeline);
   // The end of the session, after the last trace flush and before the records' rewrite: the

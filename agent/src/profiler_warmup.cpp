@@ -50,7 +50,7 @@ void ProfilerWarmup::warm_up(const collectors::LaunchEvent& fast_event) {
   }
   collectors::MetricPlan plan = std::move(planned).value();
   plan.replay = collectors::PlanReplay::kNone;
-  // The first launch on the device: nothing else profiles there yet, but a claim keeps it so.
+  // Before the device's first profile: nothing else profiles there yet, but a claim keeps it so.
   std::shared_ptr<ContextState> ctx = p_.contexts.claim(event, 0, started, 0);
   if (!ctx) return;  // a profile holds the device: the next launch tries again
   const ClaimGuard claim(ctx.get());
@@ -82,7 +82,7 @@ void ProfilerWarmup::warm_up(const collectors::LaunchEvent& fast_event) {
                  "): " + s.message());
     return;
   }
-  p_.log.info("CUPTI's range-profiler start-up paid at the first launch on device " + std::to_string(device) + ": " +
+  p_.log.info("CUPTI's range-profiler start-up paid ahead of the first profile on device " + std::to_string(device) + ": " +
               ms_text(spent) + " (Start " + ms_text(steps.start_ns) + "), reported apart from the budget " +
               "(CUTRIAGE_WARMUP=0 leaves it to the first profiled launch)");
 }

@@ -4,10 +4,12 @@
 // The process's first Start on a newly enabled range-profiler object costs several times what
 // every later one costs (bench/switch_cost.sh "fresh": the first against the rest). Charged to
 // the budget, that one Start is a debt the share pays back over minutes, and every verdict waits
-// behind it (docs/always-on.md, "Start-up"). Paid here instead: at the first kernel or graph
-// launch on each device, on the launching thread, before the launch, one empty range is started
-// and stopped (RangeProfiler::warm_up), and its cost is reported apart from the budget
-// (OverheadStats::startup_ns), as the profiler host made at context creation is.
+// behind it (docs/always-on.md, "Start-up"). Paid here instead: at the first launch on each device
+// of a family the agent wants (a candidate, or a targeted graph: the caller decides), on the
+// launching thread, before the launch, one empty range is started and stopped
+// (RangeProfiler::warm_up), and its cost is reported apart from the budget
+// (OverheadStats::startup_ns), as the profiler host made at context creation is. A process with
+// nothing to profile never pays it.
 //
 // Threading: once every device launched on is done, a launch costs one atomic load. The first
 // launches on a device race for `mutex_` with try_lock: the loser goes on unwarmed, as do launches
@@ -46,8 +48,8 @@ class ProfilerWarmup {
 
   explicit ProfilerWarmup(Parts parts) : p_(std::move(parts)) {}
 
-  // A launch's entry (kernel or graph launch), before anything profiles it. On a device not yet
-  // done, pays the start-up now, on this thread.
+  // The entry of a launch the agent may profile (kernel or graph launch), before anything profiles
+  // it. On a device not yet done, pays the start-up now, on this thread.
   void at_launch(const collectors::LaunchEvent& event) {
     if (event.device >= 64 || (done_.load(std::memory_order_relaxed) & (uint64_t{1} << event.device)) != 0) return;
     warm_up(event);

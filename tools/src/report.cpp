@@ -637,9 +637,9 @@ void render_overhead(std::ostringstream& out, const v1::OverheadStats& o) {
                                                       : ", over the budget's bound of ") +
             short_duration(bound) + " (the share and two allowances)";
   }
-  // CUTRIAGE_WARMUP: CUPTI's start-up, paid at the first launch and kept out of the budget.
+  // CUTRIAGE_WARMUP: CUPTI's start-up, paid before the first profile and kept out of the budget.
   if (o.startup_ns() > 0) {
-    text += "; CUPTI's start-up " + short_duration(double(o.startup_ns())) + " at the first launch, apart";
+    text += "; CUPTI's start-up " + short_duration(double(o.startup_ns())) + " before the first profile, apart";
   }
   if (o.window_ns() > 0) {
     text += "; worst window " + short_duration(double(o.max_window_spent_ns())) + " of " +

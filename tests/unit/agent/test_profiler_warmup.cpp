@@ -2,6 +2,7 @@
 // platform: the fake's range profiler charges the process's first Start (FakeConfig::
 // cost_first_begin_ns, besides a switch's cost) on the agent's clock, as CUPTI's does on the
 // application's thread. Costs here are synthetic, of the order the H200 showed.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,8 +25,9 @@ struct Run {
   std::unique_ptr<AgentRig> rig;
   uint64_t launches = 0;
 
-  // `warm`: CUTRIAGE_WARMUP; `has_startup`: whether the platform has a start-up to pay ahead.
-  Run(bool warm, bool has_startup = true) {
+  // `warm`: CUTRIAGE_WARMUP; `has_startup`: whether the platform has a start-up to pay ahead;
+  // `adjust` changes the rest of the configuration.
+  explicit Run(bool warm, bool has_startup = true, const std::function<void(AgentConfig&)>& adjust = {}) {
     rig = std::make_unique<AgentRig>(testing::counters_for({&a}), testing::Harness::fresh_log_path());
     rig->platform.config.warm_up = has_startup;
     rig->platform.config.cost_first_begin_ns = kFirstNs;
@@ -34,6 +36,7 @@ struct Run {
     rig->platform.config.switch_after_disable = true;
     AgentConfig cfg = testing::always_on_driven(0.004);
     cfg.warmup = warm;
+    if (adjust) adjust(cfg);
     rig->make_agent(std::move(cfg),
                     agent::ProcessInfo{1234, "testhost", {"./app"}, [] { return uint64_t{1700000000000000000}; }, {}});
     REQUIRE(rig->ag->start());
@@ -80,7 +83,7 @@ TEST_CASE("always-on warm-up: the first launch pays CUPTI's start-up ahead and a
   CHECK(warm.rig->platform.stats.warm_ups.load() == 1);  // once per device, not per launch
   const std::string log = warm.log();
   INFO(log);
-  CHECK(log.find("CUPTI's range-profiler start-up paid at the first launch on device 0: 750 ms") != std::string::npos);
+  CHECK(log.find("CUPTI's range-profiler start-up paid ahead of the first profile on device 0: 750 ms") != std::string::npos);
 }
 
 TEST_CASE("always-on warm-up: more launches are admitted early than when the budget pays the start-up",
@@ -110,6 +113,14 @@ TEST_CASE("always-on warm-up: off when asked or when the platform has no start-u
     CHECK(r.rig->platform.stats.warm_ups.load() == 0);
     CHECK(r.stats().startup_ns == 0);
     CHECK(r.stats().spent_ns >= kFirstNs + kSwitchNs);  // the first profiled launch paid it
+  }
+  SECTION("a process with nothing to profile") {
+    // No family is a candidate (CUTRIAGE_SELECT=none): a short process or a health check under
+    // always-on never pays for a profile it will not make.
+    Run r(true, true, [](AgentConfig& c) { c.select = agent::SelectMode::kNone; });
+    r.serve(5, 1'000'000'000);
+    CHECK(r.rig->platform.stats.warm_ups.load() == 0);
+    CHECK(r.stats().startup_ns == 0);
   }
   SECTION("a platform without one") {
     Run r(true, /*has_startup=*/false);

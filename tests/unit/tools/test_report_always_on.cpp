@@ -123,7 +123,7 @@ TEST_CASE("report: the header's mode and the overhead spent of the budget", "[re
   CHECK(within_text.find("spent 55.0 ms of 10.0 s (0.55%), over the budget's share but within its bound of 60.0 ms "
                          "(the share and two allowances);") != std::string::npos);
   CHECK(within_text.find("start-up") == std::string::npos);
-  // CUPTI's start-up paid at the first launch (CUTRIAGE_WARMUP): said apart, and not in the spent
+  // CUPTI's start-up paid before the first profile (CUTRIAGE_WARMUP): said apart, and not in the spent
   // figure nor against the bound (55 ms stays within 60 ms with 700 ms of start-up beside it).
   {
     wire::SessionEnd warm = session_end();
@@ -135,7 +135,7 @@ TEST_CASE("report: the header's mode and the overhead spent of the budget", "[re
     const std::string warm_text = paragraph(render(warm_bytes), "overhead: ", "          ");
     INFO(warm_text);
     CHECK(warm_text.find("spent 55.0 ms of 10.0 s (0.55%), over the budget's share but within its bound of 60.0 ms "
-                         "(the share and two allowances); CUPTI's start-up 700 ms at the first launch, apart; "
+                         "(the share and two allowances); CUPTI's start-up 700 ms before the first profile, apart; "
                          "worst window") != std::string::npos);
   }
 
