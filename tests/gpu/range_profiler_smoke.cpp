@@ -6,8 +6,10 @@
 // What it exercises, in order (each step prints a line; the first failure stops it):
 //   1. chip name, host, two plans (A: speed of light + bytes, with one name CUPTI rejects;
 //      B: other units, to force a counter-data image of another size)
-//   2. keep_enabled profiler (the default): A twice on one enabled object (SetConfig again on
-//      an object kept enabled), then B and A again (a plan change enables a new object: a second
+//   2. keep_enabled profiler (the default): first warm_up() (always-on's start-up paid ahead on
+//      an empty range, nothing decoded: CUTRIAGE_WARMUP), then A twice on one enabled object
+//      (SetConfig again on an object kept enabled; A #1's Start is then a later one's, not the
+//      process's first), then B and A again (a plan change enables a new object: a second
 //      config on one object crashed), then disable() and A again (re-enable)
 //   3. keep_enabled = false profiler: Enable/Disable around one launch (the sequence the shared
 //      notes saw working on the H200)
@@ -530,6 +532,12 @@ int run(bool probe_empty_range, bool probe_pc_sampling, bool probe_steps_too, bo
     }
     auto profiler = take(std::move(created), "make_cupti_range_profiler (keep_enabled)");
     std::printf("keep_enabled profiler made in %.1f ms\n", ms_since(made));
+    cc::MetricPlan warm = take(host->plan({kDuration}), "warm-up plan");
+    warm.replay = cc::PlanReplay::kNone;
+    const auto warmed = std::chrono::steady_clock::now();
+    check_status(profiler->warm_up(warm), "warm_up()");
+    std::printf("  warm-up (empty range, not decoded): %.1f ms\n", ms_since(warmed));
+    print_steps(*profiler);
     auto a1 = profile_once(*host, *profiler, plan_a, b, "A #1");
     check_plan_a(a1);
     auto a2 = profile_once(*host, *profiler, plan_a, b, "A #2 (same enabled object)");
