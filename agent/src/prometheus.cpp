@@ -135,6 +135,10 @@ std::string render_prometheus(const PromSnapshot& s) {
     host_series("cutriage_overhead_seconds_total", "counter",
                 "Always-on: time profiled and sampled launches cost the application's threads, measured.",
                 number(s.overhead_seconds));
+    host_series("cutriage_startup_seconds", "gauge",
+                "Always-on: CUPTI's one-off start-up paid before the first profile (CUTRIAGE_WARMUP), "
+                "outside the budget and cutriage_overhead_seconds_total.",
+                number(s.startup_seconds));
     host_series("cutriage_agent_seconds_total", "counter", "Always-on: wall time since the agent started.",
                 number(s.wall_seconds));
     host_series("cutriage_budget_admitted_total", "counter", "Always-on: launches the budget let through.",

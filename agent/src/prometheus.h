@@ -70,6 +70,7 @@ struct PromSnapshot {
   bool has_budget = false;
   double budget_ratio = 0;
   double overhead_seconds = 0;
+  double startup_seconds = 0;  // CUPTI's start-up paid ahead (CUTRIAGE_WARMUP), outside overhead_seconds
   double wall_seconds = 0;
   uint64_t budget_admitted = 0;
   uint64_t budget_deferred = 0;

@@ -360,6 +360,7 @@ PromSnapshot SessionView::prometheus_snapshot(uint64_t sampled_launches) const {
     s.has_budget = true;
     s.budget_ratio = o->budget_fraction;
     s.overhead_seconds = static_cast<double>(o->spent_ns) / 1e9;
+    s.startup_seconds = static_cast<double>(o->startup_ns) / 1e9;
     s.wall_seconds = static_cast<double>(o->wall_ns) / 1e9;
     s.budget_admitted = o->admitted;
     s.budget_deferred = o->deferred;

@@ -98,6 +98,7 @@ TEST_CASE("prometheus: the always-on budget's series, only in always-on mode", "
   s.has_budget = true;
   s.budget_ratio = 0.005;
   s.overhead_seconds = 0.75;
+  s.startup_seconds = 0.62;
   s.wall_seconds = 300;
   s.budget_admitted = 12;
   s.budget_deferred = 7;
@@ -107,6 +108,8 @@ TEST_CASE("prometheus: the always-on budget's series, only in always-on mode", "
         std::string::npos);
   CHECK(text.find("cutriage_overhead_seconds_total{Hostname=\"node-7\"} 0.75\n") != std::string::npos);
   CHECK(text.find("cutriage_agent_seconds_total{Hostname=\"node-7\"} 300\n") != std::string::npos);
+  CHECK(text.find("# TYPE cutriage_startup_seconds gauge\ncutriage_startup_seconds{Hostname=\"node-7\"} 0.62\n") !=
+        std::string::npos);
   CHECK(text.find("cutriage_budget_deferred_total{Hostname=\"node-7\"} 7\n") != std::string::npos);
   // The trace's duty: 1 unless CUTRIAGE_TRACE_DUTY pauses it.
   CHECK(text.find("cutriage_trace_duty_ratio{Hostname=\"node-7\"} 1\n") != std::string::npos);
