@@ -1,6 +1,7 @@
 #include "profiler_warmup.h"
 
-#include <cstdio>
+#include "cost_text.h"
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,15 +9,6 @@
 #include <vector>
 
 namespace cutriage::agent {
-namespace {
-
-std::string ms_text(uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f ms", static_cast<double>(ns) / 1e6);
-  return buf;
-}
-
-}  // namespace
 
 void ProfilerWarmup::warm_up(const collectors::LaunchEvent& fast_event) {
   std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);

@@ -83,7 +83,7 @@ TEST_CASE("always-on warm-up: the first launch pays CUPTI's start-up ahead and a
   CHECK(warm.rig->platform.stats.warm_ups.load() == 1);  // once per device, not per launch
   const std::string log = warm.log();
   INFO(log);
-  CHECK(log.find("CUPTI's range-profiler start-up paid ahead of the first profile on device 0: 750 ms") != std::string::npos);
+  CHECK(log.find("CUPTI's range-profiler start-up paid ahead of the first profile on device 0: 750.0 ms") != std::string::npos);
 }
 
 TEST_CASE("always-on warm-up: more launches are admitted early than when the budget pays the start-up",
