@@ -79,8 +79,8 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // the stage's later passes: kSameGroup, at once, since a stage abandoned halfway is wasted) or
   // sample (kPcSampling): whether it may go now (the lock NOT held); its estimate is reserved.
   // Refused (kind other than kSameGroup) while a step wants the lane (step_wants_lane). A stage
-  // dearer than one allowance thus breaks Budget's bound (budget.h) by the difference: the stage's
-  // passes cannot be spaced, only the next stage held back.
+  // dearer than one allowance thus breaks Budget's bound (budget.h) by the difference: its passes
+  // go at once, and only the graph's next stage is held back.
   bool admit_graph(CostKind kind);
   // The same for a step's pass (step_profiler.h), which the step's own hold does not refuse.
   bool admit_step(CostKind kind);
