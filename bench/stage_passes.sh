@@ -18,6 +18,8 @@
 # LOG_LEVEL (info): the PyTorch run's CUTRIAGE_LOG_LEVEL.
 # STEP_STAGES=N: the same runs with always-on's steps (CUTRIAGE_STEP_STAGES=N, docs/always-on.md
 # "Steps") instead of the stages.
+# AGENT_ENV: more agent settings for every run with the agent, space-separated NAME=VALUE words
+# (for example "CUTRIAGE_TRACE_DUTY=10 CUTRIAGE_TRACE_PERIOD=300").
 set -u -o pipefail
 build="${1:-build-gpu}"
 svc="${2:-build-service/cutriage_service}"
@@ -28,6 +30,9 @@ off_secs="${OFF_SECONDS:-0}"
 rounds="${AB_ROUNDS:-1}"
 programs="${PROGRAMS:-service torch}"
 steps="${STEP_STAGES:-0}"
+read -r -a agent_env <<<"${AGENT_ENV:-}"
+svc_extra=""
+for kv in "${agent_env[@]}"; do svc_extra+=";$kv"; done
 if [ "$steps" -gt 0 ]; then stages=0; kind=steps; else stages=1; kind=stages; fi
 export PATH="/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH"
 mkdir -p "$out"
@@ -58,7 +63,7 @@ ab_medians() {  # FILE UNIT: "off X" / "on Y" lines -> each side's median and th
 
 run_service() {  # NAME STAGES(0|1) SECONDS
   local name="$1" stages="$2" n="$3"
-  SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/$name.pb" \
+  SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_LOG_LEVEL=info;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/$name.pb$svc_extra" \
     timeout $((n + 60)) "$svc" "$n" >"$out/$name.out" 2>"$out/$name.log"
   echo "-- $name (stages $stages, steps $steps, $n s): exit $?: $(cat "$out/$name.out")"
   notices "$out/$name.log"
@@ -70,7 +75,7 @@ run_torch() {  # NAME STAGES(0|1) SECONDS
   local name="$1" stages="$2" n="$3"
   # About 530 steps a second on the H200 (bench/torch_loop.py).
   timeout $((n + 90)) env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_LOG_LEVEL="${LOG_LEVEL:-info}" \
-    CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/$name.pb" CUDA_INJECTION64_PATH="$lib" \
+    CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/$name.pb" CUDA_INJECTION64_PATH="$lib" "${agent_env[@]}" \
     python3 bench/torch_loop.py $((n * 530)) >"$out/$name.log" 2>&1
   echo "-- $name (stages $stages, steps $steps, about $n s): exit $?: $(grep -E '^steps_per_s=' "$out/$name.log" | tail -1)"
   notices "$out/$name.log"
@@ -96,7 +101,7 @@ for p in $programs; do
         : >"$out/svc-ab.txt"
         for r in $(seq "$rounds"); do
           off=$(SERVICE_CUTRIAGE="CUTRIAGE_ENABLE=0" "$svc" "$ab" 2>/dev/null)
-          on=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/svc-ab.pb" "$svc" "$ab" 2>/dev/null)
+          on=$(SERVICE_CUTRIAGE="CUTRIAGE_MODE=always-on;CUTRIAGE_SUMMARY=0;CUTRIAGE_STAGE_PASSES=$stages;CUTRIAGE_STEP_STAGES=$steps;CUTRIAGE_OUTPUT=$out/svc-ab.pb$svc_extra" "$svc" "$ab" 2>/dev/null)
           echo "A/B round $r off: $off"
           echo "A/B round $r on:  $on"
           [ "${off##*checksum }" = "${on##*checksum }" ] || echo "CHECKSUM DIFFERS"
@@ -122,7 +127,7 @@ for p in $programs; do
         for r in $(seq "$rounds"); do
           python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-off.log" 2>&1
           env CUTRIAGE_MODE=always-on CUTRIAGE_SUMMARY=0 CUTRIAGE_STAGE_PASSES="$stages" CUTRIAGE_STEP_STAGES="$steps" CUTRIAGE_OUTPUT="$out/torch-ab.pb" \
-            CUDA_INJECTION64_PATH="$lib" python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-on.log" 2>&1
+            CUDA_INJECTION64_PATH="$lib" "${agent_env[@]}" python3 bench/torch_loop.py $((ab * 530)) >"$out/torch-ab-on.log" 2>&1
           off=$(grep -E '^steps_per_s=' "$out/torch-ab-off.log" | tail -1)
           on=$(grep -E '^steps_per_s=' "$out/torch-ab-on.log" | tail -1)
           echo "A/B round $r off: $off"
