@@ -353,7 +353,7 @@ void LaunchProfiler::begin_counters(const LaunchEvent& event, Family& family, ui
   try {
     if (p_.trace_started.load()) {
       // Its execution(s) in the trace are replays: counted, kept out of the duration statistics.
-      p_.trace.mark_replayed(event.correlation_id);
+      p_.trace.mark_replayed(event);
       active->begin_trace_ns = p_.platform.timestamp_ns();
     }
     claim.hand_over();
@@ -419,7 +419,7 @@ void LaunchProfiler::begin_sampling(const LaunchEvent& event, Family& family, ui
   // The sampled launch runs serialized and is waited for: keep it out of the duration statistics
   // like a replayed one (its record comes back timed, marked "replayed").
   try {
-    if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+    if (p_.trace_started.load()) p_.trace.mark_replayed(event);
     claim.hand_over();
     active_slot() = std::move(active);
   } catch (...) {

@@ -226,7 +226,7 @@ bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64
   current_.push_back(record_of(event, family, launch_index, plan_.passes == 1));
   begun_ns_ = now;
   last_step_ns_.store(now);
-  if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+  if (p_.trace_started.load()) p_.trace.mark_replayed(event);
   p_.log.debug("step begun at " + family.names->function + ": " + std::to_string(first_.size()) + " launches, " +
                std::to_string(plan_.metrics.size()) + " counters in " + std::to_string(plan_.passes) + " passes (" +
                ms(spent) + ")");
@@ -296,7 +296,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
       return true;
     } else {
       current_.push_back(record_of(event, family, launch_index, pass_ + 1 == plan_.passes));
-      if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+      if (p_.trace_started.load()) p_.trace.mark_replayed(event);
       return true;
     }
   }
@@ -380,7 +380,7 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
     last_step_ns_.store(now);
     if (ready) {
       current_.push_back(record_of(event, *anchor_, launch_index, pass_ + 1 == plan_.passes));
-      if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+      if (p_.trace_started.load()) p_.trace.mark_replayed(event);
     } else {
       waiting_ = true;
       // This launch (the step's first, or the graph launch that ended the pass) runs outside any
@@ -484,7 +484,7 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
   waiting_ = false;
   current_.clear();
   current_.push_back(record_of(event, family, launch_index, pass_ + 1 == plan_.passes));
-  if (p_.trace_started.load()) p_.trace.mark_replayed(event.correlation_id);
+  if (p_.trace_started.load()) p_.trace.mark_replayed(event);
   return true;
 }
 

@@ -62,8 +62,18 @@ void TraceFolder::on_activity(const collectors::ActivityBatch& batch) {
   Chunk chunk;
   for (const collectors::KernelActivity& a : batch.kernels) {
     if (a.end_ns < a.start_ns) continue;  // a record CUPTI could not complete
+    const auto r = replayed_.find(a.correlation_id);
+    const bool replayed = r != replayed_.end();
+    if (replayed && a.graph_id == 0 && !r->second.launched.empty() && a.stream_id != r->second.stream_id &&
+        a.mangled_name != r->second.launched) {
+      // The profiler's own kernel beside the launch it profiled: not the application's.
+      if (profiler_kernels_++ == 0) {
+        log_.debug("the range profiler's own kernel " + std::string(a.mangled_name) +
+                   " runs beside profiled launches: left out of the kernel families");
+      }
+      continue;
+    }
     Family& family = *family_of_locked(a);
-    const bool replayed = replayed_.count(a.correlation_id) > 0;
     // A replayed launch's path is kept for its replay window (add_replay_window). A graph
     // kernel's record carries the graph launch's correlation id; its NVTX path is the one open
     // when its node was captured.
@@ -118,9 +128,9 @@ uint32_t TraceFolder::graph_nvtx_path_locked(uint64_t node_id, uint64_t family_i
   return origin.nvtx_path;
 }
 
-void TraceFolder::mark_replayed(uint64_t correlation_id) {
+void TraceFolder::mark_replayed(uint64_t correlation_id, std::string_view launched, uint32_t stream_id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  replayed_.insert(correlation_id);
+  replayed_[correlation_id] = Replayed{std::string(launched), stream_id};
 }
 
 void TraceFolder::add_replay_window(Family& family, const collectors::LaunchEvent& event, uint64_t begin_ns,

@@ -19,6 +19,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -55,7 +56,16 @@ class TraceFolder {
 
   void on_activity(const collectors::ActivityBatch& batch);
   // A profiled (or sampled) launch: its executions are replays, left out of the durations.
-  void mark_replayed(uint64_t correlation_id);
+  // `launched`: the kernel it launched (empty for a graph launch, whose kernels are many). A
+  // record under that correlation id of another kernel on another stream is the range profiler's
+  // own (CUPTI's `WaitNs` beside each launch of a pass without replay, seen on the H100): no
+  // family of the application's, so it is left out.
+  void mark_replayed(uint64_t correlation_id, std::string_view launched = {}, uint32_t stream_id = 0);
+  void mark_replayed(const collectors::LaunchEvent& event) {
+    mark_replayed(event.correlation_id, event.mangled_name, static_cast<uint32_t>(event.stream_id));
+  }
+  // Records left out as the profiler's own kernels (mark_replayed).
+  [[nodiscard]] uint64_t profiler_kernels_locked() const { return profiler_kernels_; }
   // CUPTI returns a replayed launch's record without timestamps: the range profiler's window
   // stands in for it, so the timeline does not count the profiler's time as idle.
   void add_replay_window(Family& family, const collectors::LaunchEvent& event, uint64_t begin_ns, uint64_t end_ns);
@@ -170,7 +180,14 @@ class TraceFolder {
   std::unordered_map<ActivityKey, Family*, ActivityKeyHash> activity_families_;
   std::vector<bool> defined_;  // by family id: its definition was handed to the output
   std::map<uint64_t, std::map<uint32_t, uint64_t>> nvtx_launches_;  // family id -> path id -> executions
-  std::set<uint64_t> replayed_;                        // profiled launches' correlation ids
+  // Profiled launches by correlation id: the kernel launched (empty: a graph launch) and its
+  // stream.
+  struct Replayed {
+    std::string launched;
+    uint32_t stream_id = 0;
+  };
+  std::map<uint64_t, Replayed> replayed_;
+  uint64_t profiler_kernels_ = 0;
   // A watched graph launch's records so far.
   struct WatchedLaunch {
     uint64_t first_start_ns = 0;  // 0 = no record yet

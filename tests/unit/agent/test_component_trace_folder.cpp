@@ -153,6 +153,38 @@ TEST_CASE("trace folder: kernels never seen at a launch get their family from th
   CHECK(f.family_count() == 3);
 }
 
+TEST_CASE("trace folder: the range profiler's own kernel beside a profiled launch makes no family",
+          "[component][trace_folder]") {
+  // Synthetic records modelled on the H100 capture svc-steps4-h100 (tests/data/always_on): in a
+  // pass without replay CUPTI ran `WaitNs` (80.8 us) on a stream of its own under each profiled
+  // launch's correlation id, and the report listed it as one of the application's kernels.
+  Folder f;
+  f.trace.started(0, 0);
+  f.trace.mark_replayed(42, "matmul", 7);
+  f.trace.mark_replayed(60);  // a graph launch: its kernels are many, all the application's
+  collectors::KernelActivity wait = exec("WaitNs", 12000, 80800, 42);
+  wait.stream_id = 6;
+  collectors::KernelActivity node = exec("node_kernel", 200000, 5000, 60);
+  node.graph_id = 3;
+  node.stream_id = 6;
+  // Another kernel under that id on the launch's own stream is not told apart: kept.
+  collectors::KernelActivity same_stream = exec("helper", 95000, 1000, 42);
+  f.trace.on_activity(
+      batch({exec("matmul", 1000, 10000, 42), wait, same_stream, exec("matmul", 100000, 10000, 43), node}));
+  CHECK(f.family_count() == 3);  // matmul, helper, node_kernel
+  {
+    std::unique_lock<std::mutex> lock = f.trace.lock();
+    CHECK(f.trace.profiler_kernels_locked() == 1);
+  }
+  const std::optional<triage::FamilyTimeStats> s = f.stats(f.family("matmul")->family_id);
+  REQUIRE(s);
+  CHECK(s->launches == 2);
+  CHECK(s->replayed_launches == 1);
+  tools::ReadResult r = tools::read_cutriage_bytes(f.bytes);
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  CHECK(f.executions(r).size() == 4);  // every record but WaitNs's
+}
+
 TEST_CASE("trace folder: replayed executions are counted but kept out of the durations", "[component][trace_folder]") {
   Folder f;
   f.trace.mark_replayed(42);
