@@ -192,9 +192,16 @@ void PmWindow::stop(uint64_t now) {
   const collectors::PmSampleBatch& b = batch.value();
   const auto drag = static_cast<uint64_t>(kAssumedDrag * static_cast<double>(span_ns_));
   p_.always_on.charge(CostKind::kPmWindow, b.start_cost_ns + b.stop_cost_ns + drag);
+  // Of the Start, what the collector measured as host-side work (the configuration and the
+  // counter-data image): what the device's part is, for the charge's next revision.
+  std::string start_parts;
+  if (b.start_host_config_ns > 0 || b.start_counter_data_ns > 0) {
+    start_parts = "; of the Start, host config " + ms_text(b.start_host_config_ns) + " ms and counter-data image " +
+                  ms_text(b.start_counter_data_ns) + " ms";
+  }
   p_.log.info("PM window costs: Start " + ms_text(b.start_cost_ns) + " ms, Stop " + ms_text(b.stop_cost_ns) +
               " ms, assumed drag " + ms_text(drag) + " ms (charged); decode and evaluation " +
-              ms_text(b.decode_cost_ns) + " ms on the flush thread");
+              ms_text(b.decode_cost_ns) + " ms on the flush thread" + start_parts);
   if (b.samples.empty()) {
     p_.trace.unwatch_window();
     fail(collectors::Status(collectors::StatusCode::kUnavailable, "no sample came back"), "gave nothing", now);

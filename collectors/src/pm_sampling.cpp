@@ -119,6 +119,8 @@ class CuptiPmSampler final : public PmSampler {
     if (!host) return HostCall::refused();
     CurrentContext current(options_.synchronize ? nullptr : context_);
     if (!current.status().is_ok()) return current.status();
+    host_config_ns_ = 0;
+    counter_data_ns_ = 0;
     Status s = start();
     if (!s.is_ok()) {
       const Status d = disable();
@@ -151,6 +153,7 @@ class CuptiPmSampler final : public PmSampler {
 
  private:
   Status start() {
+    const auto t0 = std::chrono::steady_clock::now();
     CUTRIAGE_RETURN_IF_ERROR(ensure_profiler_initialized());
     // Counter availability lets CUPTI leave out counters the device cannot give now; the probe saw
     // HARDWARE_BUSY here once, and the config built without it worked.
@@ -194,6 +197,8 @@ class CuptiPmSampler final : public PmSampler {
                                              " passes on " + chip_ + "; PM sampling takes one"};
     }
 
+    host_config_ns_ = elapsed_ns(t0);
+
     CUpti_PmSampling_Enable_Params en{};
     en.structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE;
     en.deviceIndex = device_;
@@ -212,6 +217,7 @@ class CuptiPmSampler final : public PmSampler {
     sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiPmSamplingSetConfig(&sc));
 
+    const auto t1 = std::chrono::steady_clock::now();
     CUpti_PmSampling_GetCounterDataSize_Params ds{};
     ds.structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE;
     ds.pPmSamplingObject = object_;
@@ -226,6 +232,7 @@ class CuptiPmSampler final : public PmSampler {
     ci.counterDataSize = counter_data_.size();
     ci.pCounterData = counter_data_.data();
     CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiPmSamplingCounterDataImageInitialize(&ci));
+    counter_data_ns_ = elapsed_ns(t1);
 
     CUpti_PmSampling_Start_Params st{};
     st.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE;
@@ -250,6 +257,8 @@ class CuptiPmSampler final : public PmSampler {
 
     PmSampleBatch batch;
     batch.start_cost_ns = start_cost_ns_;
+    batch.start_host_config_ns = host_config_ns_;
+    batch.start_counter_data_ns = counter_data_ns_;
     batch.stop_cost_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
     batch.metrics = options_.metrics;
     batch.interval_ns = options_.interval_ns;
@@ -343,6 +352,8 @@ class CuptiPmSampler final : public PmSampler {
   CUpti_PmSampling_Object* object_ = nullptr;
   bool started_ = false;
   uint64_t start_cost_ns_ = 0;
+  uint64_t host_config_ns_ = 0;   // of start_cost_ns_ (PmSampleBatch)
+  uint64_t counter_data_ns_ = 0;
 };
 
 }  // namespace

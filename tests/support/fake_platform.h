@@ -123,6 +123,8 @@ struct FakeConfig {
   // moving any clock (the agent runs it on its flush thread). Start and Stop as docs/always-on.md
   // assumes them until measured.
   uint64_t pm_start_cost_ns = 50'000'000;
+  uint64_t pm_start_host_config_ns = 0;   // of pm_start_cost_ns (PmSampleBatch); 0: not measured
+  uint64_t pm_start_counter_data_ns = 0;
   uint64_t pm_stop_cost_ns = 10'000'000;
   uint64_t pm_decode_cost_ns = 0;
   // What a profiled launch costs the application thread, on the agent's monotonic clock
@@ -564,6 +566,8 @@ class FakePmSampler final : public collectors::PmSampler {
     const std::vector<FakeNodeRun> runs = window ? window_.close() : planned_();
     if (window) {
       b.start_cost_ns = cfg_.pm_start_cost_ns;
+      b.start_host_config_ns = cfg_.pm_start_host_config_ns;
+      b.start_counter_data_ns = cfg_.pm_start_counter_data_ns;
       b.stop_cost_ns = cfg_.pm_stop_cost_ns;
       b.decode_cost_ns = cfg_.pm_decode_cost_ns;
       // The decode runs inside end(), on the caller's thread: its time passes there.

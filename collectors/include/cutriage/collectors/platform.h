@@ -296,6 +296,12 @@ struct PmSampleBatch {
   uint64_t start_cost_ns = 0;
   uint64_t stop_cost_ns = 0;
   uint64_t decode_cost_ns = 0;
+  // Of start_cost_ns: the host-side configuration (counter availability, the host object, the
+  // metrics added, the config image: CPU work only), and the counter-data image (sized,
+  // allocated and initialized in host memory). The rest is the device's: enable, set config
+  // (the hardware buffer), Start.
+  uint64_t start_host_config_ns = 0;
+  uint64_t start_counter_data_ns = 0;
 };
 
 // Samples the device of one context between begin() (a launch's entry) and end() (its exit, same
