@@ -791,36 +791,43 @@ TEST_CASE("H100 always-on steps on the example service: the passes end before th
   CHECK(text.find("within its bound of 1.72 s") != std::string::npos);
 }
 
+namespace {
+
+// A steps capture where every family of the step is complete: `families` step records on 20
+// launches each, with the verdicts today's engine gives, the first routed verdict within 2
+// minutes and each completion notice within `within_s`.
+void expect_step_complete(const tools::ReadResult& r, size_t families, double within_s) {
+  const std::vector<const v1::KernelProfile*> steps = step_records(r);
+  REQUIRE(steps.size() == families);
+  for (const v1::KernelProfile* k : steps) {
+    INFO(tools::lookup(r, k->function_name_iid()));
+    CHECK(k->assembled_launches_size() == 20);
+    CHECK(retriage(r, *k).classification == static_cast<triage::Classification>(k->diagnosis().classification()));
+  }
+  CHECK(first_routed_seconds(r) < 120);
+  const std::vector<std::string> complete = complete_notices(r);
+  REQUIRE(complete.size() == families);
+  for (const std::string& m : complete) {
+    INFO(m.substr(0, 200));
+    const double s = notice_seconds(m, "diagnosis complete ");
+    CHECK((s > 0 && s < within_s));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("H100 always-on steps with CUPTI's start-up paid ahead: the service's families complete within 4 minutes",
           "[always_on][steps][warmup]") {
   // svc-steps4-h100.pb: the example service for 400 s with CUTRIAGE_STEP_STAGES=64 and the
   // start-up paid ahead (CUTRIAGE_WARMUP's default) on an H100 (README here). The step's four
   // families, the two with 5% or more of the GPU time among them, are complete at 220 s.
   const tools::ReadResult r = load("svc-steps4-h100.pb");
-  const std::vector<const v1::KernelProfile*> steps = step_records(r);
-  REQUIRE(steps.size() == 4);
-  std::set<std::string> functions;
-  for (const v1::KernelProfile* k : steps) {
-    const std::string fn(tools::lookup(r, k->function_name_iid()));
-    INFO(fn);
-    functions.insert(fn);
-    CHECK(k->assembled_launches_size() == 20);
-    CHECK(retriage(r, *k).classification == static_cast<triage::Classification>(k->diagnosis().classification()));
-  }
-  CHECK(functions.count(kMatmul) == 1);
-  CHECK(functions.count(kNormalize) == 1);
-  CHECK(first_routed_seconds(r) < 120);  // the PM window's route of matmul_tiled
-  const std::vector<std::string> complete = complete_notices(r);
-  REQUIRE(complete.size() == 4);
-  for (const std::string& m : complete) {
-    INFO(m.substr(0, 200));
-    const double s = notice_seconds(m, "diagnosis complete ");
-    CHECK((s > 0 && s < 240));
-  }
+  expect_step_complete(r, 4, 240);
+  const auto ks = latest(r);
+  CHECK(ks.count(kMatmul) == 1);
+  REQUIRE(ks.count(kNormalize) == 1);
   // normalize_rows runs on the side stream beside matmul_tiled, alone only when profiled: its
   // verdict is untrusted here as in deep mode, the diverging durations among the reasons.
-  const auto ks = latest(r);
-  REQUIRE(ks.count(kNormalize) == 1);
   const triage::Diagnosis norm = retriage(r, *ks.at(kNormalize));
   CHECK(norm.classification == triage::Classification::kUntrusted);
   const triage::CheckResult* divergence = check(norm, "d0.duration_divergence");
@@ -841,21 +848,7 @@ TEST_CASE("H100 always-on steps with CUPTI's start-up paid ahead: PyTorch's 12 f
   // the start-up paid ahead on an H100 (README here): all 12 families of the step complete at
   // 244.5 s, the budget within its bound.
   const tools::ReadResult r = load("torch-steps4-h100.pb");
-  const std::vector<const v1::KernelProfile*> steps = step_records(r);
-  REQUIRE(steps.size() == 12);
-  for (const v1::KernelProfile* k : steps) {
-    INFO(tools::lookup(r, k->function_name_iid()));
-    CHECK(k->assembled_launches_size() == 20);
-    CHECK(retriage(r, *k).classification == static_cast<triage::Classification>(k->diagnosis().classification()));
-  }
-  CHECK(first_routed_seconds(r) < 120);
-  const std::vector<std::string> complete = complete_notices(r);
-  REQUIRE(complete.size() == 12);
-  for (const std::string& m : complete) {
-    INFO(m.substr(0, 200));
-    const double s = notice_seconds(m, "diagnosis complete ");
-    CHECK((s > 0 && s < 300));
-  }
+  expect_step_complete(r, 12, 300);
   const v1::OverheadStats& o = budget_record(r, 0.004);
   CHECK(o.startup_ns() > 100'000'000);
   CHECK(static_cast<double>(o.spent_ns()) <= 0.004 * static_cast<double>(o.wall_ns() + 2 * o.window_ns()));
