@@ -44,7 +44,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu
 git rev-parse --short HEAD 2>/dev/null | sed 's/^/tree /' | tee "$out/tree.txt"
 
 notices() {  # LOG: the routed and complete lines, and why stages were left
-  grep -E "verdict routed|diagnosis complete|PM window on|stage|step|start-up" "$1" | cut -c1-260
+  grep -E "verdict routed|diagnosis complete|PM window on|PM window costs|stage|step|start-up" "$1" | cut -c1-260
 }
 
 . "$(dirname "$0")/lib.sh"  # median
