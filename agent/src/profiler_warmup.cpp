@@ -1,12 +1,12 @@
 #include "profiler_warmup.h"
 
-#include "cost_text.h"
-
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "cost_text.h"
 
 namespace cutriage::agent {
 

@@ -64,8 +64,8 @@ void TraceFolder::on_activity(const collectors::ActivityBatch& batch) {
     if (a.end_ns < a.start_ns) continue;  // a record CUPTI could not complete
     const auto r = replayed_.find(a.correlation_id);
     const bool replayed = r != replayed_.end();
-    if (replayed && a.graph_id == 0 && !r->second.launched.empty() && a.stream_id != r->second.stream_id &&
-        a.mangled_name != r->second.launched) {
+    if (replayed && a.graph_id == 0 && r->second.launched_hash != 0 && a.stream_id != r->second.stream_id &&
+        std::hash<std::string_view>{}(a.mangled_name) != r->second.launched_hash) {
       // The profiler's own kernel beside the launch it profiled: not the application's.
       if (profiler_kernels_++ == 0) {
         log_.debug("the range profiler's own kernel " + std::string(a.mangled_name) +
@@ -130,7 +130,7 @@ uint32_t TraceFolder::graph_nvtx_path_locked(uint64_t node_id, uint64_t family_i
 
 void TraceFolder::mark_replayed(uint64_t correlation_id, std::string_view launched, uint32_t stream_id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  replayed_[correlation_id] = Replayed{std::string(launched), stream_id};
+  replayed_[correlation_id] = Replayed{launched.empty() ? 0 : std::hash<std::string_view>{}(launched), stream_id};
 }
 
 void TraceFolder::add_replay_window(Family& family, const collectors::LaunchEvent& event, uint64_t begin_ns,

@@ -180,10 +180,10 @@ class TraceFolder {
   std::unordered_map<ActivityKey, Family*, ActivityKeyHash> activity_families_;
   std::vector<bool> defined_;  // by family id: its definition was handed to the output
   std::map<uint64_t, std::map<uint32_t, uint64_t>> nvtx_launches_;  // family id -> path id -> executions
-  // Profiled launches by correlation id: the kernel launched (empty: a graph launch) and its
-  // stream.
+  // Profiled launches by correlation id: a hash of the kernel launched (0: a graph launch) and
+  // its stream. A hash, not the name: the launch path of a profiled launch copies no string.
   struct Replayed {
-    std::string launched;
+    size_t launched_hash = 0;
     uint32_t stream_id = 0;
   };
   std::map<uint64_t, Replayed> replayed_;
