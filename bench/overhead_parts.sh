@@ -14,6 +14,9 @@
 #             2026-11-30)
 #   duty25    the same with CUTRIAGE_TRACE_DUTY=25% and CUTRIAGE_TRACE_PERIOD=DUTY_PERIOD (default
 #             60, as shipped; 20 suits runs of a minute or two)
+#   gate      default with the launch gate (CUTRIAGE_LAUNCH_GATE=1)
+#   steps     default with steps (CUTRIAGE_STEP_STAGES=STEP_STAGES, default 64)
+#   steps-gate  the same with the launch gate
 #
 #   ARMS="off callbacks trace" bash bench/overhead_parts.sh service|torch OUTDIR
 #
@@ -52,7 +55,10 @@ for arm in ${ARMS:-off callbacks trace release0 default}; do
     default) cfg="$common" ;;
     full) cfg="$common;CUTRIAGE_TRACE_DUTY=100%" ;;
     duty25) cfg="$common;CUTRIAGE_TRACE_DUTY=25%;CUTRIAGE_TRACE_PERIOD=${DUTY_PERIOD:-60}" ;;
-    *) echo "arm: off, callbacks, trace, release0, default, full or duty25" >&2; exit 2 ;;
+    gate) cfg="$common;CUTRIAGE_LAUNCH_GATE=1" ;;
+    steps) cfg="$common;CUTRIAGE_STEP_STAGES=${STEP_STAGES:-64}" ;;
+    steps-gate) cfg="$common;CUTRIAGE_STEP_STAGES=${STEP_STAGES:-64};CUTRIAGE_LAUNCH_GATE=1" ;;
+    *) echo "arm: off, callbacks, trace, release0, default, full, duty25, gate, steps or steps-gate" >&2; exit 2 ;;
   esac
   echo "$(date -u +%H:%M:%S.%N | cut -c1-12) start $arm" >>"$out/parts.txt"
   if [ "$program" = service ]; then
@@ -66,7 +72,7 @@ for arm in ${ARMS:-off callbacks trace release0 default}; do
     echo "$(date -u +%H:%M:%S.%N | cut -c1-12) end $arm: $line"
     echo "$text" | grep -E "^cutriage: .*(error|warn|profil)" | cut -c1-200 | sed 's/^/  /'
     if [ -f "$pb" ]; then
-      "$build/tools/cutriage" report "$pb" 2>/dev/null | grep -A1 "^overhead:" | sed 's/^/  /'
+      "$build/tools/cutriage" report "$pb" 2>/dev/null | grep -A3 "^overhead:" | sed 's/^/  /'
     fi
   } >>"$out/parts.txt"
 done

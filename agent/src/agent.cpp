@@ -99,7 +99,8 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
           }}),
       view_(SessionView::Parts{config_, families_, trace_, trace_started_, nvtx_, devices_, always_on_.get(),
                                earlier_ranking_, triage_options_, counts_, state_, process_.host,
-                               process_.job ? std::optional<uint32_t>(process_.job->rank) : std::nullopt}),
+                               process_.job ? std::optional<uint32_t>(process_.job->rank) : std::nullopt,
+                               [this] { return launch_gate_ ? launch_gate_->off_ns(monotonic_now()) : 0; }}),
       deep_(DeepCaptures::Parts{
           config_, families_, selector_, output_, log_, [this] { return process_.now_unix_ns(); },
           [this] { return monotonic_now(); },
@@ -134,6 +135,12 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
   if (always_on_ && config_.warmup && platform_.range_profiler_has_startup()) {
     warmup_ = std::make_unique<ProfilerWarmup>(ProfilerWarmup::Parts{
         platform_, log_, devices_, contexts_, plans_, *always_on_, [this] { return monotonic_now(); }});
+  }
+  if (always_on_ && config_.launch_gate) {
+    // A few ticks ahead of the next admission: a tick may come late (the flush thread makes plans).
+    constexpr uint64_t kMinLeadNs = 300'000'000;
+    const uint64_t lead = std::max<uint64_t>(uint64_t{config_.trace_flush_ms} * 3'000'000, kMinLeadNs);
+    launch_gate_ = std::make_unique<LaunchGate>(platform_, log_, true, lead);
   }
   families_.set_on_create([this](Family& f) {
     earlier_ranking_.mark_locked(f);
@@ -448,7 +455,13 @@ void Agent::flush_tick() {
   } catch (...) {
   }
   try {
-    if (always_on_) trace_.cycle(monotonic_now());
+    if (always_on_) {
+      // The callbacks come on before the trace resumes and go off only after it paused
+      // (launch_gate.h).
+      update_launch_gate();
+      trace_.cycle(monotonic_now());
+      update_launch_gate();
+    }
     deep_.poll();
     deep_.check();
     selector_.refresh_candidates();
@@ -464,6 +477,32 @@ void Agent::flush_tick() {
     last_prometheus_ = std::chrono::steady_clock::now();
     write_prometheus();
   }
+}
+
+LaunchGate::Demand Agent::launch_demand(uint64_t now) const {
+  LaunchGate::Demand d;
+  const auto needed = [&d](const char* why) {
+    d.needed_now = true;
+    d.why = why;
+    return d;
+  };
+  if (state_.load() != wire::AgentState::kActive) return needed("the agent is not profiling");
+  if (!trace_.paused_now() || trace_.wants_on(now + launch_gate_->lead_ns())) return needed("the trace");
+  if (selector_.deep_open()) return needed("a deep capture");
+  if (steps_ && steps_->busy()) return needed("a step");
+  if (pm_window_ && pm_window_->busy()) return needed("the PM window");
+  if (contexts_.follows_launches(now)) return needed("a collection in progress");
+  d.next_work_ns = always_on_->next_work_ns(now, graph_profiler_.any_target(), steps_ != nullptr);
+  d.why = "the budget";
+  return d;
+}
+
+void Agent::update_launch_gate() {
+  if (!launch_gate_ || !launch_gate_->enabled() || finished_.load()) return;
+  // Held exclusively, no profiled launch is between its entry and its exit: none loses its exit.
+  std::unique_lock<std::shared_mutex> gate(cupti_gate_);
+  const uint64_t now = monotonic_now();
+  if (launch_gate_->update(now, launch_demand(now)) && steps_) steps_->launches_missed();
 }
 
 void Agent::poll_pm_window(bool may_wait) {

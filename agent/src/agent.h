@@ -14,6 +14,7 @@
 //   RecordOutput    the encoder, segments and sink
 //   SessionView     the application view, session end, Prometheus snapshot and exit summary
 //   PmWindow        always-on's PM routing window over the application's own launches
+//   LaunchGate      always-on's switch of the launch callbacks while nothing needs them
 //
 // Threading: callbacks arrive on the application's threads, several at once. Lock order: the
 // trace's, then the family table's, then the output's; the NVTX tracker's, the device catalog's
@@ -50,6 +51,7 @@
 #include "graph_profiler.h"
 #include "graph_table.h"
 #include "flush_thread.h"
+#include "launch_gate.h"
 #include "launch_profiler.h"
 #include "log.h"
 #include "nvtx_tracker.h"
@@ -225,6 +227,12 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::unique_ptr<ProfilerWarmup> warmup_;
   // Polls the window when the agent may profile (flush thread, or cutriage_flush without one).
   void poll_pm_window(bool may_wait);
+  // Always-on's launch gate (CUTRIAGE_LAUNCH_GATE); null otherwise; never reassigned. Switched by
+  // the flush thread alone (update_launch_gate).
+  std::unique_ptr<LaunchGate> launch_gate_;
+  // What wants the launch callbacks at `now` (the CUPTI gate held exclusively).
+  [[nodiscard]] LaunchGate::Demand launch_demand(uint64_t now) const;
+  void update_launch_gate();
 };
 
 }  // namespace cutriage::agent

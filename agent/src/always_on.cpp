@@ -447,6 +447,29 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_group_locked(Family& f, const std
   return choice;
 }
 
+uint64_t AlwaysOnPolicy::next_work_ns(uint64_t now_ns, bool graphs, bool steps) const {
+  if (now_ns < credit_until_ns_.load(std::memory_order_relaxed)) return now_ns;
+  bool candidates = false;
+  {
+    std::lock_guard<std::mutex> lock(families_.mutex());
+    for (const Family* f : families_.all_locked()) {
+      // A stage under way or about to resume takes the family's next launch, whatever the budget.
+      if (f->resume_pending.load(std::memory_order_relaxed) ||
+          now_ns < f->stage_open_until_ns.load(std::memory_order_relaxed) || !f->ao_stage.empty()) {
+        return now_ns;
+      }
+      if (f->candidate.load(std::memory_order_relaxed)) candidates = true;
+    }
+  }
+  const uint64_t graph_next = graph_not_before_ns_.load(std::memory_order_relaxed);
+  uint64_t next = graphs ? graph_next : UINT64_MAX;
+  if (!candidates) return next;
+  next = std::min(next, budget_.next_ns());
+  // A step's pass waits for step_ready: the graph's spacing and the budget out of debt.
+  if (steps) next = std::min(next, std::max(graph_next, budget_.solvent_ns()));
+  return next;
+}
+
 bool AlwaysOnPolicy::routing_window_pending(uint64_t now_ns) const {
   return !pm_settled_.load(std::memory_order_relaxed) && now_ns < started_ns_ + kPmWaitNs;
 }

@@ -100,6 +100,12 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // What a graph pass or sampled graph launch cost: the next graph stage waits until the budget's
   // share of the time since has paid for it (graph stages go on credit, see admit_graph).
   void graph_spent(uint64_t cost_ns);
+  // The launch gate's question (launch_gate.h): the earliest a launch may be admitted from `now`
+  // on (monotonic ns; `now` when one may be at once, UINT64_MAX when nothing is wanted): the
+  // budget's next admission for a candidate family, a graph's next stage when `graphs` (a graph is
+  // a target), a step's next pass when `steps`. A hint that errs early (a family's own hold is not
+  // read). Takes the family table's lock.
+  [[nodiscard]] uint64_t next_work_ns(uint64_t now_ns, bool graphs, bool steps) const;
   // Whether the PM routing window has yet to give its first answer, and may still within
   // kPmWaitNs of the start.
   [[nodiscard]] bool routing_window_pending(uint64_t now_ns) const;

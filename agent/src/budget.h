@@ -63,6 +63,8 @@ class Budget {
   // admission or charge. Work the caller spaces itself (admit_spaced) waits for this when it must
   // not add its cost to a debt others left.
   [[nodiscard]] bool solvent(uint64_t now_ns) const { return now_ns >= solvent_ns_.load(std::memory_order_relaxed); }
+  // When solvent() turns true (a hint, as solvent() is).
+  [[nodiscard]] uint64_t solvent_ns() const { return solvent_ns_.load(std::memory_order_relaxed); }
   // The minimum spacing of admitted launches (the rate limit).
   [[nodiscard]] uint64_t spacing_ns() const { return static_cast<uint64_t>(1e9 / options_.max_per_second); }
   // Whether a launch of `kind` may go now; reserves its estimated cost when it may. With

@@ -293,6 +293,14 @@ ConfigResult parse_config_impl(const std::vector<std::pair<std::string, std::str
       result.config.trace_flush_ms > 0) {
     result.config.trace_duty = kAlwaysOnTraceDuty;
   }
+  if (result.config.launch_gate_set && result.config.launch_gate && result.config.mode == AgentMode::kAlwaysOn &&
+      result.config.trace_flush_ms == 0) {
+    // The flush thread switches the callbacks: without it the gate would silently stay open.
+    result.issues.push_back({ConfigIssue::Severity::kError, "CUTRIAGE_LAUNCH_GATE",
+                             "CUTRIAGE_LAUNCH_GATE=1 needs the periodic collection that switches the "
+                             "callbacks, but CUTRIAGE_TRACE_FLUSH_MS=0 turns it off; expected "
+                             "CUTRIAGE_LAUNCH_GATE=0 with CUTRIAGE_TRACE_FLUSH_MS=0"});
+  }
   if (result.config.trace_duty < 1.0 && result.config.mode == AgentMode::kAlwaysOn) {
     // The flush thread switches the trace on and off: without it (or without a trace) the duty
     // would silently not apply.

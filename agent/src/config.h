@@ -175,6 +175,11 @@ struct AgentConfig {
   // Always-on: CUPTI's one-off range-profiler start-up paid at the first launch on each device,
   // reported apart from the budget (profiler_warmup.h), instead of by the first profiled launch.
   bool warmup = true;
+  // Always-on: CUPTI's launch and wait callbacks off while nothing needs them (launch_gate.h).
+  // Off by default: on the H100, launches after the callbacks came back on repeated their thread's
+  // previous correlation id under PyTorch, and such launches are never profiled (BENCHMARKS.md).
+  bool launch_gate = false;
+  bool launch_gate_set = false;
   uint32_t pc_sampling_period_log2 = 0;  // 0 = from the traced duration (5..31 otherwise)
   uint64_t cubin_cache_mb = 256;         // module cubins kept for source correlation
   // Prometheus textfile export (empty: off), rewritten every prometheus_interval_ms.

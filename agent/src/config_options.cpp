@@ -185,7 +185,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 49> kOptions = {{
+const std::array<Option, 50> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -409,6 +409,19 @@ const std::array<Option, 49> kOptions = {{
        const std::optional<bool> b = parse_bool(v);
        if (!b) return bad();
        c.warmup = *b;
+       return ok();
+     }},
+    {{"CUTRIAGE_LAUNCH_GATE", "--launch-gate", "1|0", "0",
+      "always-on, experimental: turn CUPTI's launch and wait callbacks off while nothing needs them "
+      "(the trace paused, no profile due for a while), and on again before anything does: the "
+      "callbacks cost every launch CPU time; launches made meanwhile are not counted "
+      "(docs/always-on.md)"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.launch_gate = *b;
+       c.launch_gate_set = true;
        return ok();
      }},
     {{"CUTRIAGE_PC_SAMPLING_PERIOD", "--pc-sampling-period", "auto|N", "auto",

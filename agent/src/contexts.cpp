@@ -181,6 +181,21 @@ bool ContextTable::release_pending() const {
   return false;
 }
 
+bool ContextTable::follows_launches(uint64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [id, ctx] : contexts_) {
+    if (!ctx) continue;
+    if (ctx->busy.load()) return true;
+    if (ctx->graph_exec.load() != 0 && now_ns < ctx->graph_pass_mono_ns.load() + ContextState::kGraphHoldNs) {
+      return true;
+    }
+    if (ctx->stage_family.load() != 0 && now_ns < ctx->stage_pass_mono_ns.load() + ContextState::kGraphHoldNs) {
+      return true;
+    }
+  }
+  return false;
+}
+
 uint64_t ContextTable::seen() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return seen_;

@@ -137,6 +137,9 @@ class ContextTable {
   // Whether a context's range profiler is still to be released (a profiled launch ended on it and
   // no release since): idle_since leaves such a context alone while a graph or a stage holds it.
   [[nodiscard]] bool release_pending() const;
+  // Whether a context is claimed (busy) or held by a graph's or a family's stage between its
+  // passes at `now_ns`: its collection goes on at the application's next launches (launch_gate.h).
+  [[nodiscard]] bool follows_launches(uint64_t now_ns) const;
   [[nodiscard]] uint64_t seen() const;  // contexts created or first launched on
   // The launches a pass of each context's range profiler may record (ContextState::max_ranges),
   // for contexts made from now on; set once, before the first context (CUTRIAGE_STEP_STAGES).

@@ -161,6 +161,7 @@ bool PmWindow::begin(const Wanted& w, uint64_t now) {
   sampled_for_.clear();
   for (const auto& [id, share] : w.families) sampled_for_.push_back(id);
   state_ = State::kOpen;
+  busy_.store(true, std::memory_order_relaxed);
   p_.log.info("PM window on device " + std::to_string(w.device) + ": " + std::to_string(samples) + " samples every " +
               us_text(interval_ns_) + " us (" + us_text(span_ns_) + " us) for " + std::to_string(w.families.size()) +
               " unrouted famil" + (w.families.size() == 1 ? "y" : "ies") + ", " +
@@ -216,6 +217,7 @@ void PmWindow::attribute() {
   const TraceFolder::WindowExecutions seen = p_.trace.window_executions();
   p_.trace.unwatch_window();
   state_ = State::kIdle;
+  busy_.store(false, std::memory_order_relaxed);
   // Stages stop waiting for the window once its families are routed and their first stages'
   // plans made (below), whichever way this returns: a stage begun earlier would take the plain
   // first stage, or make its plan on the launching thread.
@@ -383,6 +385,7 @@ void PmWindow::fail(const collectors::Status& why, const std::string& phase, uin
   p_.notify(wire::Severity::kWarning, "pm_window_failed", message, 0);
   retry_after_ns_ = now + kRetryNs;
   state_ = permanent ? State::kOff : State::kIdle;
+  busy_.store(false, std::memory_order_relaxed);
   p_.always_on.pm_window_settled();  // stages do not wait for a retry
   if (permanent) {
     std::lock_guard<std::mutex> lock(reason_mutex_);

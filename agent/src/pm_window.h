@@ -100,6 +100,8 @@ class PmWindow {
   void stop_open();
   void finish();
 
+  // Whether a window is open or waits for its samples' attribution (lock-free).
+  [[nodiscard]] bool busy() const { return busy_.load(std::memory_order_relaxed); }
   // Windows run so far, and why the window is off (empty while it may run).
   [[nodiscard]] uint32_t windows() const { return windows_.load(); }
   [[nodiscard]] std::string off_reason() const;
@@ -121,6 +123,7 @@ class PmWindow {
   Parts p_;
   std::mutex mutex_;  // one poller at a time (try_lock)
   State state_ = State::kIdle;
+  std::atomic<bool> busy_{false};  // state_ is kOpen or kStopped
   std::shared_ptr<ContextState> ctx_;
   uint32_t device_ = 0;
   uint64_t interval_ns_ = 0;

@@ -139,6 +139,10 @@ std::string render_prometheus(const PromSnapshot& s) {
                 "Always-on: CUPTI's one-off start-up paid before the first profile (CUTRIAGE_WARMUP), "
                 "outside the budget and cutriage_overhead_seconds_total.",
                 number(s.startup_seconds));
+    host_series("cutriage_launch_callbacks_off_seconds_total", "counter",
+                "Always-on: time CUPTI's launch and wait callbacks were off (CUTRIAGE_LAUNCH_GATE); launches made "
+                "then are in no launch count.",
+                number(s.launch_callbacks_off_seconds));
     host_series("cutriage_agent_seconds_total", "counter", "Always-on: wall time since the agent started.",
                 number(s.wall_seconds));
     host_series("cutriage_budget_admitted_total", "counter", "Always-on: launches the budget let through.",

@@ -71,6 +71,7 @@ struct PromSnapshot {
   double budget_ratio = 0;
   double overhead_seconds = 0;
   double startup_seconds = 0;  // CUPTI's start-up paid ahead (CUTRIAGE_WARMUP), outside overhead_seconds
+  double launch_callbacks_off_seconds = 0;  // the launch gate had the callbacks off (CUTRIAGE_LAUNCH_GATE)
   double wall_seconds = 0;
   uint64_t budget_admitted = 0;
   uint64_t budget_deferred = 0;

@@ -290,7 +290,9 @@ std::string SessionView::unprofiled_launches_locked(const Family& k) const {
 std::optional<wire::OverheadStats> SessionView::overhead() const {
   if (p_.always_on == nullptr) return std::nullopt;
   std::lock_guard<std::mutex> lock(p_.families.mutex());
-  return p_.always_on->stats_locked();
+  wire::OverheadStats o = p_.always_on->stats_locked();
+  if (p_.callbacks_off_ns) o.launch_callbacks_off_ns = p_.callbacks_off_ns();
+  return o;
 }
 
 wire::SessionEnd SessionView::session_end(const std::string& state_detail) const {
@@ -317,7 +319,10 @@ wire::SessionEnd SessionView::session_end(const std::string& state_detail) const
     s.filtered += launches > accounted ? launches - accounted : 0;
   }
   for (auto& [key, s] : by_kernel) e.kernels.push_back(std::move(s));
-  if (p_.always_on != nullptr) e.overhead = p_.always_on->stats_locked();
+  if (p_.always_on != nullptr) {
+    e.overhead = p_.always_on->stats_locked();
+    if (p_.callbacks_off_ns) e.overhead->launch_callbacks_off_ns = p_.callbacks_off_ns();
+  }
   return e;
 }
 
@@ -361,6 +366,7 @@ PromSnapshot SessionView::prometheus_snapshot(uint64_t sampled_launches) const {
     s.budget_ratio = o->budget_fraction;
     s.overhead_seconds = static_cast<double>(o->spent_ns) / 1e9;
     s.startup_seconds = static_cast<double>(o->startup_ns) / 1e9;
+    s.launch_callbacks_off_seconds = static_cast<double>(o->launch_callbacks_off_ns) / 1e9;
     s.wall_seconds = static_cast<double>(o->wall_ns) / 1e9;
     s.budget_admitted = o->admitted;
     s.budget_deferred = o->deferred;

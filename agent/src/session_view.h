@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,6 +61,8 @@ class SessionView {
     const std::atomic<wire::AgentState>& state;
     std::string host;
     std::optional<uint32_t> rank = std::nullopt;  // the process's rank in its job (ProcessInfo::job), when known
+    // Always-on: how long the launch gate has had the callbacks off so far (null: no gate).
+    std::function<uint64_t()> callbacks_off_ns = nullptr;
   };
   explicit SessionView(Parts parts) : p_(std::move(parts)) {}
 

@@ -542,6 +542,11 @@ void StepProfiler::gave_up(std::string message) {
   p_.log.info(message);
 }
 
+void StepProfiler::launches_missed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (learning_) learned_.clear();
+}
+
 void StepProfiler::end_step_locked() {
   in_step_.store(false, std::memory_order_release);
   step_context_.store(0);

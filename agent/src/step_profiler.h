@@ -118,6 +118,12 @@ class StepProfiler {
   void graph_launch(const collectors::LaunchEvent& event);
   // The flush thread's tick: evaluates the steps completed since, and writes their records.
   void poll();
+  // Whether a step is learned or collected: it follows every launch on its context, so the launch
+  // callbacks must stay on (launch_gate.h). Lock-free.
+  [[nodiscard]] bool busy() const { return in_step_.load(std::memory_order_relaxed); }
+  // The launch callbacks were off for a while: a step being learned starts learning over (its
+  // launches so far and the next ones are not consecutive). A step collected keeps them on.
+  void launches_missed();
   // The agent finishes: a step in progress is given up, a completed one is evaluated.
   void finish();
 

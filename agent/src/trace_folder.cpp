@@ -398,12 +398,19 @@ const std::map<uint32_t, uint64_t>* TraceFolder::nvtx_launches_locked(uint64_t f
 
 // ---- the duty cycle ------------------------------------------------------------------------
 
+bool TraceFolder::wants_on(uint64_t now) const {
+  if (!(config_.trace_duty < 1.0)) return true;
+  const uint64_t period = uint64_t{config_.trace_period_s} * 1'000'000'000ULL;
+  const auto on_ns = static_cast<uint64_t>(config_.trace_duty * static_cast<double>(period));
+  const uint64_t phase = now > cycle_start_mono_ns_ ? (now - cycle_start_mono_ns_) % period : 0;
+  return phase < on_ns;
+}
+
 void TraceFolder::cycle(uint64_t now) {
   if (!(config_.trace_duty < 1.0)) return;
   const uint64_t period = uint64_t{config_.trace_period_s} * 1'000'000'000ULL;
   const auto on_ns = static_cast<uint64_t>(config_.trace_duty * static_cast<double>(period));
-  const uint64_t phase = now > cycle_start_mono_ns_ ? (now - cycle_start_mono_ns_) % period : 0;
-  const bool want_on = phase < on_ns;
+  const bool want_on = wants_on(now);
   if (want_on != paused_) return;  // already as wanted
   std::unique_lock<std::shared_mutex> gate(gate_);
   if (want_on) {

@@ -72,6 +72,9 @@ class TraceFolder {
   // Always-on with CUTRIAGE_TRACE_DUTY below 100%: pauses or resumes the trace at the window's
   // edges (the flush thread only).
   void cycle(uint64_t now_mono_ns);
+  // Whether the duty cycle wants the trace on at `now_mono_ns` (always true at 100%); the flush
+  // thread only.
+  [[nodiscard]] bool wants_on(uint64_t now_mono_ns) const;
   // The end: a pause still open is closed (and written), with the NVTX ranges closed since the
   // last batch. The flush thread must have stopped.
   void close();

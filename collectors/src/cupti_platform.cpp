@@ -254,20 +254,7 @@ class CuptiPlatform final : public Platform {
       return cupti_status(subscribed, "cuptiSubscribe");
     }
     subscribed_ = true;
-    const CUpti_CallbackId launches[] = {
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunch,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
-        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-        CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-    };
-    for (CUpti_CallbackId cbid : launches) {
+    for (CUpti_CallbackId cbid : kLaunches) {
       CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
     }
     // The application's waits tell the agent when its launches have finished (QuietTracker):
@@ -301,6 +288,19 @@ class CuptiPlatform final : public Platform {
     (void)point_nvtx_at_cupti();
     for (uint32_t cbid : NvtxTranslator::callback_ids()) {
       (void)CUTRIAGE_CUPTI_STATUS(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid));
+    }
+    return Status::ok();
+  }
+
+  Status set_launch_callbacks(bool on) override {
+    if (!subscribed_) return Status::ok();
+    const uint32_t enable = on ? 1 : 0;
+    for (CUpti_CallbackId cbid : kLaunches) {
+      CUTRIAGE_CUPTI_RETURN_IF_ERROR(cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
+    }
+    // The waits as at subscribe(): best effort.
+    for (CUpti_CallbackId cbid : kWaits) {
+      (void)CUTRIAGE_CUPTI_STATUS(cuptiEnableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
     }
     return Status::ok();
   }
@@ -489,6 +489,19 @@ class CuptiPlatform final : public Platform {
     return s;
   }
 
+  static constexpr CUpti_CallbackId kLaunches[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+  };
   static constexpr CUpti_CallbackId kWaits[] = {
       CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,
       CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,

@@ -76,6 +76,7 @@ struct FakeStats {
 struct FakeConfig {
   Status subscribe_status;
   Status trace_status;               // returned by start_trace
+  Status launch_callbacks_status;    // returned by set_launch_callbacks (nothing switched then)
   // Durations the fake "GPU" gives each kernel's executions (ns), by mangled name; 10 us otherwise.
   std::map<std::string, uint64_t> durations_ns;
   uint64_t gap_ns = 2000;            // idle time between consecutive executions
@@ -681,6 +682,17 @@ class FakePlatform final : public collectors::Platform {
     return Status::ok();
   }
   std::atomic<bool> trace_paused{false};
+  // The launch gate (set_launch_callbacks): while off, launches, graph launches and waits reach
+  // the observer no more, as CUPTI's disabled callbacks do; their records still come.
+  Status set_launch_callbacks(bool on) override {
+    if (!config.launch_callbacks_status.is_ok()) return config.launch_callbacks_status;
+    ++(on ? callbacks_on : callbacks_off);
+    launch_callbacks.store(on);
+    return Status::ok();
+  }
+  std::atomic<bool> launch_callbacks{true};
+  std::atomic<int> callbacks_on{0};
+  std::atomic<int> callbacks_off{0};
   std::atomic<int> trace_pauses{0};
   std::atomic<int> trace_resumes{0};
   void stop_trace() override {
@@ -832,6 +844,11 @@ class FakePlatform final : public collectors::Platform {
   // flush, as CUPTI's do.
   void synchronize(bool whole_context = false) {
     if (observer_ == nullptr) return;
+    if (!launch_callbacks.load()) {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      for (Pending& p : pending_) p.finished = true;
+      return;
+    }
     observer_->on_synchronize(true, whole_context);
     {
       std::lock_guard<std::mutex> lock(trace_mutex_);
@@ -846,7 +863,7 @@ class FakePlatform final : public collectors::Platform {
     current_kernel() = std::string(ev.mangled_name);
     if (observer_ == nullptr) return;
     bool replayed = false;
-    if (observer_->on_launch_enter(ev)) {
+    if (launch_callbacks.load() && observer_->on_launch_enter(ev)) {
       ++exits_wanted;
       replayed = std::exchange(began_on_this_thread(), false);
       if (replayed && config.while_profiled) config.while_profiled();
@@ -906,7 +923,7 @@ class FakePlatform final : public collectors::Platform {
     current_kernel() = counters_key;
     if (observer_ == nullptr) return;
     graph_in_flight() = nodes;
-    if (observer_->on_launch_enter(ev)) {
+    if (launch_callbacks.load() && observer_->on_launch_enter(ev)) {
       ++exits_wanted;
       if (std::exchange(began_on_this_thread(), false)) advance_clock(50000);
       observer_->on_launch_exit(ev);

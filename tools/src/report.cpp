@@ -649,6 +649,12 @@ void render_overhead(std::ostringstream& out, const v1::OverheadStats& o) {
   text += "; " + with_commas(o.admitted()) + (o.admitted() == 1 ? " launch" : " launches") + " admitted, " +
           with_commas(o.deferred()) + " deferred; " + with_commas(o.group_switches()) +
           (o.group_switches() == 1 ? " metric-group switch" : " metric-group switches");
+  // CUTRIAGE_LAUNCH_GATE: the launch counts above and below miss the launches of that time.
+  if (o.launch_callbacks_off_ns() > 0) {
+    text += "; launch callbacks off " + short_duration(double(o.launch_callbacks_off_ns())) + " (" +
+            fine_percent(double(o.launch_callbacks_off_ns()), double(o.wall_ns())) +
+            " of the run: launches then are not counted)";
+  }
   put_wrapped(out, "overhead: ", "          ", text);
 }
 

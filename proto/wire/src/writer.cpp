@@ -589,6 +589,7 @@ std::string RecordEncoder::session_end(const SessionEnd& e) {
       put_u64(ov, O::kDeferred, o.deferred);
       put_u64(ov, O::kGroupSwitches, o.group_switches);
       put_u64(ov, O::kStartupNs, o.startup_ns);
+      put_u64(ov, O::kLaunchCallbacksOffNs, o.launch_callbacks_off_ns);
     }
   }
   out += as_record(schema::Record::kSessionEnd, payload);

@@ -72,6 +72,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_STAGE_PASSES") return "1";
   if (env == "CUTRIAGE_STEP_STAGES") return "64";
   if (env == "CUTRIAGE_WARMUP") return "0";
+  if (env == "CUTRIAGE_LAUNCH_GATE") return "1";
   if (env == "CUTRIAGE_PC_SAMPLING_PERIOD") return "9";
   if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
   if (env == "CUTRIAGE_PROMETHEUS_FILE") return "/var/lib/node_exporter/cutriage.prom";
@@ -477,7 +478,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 49);
+  REQUIRE(options.size() == 50);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -549,7 +550,8 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING", "CUTRIAGE_GRAPH_PM_SAMPLING",
                                        "CUTRIAGE_GRAPH_PC_SAMPLING",
                                        "CUTRIAGE_PM_WINDOW", "CUTRIAGE_STAGE_PASSES", "CUTRIAGE_STEP_STAGES",
-                                       "CUTRIAGE_WARMUP", "CUTRIAGE_PC_SAMPLING_PERIOD", "CUTRIAGE_CUBIN_CACHE_MB",
+                                       "CUTRIAGE_WARMUP", "CUTRIAGE_LAUNCH_GATE", "CUTRIAGE_PC_SAMPLING_PERIOD",
+                                       "CUTRIAGE_CUBIN_CACHE_MB",
                                        "CUTRIAGE_PROMETHEUS_FILE", "CUTRIAGE_PROMETHEUS_INTERVAL_MS",
                                        "CUTRIAGE_SEGMENT_MB", "CUTRIAGE_SEGMENT_SECONDS", "CUTRIAGE_SEGMENT_KEEP",
                                        "CUTRIAGE_MODE", "CUTRIAGE_REPLAY", "CUTRIAGE_BUDGET", "CUTRIAGE_BUDGET_RATE",
@@ -869,6 +871,28 @@ TEST_CASE("config: NVTX filters take a name or a regex, the flush period is boun
   CHECK_FALSE(parse_config({{"CUTRIAGE_NVTX_INCLUDE", "regex:("}}).ok());
   CHECK_FALSE(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "60001"}}).ok());
   CHECK(parse_config({{"CUTRIAGE_TRACE_FLUSH_MS", "0"}}).ok());
+}
+
+TEST_CASE("config: the launch gate is off unless asked for and then needs the flush thread", "[config]") {
+  const ConfigResult ao = parse_config({{"CUTRIAGE_MODE", "always-on"}});
+  REQUIRE(ao.ok());
+  CHECK_FALSE(ao.config.launch_gate);
+  const ConfigResult on = parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_LAUNCH_GATE", "1"}});
+  REQUIRE(on.ok());
+  CHECK(on.config.launch_gate);
+  // Left at its default, a run without the flush thread just has no gate; asked for, it is an error.
+  CHECK(parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_FLUSH_MS", "0"}}).ok());
+  const ConfigResult asked = parse_config(
+      {{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_TRACE_FLUSH_MS", "0"}, {"CUTRIAGE_LAUNCH_GATE", "1"}});
+  CHECK_FALSE(asked.ok());
+  CHECK_FALSE(asked.config.enabled);
+  REQUIRE(errors(asked).size() == 1);
+  CHECK(errors(asked)[0].variable == "CUTRIAGE_LAUNCH_GATE");
+  CHECK(errors(asked)[0].message.find("CUTRIAGE_TRACE_FLUSH_MS=0") != std::string::npos);
+  const ConfigResult bad = parse_config({{"CUTRIAGE_MODE", "always-on"}, {"CUTRIAGE_LAUNCH_GATE", "sometimes"}});
+  CHECK_FALSE(bad.ok());
+  REQUIRE(errors(bad).size() == 1);
+  CHECK(errors(bad)[0].variable == "CUTRIAGE_LAUNCH_GATE");
 }
 
 TEST_CASE("config: the trace duty is a percentage, and below 100% needs the trace and its flush thread", "[config]") {

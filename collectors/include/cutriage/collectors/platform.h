@@ -344,6 +344,14 @@ class Platform {
   virtual Status subscribe(LaunchObserver* observer) = 0;
   // Stops delivering callbacks (best effort; at process exit it may be skipped).
   virtual void unsubscribe() = 0;
+  // Turns the launch and wait callbacks off (false) or on again (true) after subscribe(): while
+  // off, CUPTI calls the observer at no kernel launch, graph launch or wait, and the launches cost
+  // what they cost without the callbacks; the context, module, graph-structure and NVTX callbacks
+  // stay on. An enter delivered before the switch may lose its exit. kNotSupported where the
+  // platform cannot (the default).
+  virtual Status set_launch_callbacks(bool /*on*/) {
+    return Status(StatusCode::kNotSupported, "the launch callbacks cannot be switched on this platform");
+  }
   // Number of CUDA devices visible to the process (for the session header's GPU list).
   virtual Result<uint32_t> device_count() = 0;
   virtual Result<DeviceInfo> device_info(uint32_t device) = 0;

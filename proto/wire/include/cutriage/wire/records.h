@@ -108,6 +108,7 @@ struct OverheadStats {
   uint64_t deferred = 0;           // selected launches the budget held back
   uint64_t group_switches = 0;     // metric-group changes on a context (the costly part)
   uint64_t startup_ns = 0;         // CUPTI's one-off start-up paid ahead (CUTRIAGE_WARMUP), not in spent_ns
+  uint64_t launch_callbacks_off_ns = 0;  // the launch gate had the launch callbacks off (CUTRIAGE_LAUNCH_GATE)
 };
 
 // A deep-capture request (replay allowed for a short window) and what came of it. Written when

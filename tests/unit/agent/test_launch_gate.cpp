@@ -1,0 +1,179 @@
+// Always-on's launch gate (launch_gate.h) through the agent on the fake platform, with its flush
+// thread: the callbacks go off while the trace is paused and nothing is due, come back before the
+// trace resumes or the budget's next admission, and the time off is reported.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "agent_harness.h"
+#include "report.h"
+
+using namespace cutriage;
+using agent::AgentConfig;
+using testing::Captured;
+using testing::capture_of;
+using testing::Harness;
+using testing::make_launch;
+
+namespace {
+
+struct Service {
+  Captured a;
+  std::unique_ptr<Harness> h;
+  uint64_t launches = 0;
+};
+
+Service make_service(AgentConfig cfg) {
+  Service s;
+  s.a = capture_of("strided_load");
+  s.h = std::make_unique<Harness>(std::move(cfg), testing::counters_for({&s.a}));
+  REQUIRE(s.h->ag->start());
+  return s;
+}
+
+void serve(Service& s, int n, uint64_t gap_ns) {
+  for (int i = 0; i < n; ++i) {
+    s.h->platform.mono_ns += gap_ns;
+    s.h->platform.launch(make_launch(s.a.mangled.c_str(), ++s.launches, s.a.launch.grid, s.a.launch.block));
+  }
+}
+
+// The trace on 1 s of every 4 s, the flush thread every 5 ms (the gate's lead is then its floor,
+// 300 ms).
+AgentConfig gated(agent::SelectMode select) {
+  AgentConfig cfg = testing::always_on_driven(0.004);
+  cfg.select = select;
+  cfg.trace_flush_ms = 5;
+  cfg.trace_duty = 0.25;
+  cfg.trace_period_s = 4;
+  cfg.launch_gate = true;
+  return cfg;
+}
+
+// Waits (up to 4 s) for `flag` to read `want`.
+template <typename Flag>
+bool wait_for(const Flag& flag, bool want) {
+  for (int i = 0; i < 2000 && flag.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return flag.load() == want;
+}
+
+// Waits for two more rounds of the flush thread (it has seen the clock where it is now).
+void two_ticks(testing::FakePlatform& p) {
+  const int seen = p.flushes.load();
+  for (int w = 0; w < 10000 && p.flushes.load() < seen + 2; ++w) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// Ten launches traced, the trace paused, ten more, the end: for a gate that must not close, every
+// launch reached the agent.
+void serve_across_pause_with_callbacks_on(Service& s) {
+  testing::FakePlatform& p = s.h->platform;
+  serve(s, 10, 50'000'000);
+  p.mono_ns += 1'000'000'000;
+  REQUIRE(wait_for(p.trace_paused, true));
+  two_ticks(p);
+  serve(s, 10, 50'000'000);
+  two_ticks(p);
+  s.h->ag->finish();
+  CHECK(p.callbacks_off.load() == 0);
+  CHECK(p.launch_callbacks.load());
+  CHECK(s.h->ag->session_end().kernel_launches == 20);
+}
+
+}  // namespace
+
+TEST_CASE("launch gate: the callbacks are off while the trace is paused and on again before it resumes",
+          "[agent][always_on][launch_gate]") {
+  // Nothing selected: only the trace wants the callbacks.
+  Service s = make_service(gated(agent::SelectMode::kNone));
+  testing::FakePlatform& p = s.h->platform;
+  const uint64_t t0 = p.mono_ns.load();  // the duty cycle's windows count from here
+  serve(s, 10, 50'000'000);  // 0.5 s, traced
+  two_ticks(p);
+  CHECK(p.launch_callbacks.load());
+  CHECK(p.callbacks_off.load() == 0);
+  p.mono_ns += 1'000'000'000;  // 1.5 s: the trace pauses, and then the callbacks go off
+  REQUIRE(wait_for(p.trace_paused, true));
+  REQUIRE(wait_for(p.launch_callbacks, false));
+  serve(s, 10, 50'000'000);  // 2.0 s: these reach the agent no more
+  two_ticks(p);
+  CHECK_FALSE(p.launch_callbacks.load());
+  p.mono_ns = t0 + 3'750'000'000;  // within the lead of the next window (4 s): on, the trace still paused
+  REQUIRE(wait_for(p.launch_callbacks, true));
+  CHECK(p.trace_paused.load());
+  p.mono_ns = t0 + 4'050'000'000;
+  REQUIRE(wait_for(p.trace_paused, false));
+  serve(s, 10, 10'000'000);
+  s.h->ag->finish();
+  CHECK(p.callbacks_off.load() == 1);
+  CHECK(p.callbacks_on.load() == 1);
+
+  const wire::SessionEnd end = s.h->ag->session_end();
+  CHECK(end.kernel_launches == 20);  // the ten made while the callbacks were off are in no count
+  REQUIRE(end.overhead.has_value());
+  // Off from the tick that saw the pause (1.5-2.0 s) to the one that saw 3.75 s.
+  CHECK(end.overhead->launch_callbacks_off_ns >= 1'750'000'000);
+  CHECK(end.overhead->launch_callbacks_off_ns <= 2'250'000'000);
+  const tools::ReadResult r = s.h->read();
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  const std::string text = tools::render_report(r, {});
+  CHECK(text.find("launch callbacks off ") != std::string::npos);
+  CHECK(text.find("launches then are not counted") != std::string::npos);
+}
+
+TEST_CASE("launch gate: a profile the budget may admit keeps the callbacks on through the pause",
+          "[agent][always_on][launch_gate]") {
+  // Profiling paused: the family stays a candidate and the budget, never spent, stays ready.
+  Service s = make_service(gated(agent::SelectMode::kAll));
+  s.h->ag->set_paused(true);
+  serve_across_pause_with_callbacks_on(s);
+}
+
+TEST_CASE("launch gate: profiling goes on through the pauses, the callbacks off between admissions",
+          "[agent][always_on][launch_gate]") {
+  AgentConfig cfg = gated(agent::SelectMode::kAll);
+  cfg.budget_fraction = 0.01;
+  Service s = make_service(cfg);
+  testing::FakePlatform& p = s.h->platform;
+  // A profiled launch costs the application 50 ms: the budget then waits seconds between two.
+  p.config.while_profiled = [&p] { p.mono_ns += 50'000'000; };
+  int before = 0;
+  for (int i = 0; i < 120; ++i) {
+    serve(s, 5, 1'000'000'000);  // ten minutes of traffic, a launch a second
+    two_ticks(p);
+    if (i == 59) before = p.callbacks_off.load();
+  }
+  s.h->ag->finish();
+  CHECK(before > 0);
+  CHECK(p.callbacks_off.load() > before);
+  const wire::SessionEnd end = s.h->ag->session_end();
+  REQUIRE(end.overhead.has_value());
+  CHECK(end.overhead->admitted >= 2);
+  CHECK(end.overhead->launch_callbacks_off_ns > 60'000'000'000ULL);
+  CHECK(end.kernel_launches < 600);
+  const tools::ReadResult r = s.h->read();
+  REQUIRE(r.status == tools::ReadStatus::kOk);
+  CHECK(tools::render_report(r, {}).find("    complete  yes, ") != std::string::npos);
+}
+
+TEST_CASE("launch gate: off by CUTRIAGE_LAUNCH_GATE=0, and left on when the platform cannot switch",
+          "[agent][always_on][launch_gate]") {
+  for (int variant = 0; variant < 2; ++variant) {
+    INFO(variant);
+    AgentConfig cfg = gated(agent::SelectMode::kNone);
+    if (variant == 0) cfg.launch_gate = false;
+    Service s;
+    s.a = capture_of("strided_load");
+    s.h = std::make_unique<Harness>(std::move(cfg), testing::counters_for({&s.a}));
+    if (variant == 1) {
+      s.h->platform.config.launch_callbacks_status =
+          collectors::Status(collectors::StatusCode::kInternal, "cuptiEnableCallback: CUPTI_ERROR_UNKNOWN (fake)");
+    }
+    REQUIRE(s.h->ag->start());
+    serve_across_pause_with_callbacks_on(s);
+    CHECK(s.h->ag->session_end().overhead->launch_callbacks_off_ns == 0);
+    const std::string log = s.h->log_text();
+    CHECK((log.find("the launch callbacks could not be switched (cuptiEnableCallback: CUPTI_ERROR_UNKNOWN (fake))") !=
+           std::string::npos) == (variant == 1));
+  }
+}
