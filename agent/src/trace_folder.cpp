@@ -131,6 +131,9 @@ uint32_t TraceFolder::graph_nvtx_path_locked(uint64_t node_id, uint64_t family_i
 void TraceFolder::mark_replayed(uint64_t correlation_id, std::string_view launched, uint32_t stream_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   replayed_[correlation_id] = Replayed{launched.empty() ? 0 : std::hash<std::string_view>{}(launched), stream_id};
+  // Bounded for a process that runs for days: the lowest ids are the oldest launches, whose records
+  // came back long ago.
+  while (replayed_.size() > kMaxReplayed) replayed_.erase(replayed_.begin());
 }
 
 void TraceFolder::add_replay_window(Family& family, const collectors::LaunchEvent& event, uint64_t begin_ns,

@@ -130,6 +130,8 @@ class TraceFolder {
   [[nodiscard]] WindowExecutions window_executions() const;
   void unwatch_window();
   static constexpr size_t kMaxWindowExecutions = 65536;
+  // Profiled launches remembered by correlation id (mark_replayed); the oldest go first.
+  static constexpr size_t kMaxReplayed = 65536;
   // How long the trace stays on from `now_mono_ns` under the duty cycle: UINT64_MAX when it is
   // never paused, 0 while paused. The flush thread only (the duty cycle's state is its own).
   [[nodiscard]] uint64_t on_left_ns(uint64_t now_mono_ns) const;
@@ -189,7 +191,7 @@ class TraceFolder {
     size_t launched_hash = 0;
     uint32_t stream_id = 0;
   };
-  std::map<uint64_t, Replayed> replayed_;
+  std::map<uint64_t, Replayed> replayed_;  // at most kMaxReplayed, the newest ids
   uint64_t profiler_kernels_ = 0;
   // A watched graph launch's records so far.
   struct WatchedLaunch {

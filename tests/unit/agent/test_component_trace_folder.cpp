@@ -206,6 +206,20 @@ TEST_CASE("trace folder: replayed executions are counted but kept out of the dur
   for (const v1::KernelExecution& e : f.executions(r)) CHECK(e.replayed() == (e.correlation_id() == 42 || e.correlation_id() == 50));
 }
 
+TEST_CASE("trace folder: only the newest profiled launches are remembered", "[component][trace_folder]") {
+  // A process profiling for days marks a launch replayed every few seconds: the oldest ids go.
+  Folder f;
+  const uint64_t kept = agent::TraceFolder::kMaxReplayed;
+  for (uint64_t id = 1; id <= kept + 10; ++id) f.trace.mark_replayed(id);
+  f.trace.on_activity(batch({exec("oldest", 1000, 10000, 10), exec("newest", 20000, 10000, kept + 10)}));
+  const std::optional<triage::FamilyTimeStats> oldest = f.stats(f.family("oldest")->family_id);
+  const std::optional<triage::FamilyTimeStats> newest = f.stats(f.family("newest")->family_id);
+  REQUIRE(oldest);
+  REQUIRE(newest);
+  CHECK(oldest->replayed_launches == 0);  // forgotten: counted as the application's own
+  CHECK(newest->replayed_launches == 1);
+}
+
 TEST_CASE("trace folder: a profiled launch's replay window counts as a replayed execution", "[component][trace_folder]") {
   Folder f;
   Family* fam = f.family("windowed");

@@ -1,7 +1,10 @@
 // Always-on's launch gate (launch_gate.h) through the agent on the fake platform, with its flush
 // thread: the callbacks go off while the trace is paused and nothing is due, come back before the
 // trace resumes or the budget's next admission, and the time off is reported.
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -85,7 +88,11 @@ void serve_across_pause_with_callbacks_on(Service& s) {
 TEST_CASE("launch gate: the callbacks are off while the trace is paused and on again before it resumes",
           "[agent][always_on][launch_gate]") {
   // Nothing selected: only the trace wants the callbacks.
-  Service s = make_service(gated(agent::SelectMode::kNone));
+  AgentConfig cfg = gated(agent::SelectMode::kNone);
+  const std::filesystem::path prom =
+      std::filesystem::temp_directory_path() / ("cutriage-gate-" + std::to_string(::getpid()) + ".prom");
+  cfg.prometheus_file = prom.string();
+  Service s = make_service(cfg);
   testing::FakePlatform& p = s.h->platform;
   const uint64_t t0 = p.mono_ns.load();  // the duty cycle's windows count from here
   serve(s, 10, 50'000'000);  // 0.5 s, traced
@@ -114,6 +121,14 @@ TEST_CASE("launch gate: the callbacks are off while the trace is paused and on a
   // Off from the tick that saw the pause (1.5-2.0 s) to the one that saw 3.75 s.
   CHECK(end.overhead->launch_callbacks_off_ns >= 1'750'000'000);
   CHECK(end.overhead->launch_callbacks_off_ns <= 2'250'000'000);
+  // Dashboards see the same time off.
+  const std::string exported = testing::slurp(prom);
+  std::filesystem::remove(prom);
+  const size_t at = exported.find("\ncutriage_launch_callbacks_off_seconds_total{Hostname=\"testhost\"} ");
+  REQUIRE(at != std::string::npos);
+  const double off_s = std::stod(exported.substr(exported.find("} ", at) + 2));
+  CHECK(off_s >= 1.75);
+  CHECK(off_s <= 2.25);
   const tools::ReadResult r = s.h->read();
   REQUIRE(r.status == tools::ReadStatus::kOk);
   const std::string text = tools::render_report(r, {});

@@ -79,6 +79,9 @@ TEST_CASE("always-on warm-up: the first launch pays CUPTI's start-up ahead and a
   // The profiled launch paid a switch only: the start-up is not in what the budget spent.
   CHECK(first.spent_ns == kSwitchNs);
   CHECK(warm.rig->platform.mono_ns.load() - before == kFirstNs + 2 * kSwitchNs);
+  // Dashboards read it in seconds (cutriage_startup_seconds), apart from the overhead.
+  CHECK(warm.rig->ag->prometheus_snapshot().startup_seconds == 0.75);
+  CHECK(warm.rig->ag->prometheus_snapshot().overhead_seconds == 0.15);
   warm.serve(20, 1'000'000'000);
   CHECK(warm.rig->platform.stats.warm_ups.load() == 1);  // once per device, not per launch
   const std::string log = warm.log();
