@@ -56,6 +56,7 @@ struct LaunchProfiler::Active {
   // are the family's launch in each pass.
   bool step = false;
   std::vector<uint64_t> step_launches;
+  std::vector<double> step_traced_ns;  // each pass's launch's traced duration (0: none)
   std::shared_ptr<const MetricGroups> groups;  // the chip's single-pass groups, when group >= 0
   uint64_t deep = 0;  // deep-capture request id, 0 = none
   // ProfileCost's phases (monotonic ns): launch entry, the collector's start and its return, the
@@ -535,11 +536,13 @@ void LaunchProfiler::complete_counters(Active& active) {
 void LaunchProfiler::publish_step(const LaunchEvent& event, Family& family, uint64_t launch_index,
                                   const collectors::MetricPlan& plan,
                                   const std::vector<collectors::MetricReading>& readings,
-                                  std::vector<uint64_t> step_launches, uint64_t entered_ns, uint64_t stopped_ns) {
+                                  std::vector<uint64_t> step_launches, std::vector<double> traced_ns,
+                                  uint64_t entered_ns, uint64_t stopped_ns) {
   std::unique_ptr<Active> active = new_active(nullptr, family, event, launch_index);
   active->plan = plan;
   active->step = true;
   active->step_launches = std::move(step_launches);
+  active->step_traced_ns = std::move(traced_ns);
   active->entered_ns = entered_ns;
   active->exit_ns = entered_ns;
   {
@@ -597,8 +600,13 @@ void LaunchProfiler::publish_counters(Active& active, const std::vector<collecto
       f.measured = triage::MetricSet();
       f.measured_on.clear();
       f.assembled.clear();
-      for (uint64_t li : active.step_launches) {
-        f.assembled.push_back(assembled_launch(active.event, li, li == active.launch_index ? &readings : nullptr));
+      // Their durations are the trace's: the one counter duration of the step is the last pass's
+      // range, compared with the unprofiled launches by d0.duration_divergence already.
+      for (size_t i = 0; i < active.step_launches.size(); ++i) {
+        const uint64_t li = active.step_launches[i];
+        triage::AssembledLaunch a = assembled_launch(active.event, li, li == active.launch_index ? &readings : nullptr);
+        a.duration_ns = i < active.step_traced_ns.size() ? active.step_traced_ns[i] : 0;
+        f.assembled.push_back(a);
       }
     }
     for (const collectors::MetricReading& r : readings) {

@@ -99,10 +99,12 @@ class LaunchProfiler {
   // earlier ones, triaged and written as a profiled launch's record, on the calling thread.
   // `event` is that launch's (its mangled name is taken from the family); `step_launches` the
   // family's launch in each pass of the step, `launch_index` among them; `entered_ns` and
-  // `stopped_ns` (monotonic) bound the last pass's end, the record's cost.
+  // `stopped_ns` (monotonic) bound the last pass's end, the record's cost. `traced_ns`: each of
+  // those launches' traced duration (0: not traced), which Decision 0 compares.
   void publish_step(const collectors::LaunchEvent& event, Family& family, uint64_t launch_index,
                     const collectors::MetricPlan& plan, const std::vector<collectors::MetricReading>& readings,
-                    std::vector<uint64_t> step_launches, uint64_t entered_ns, uint64_t stopped_ns);
+                    std::vector<uint64_t> step_launches, std::vector<double> traced_ns, uint64_t entered_ns,
+                    uint64_t stopped_ns);
   // Launches whose PC samples came back.
   [[nodiscard]] uint64_t sampled_launches() const { return sampled_launches_.load(std::memory_order_relaxed); }
 

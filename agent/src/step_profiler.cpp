@@ -222,6 +222,7 @@ bool StepProfiler::begin_locked(const LaunchEvent& event, Family& family, uint64
   plan_ = std::move(plan);
   pass_ = 0;
   indices_.assign(first_.size(), {});
+  correlations_.assign(first_.size(), {});
   current_.clear();
   current_.push_back(record_of(event, family, launch_index, plan_.passes == 1));
   begun_ns_ = now;
@@ -330,7 +331,10 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
     p_.always_on.graph_spent(p_.monotonic_ns() - now);
   };
   // in_step checked every launch of the pass against the learned step.
-  for (size_t i = 0; i < current_.size(); ++i) indices_[i].push_back(current_[i].launch_index);
+  for (size_t i = 0; i < current_.size(); ++i) {
+    indices_[i].push_back(current_[i].launch_index);
+    correlations_[i].push_back(current_[i].event.correlation_id);
+  }
 
   // The next pass goes now only when the budget has paid for the passes so far.
   const bool ready = !at_graph && p_.always_on.step_ready(now);
@@ -396,6 +400,7 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
   done.host = host_;
   done.launches = std::move(current_);
   done.indices = std::move(indices_);
+  done.correlations = std::move(correlations_);
   done.anchor = anchor_->names->function;
   done.anchor_id = anchor_->family_id;
   done.ctx = ctx_;
@@ -507,7 +512,11 @@ std::vector<StepProfiler::Published> StepProfiler::evaluate(const Collected& c, 
       ++*failed;
       continue;
     }
-    out.push_back(Published{c.launches[i], std::move(readings).value(), c.indices[i]});
+    // Each pass's launch as the trace timed it (0: the trace was paused then): Decision 0 compares
+    // the passes by these, since one counter duration serves them all.
+    std::vector<double> traced;
+    for (uint64_t correlation : c.correlations[i]) traced.push_back(p_.trace.replayed_duration_ns(correlation));
+    out.push_back(Published{c.launches[i], std::move(readings).value(), c.indices[i], std::move(traced)});
   }
   return out;
 }
@@ -558,6 +567,7 @@ void StepProfiler::end_step_locked() {
   current_.clear();
   first_.clear();
   indices_.clear();
+  correlations_.clear();
   pass_ = 0;
   waiting_ = false;
   position_ = 0;
@@ -664,7 +674,7 @@ void StepProfiler::evaluate_and_publish(const Collected& c) {
     try {
       // The record's cost: the last boundary, on the application's thread.
       p_.launches.publish_step(r.launch.event, *r.launch.family, r.launch.launch_index, c.plan, r.readings,
-                               std::move(r.launch_indices), c.entered_ns, c.ended_ns);
+                               std::move(r.launch_indices), std::move(r.traced_ns), c.entered_ns, c.ended_ns);
     } catch (const std::exception& e) {
       p_.log.log_once(LogLevel::kError, "step-publish", std::string("internal error writing a step's record: ") + e.what());
     }

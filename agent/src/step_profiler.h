@@ -139,6 +139,7 @@ class StepProfiler {
     Launch launch;
     std::vector<collectors::MetricReading> readings;
     std::vector<uint64_t> launch_indices;  // the family's launch in each pass
+    std::vector<double> traced_ns;         // and its traced duration (0: not traced)
   };
   // A step's last pass ended: its counter data and what evaluating it needs. The evaluation (the
   // Profiler Host, every counter of every range: seconds for a step of a dozen kernels) and the
@@ -149,6 +150,7 @@ class StepProfiler {
     std::shared_ptr<collectors::ProfilerHost> host;
     std::vector<Launch> launches;                // the last pass's, in range order
     std::vector<std::vector<uint64_t>> indices;  // per range: its launch index in each pass
+    std::vector<std::vector<uint64_t>> correlations;  // per range: its correlation id in each pass
     std::string anchor;                          // the anchor's function, for the log
     uint64_t anchor_id = 0;                      // its family: the context's hold until published
     std::shared_ptr<ContextState> ctx;
@@ -240,6 +242,7 @@ class StepProfiler {
   size_t position_ = 0;                             // waiting_: the next launch's position in the step
   std::vector<uint64_t> first_;                     // the family of each launch of a pass (learned)
   std::vector<std::vector<uint64_t>> indices_;      // per launch position: its launch index in each pass
+  std::vector<std::vector<uint64_t>> correlations_;  // per launch position: its correlation id in each pass
   std::vector<Launch> current_;                     // the pass in progress's launches
   uint64_t begun_ns_ = 0;                           // the step began (monotonic)
 };

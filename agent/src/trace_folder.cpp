@@ -73,6 +73,9 @@ void TraceFolder::on_activity(const collectors::ActivityBatch& batch) {
       }
       continue;
     }
+    if (replayed && a.graph_id == 0 && a.end_ns > a.start_ns) {
+      r->second.traced_ns = static_cast<double>(a.end_ns - a.start_ns);
+    }
     Family& family = *family_of_locked(a);
     // A replayed launch's path is kept for its replay window (add_replay_window). A graph
     // kernel's record carries the graph launch's correlation id; its NVTX path is the one open
@@ -134,6 +137,12 @@ void TraceFolder::mark_replayed(uint64_t correlation_id, std::string_view launch
   // Bounded for a process that runs for days: the lowest ids are the oldest launches, whose records
   // came back long ago.
   while (replayed_.size() > kMaxReplayed) replayed_.erase(replayed_.begin());
+}
+
+double TraceFolder::replayed_duration_ns(uint64_t correlation_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto r = replayed_.find(correlation_id);
+  return r == replayed_.end() ? 0 : r->second.traced_ns;
 }
 
 void TraceFolder::add_replay_window(Family& family, const collectors::LaunchEvent& event, uint64_t begin_ns,

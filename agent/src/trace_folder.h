@@ -64,6 +64,9 @@ class TraceFolder {
   void mark_replayed(const collectors::LaunchEvent& event) {
     mark_replayed(event.correlation_id, event.mangled_name, static_cast<uint32_t>(event.stream_id));
   }
+  // The traced duration of a launch marked replayed, once its record came with timestamps (a
+  // step's pass: no replay, so CUPTI times it); 0 otherwise, or once it was forgotten.
+  [[nodiscard]] double replayed_duration_ns(uint64_t correlation_id) const;
   // Records left out as the profiler's own kernels (mark_replayed).
   [[nodiscard]] uint64_t profiler_kernels_locked() const { return profiler_kernels_; }
   // CUPTI returns a replayed launch's record without timestamps: the range profiler's window
@@ -190,6 +193,7 @@ class TraceFolder {
   struct Replayed {
     size_t launched_hash = 0;
     uint32_t stream_id = 0;
+    double traced_ns = 0;  // its kernel's traced duration, once its record came (a kernel launch)
   };
   std::map<uint64_t, Replayed> replayed_;  // at most kMaxReplayed, the newest ids
   uint64_t profiler_kernels_ = 0;

@@ -138,6 +138,16 @@ int Step::run_passes(size_t passes, int max_steps) {
   return n + 1;
 }
 
+// The record's check of `rule`, or null.
+const v1::Check* check_of(const v1::KernelProfile& k, const std::string& rule) {
+  for (const v1::DecisionVisit& d : k.diagnosis().path()) {
+    for (const v1::Check& c : d.checks()) {
+      if (c.rule_id() == rule) return &c;
+    }
+  }
+  return nullptr;
+}
+
 // The agent finishes; its log must say that a step was given up for `why`.
 void check_given_up(Step& s, const std::string& why) {
   s.h->ag->finish();
@@ -190,6 +200,14 @@ TEST_CASE("always-on steps: one collection over the step's repeats gives every f
     CHECK(p.assembled_launches(p.assembled_launches_size() - 1).launch_index() == p.launch_index());
     CHECK(p.assembled_launches(p.assembled_launches_size() - 1).metrics() > 0);
     CHECK(p.diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
+    // Decision 0 compares the passes by their traced durations (the fake's trace times every
+    // launch of a pass), one counter duration serving them all: evaluated, and alike.
+    const auto traced = static_cast<double>(s.h->platform.captured_duration(k->mangled));
+    for (int i = from; i < p.assembled_launches_size(); ++i) CHECK(p.assembled_launches(i).duration_ns() == Approx(traced));
+    const v1::Check* d0 = check_of(p, "d0.assembled_launches");
+    REQUIRE(d0 != nullptr);
+    INFO(d0->reason());
+    CHECK(d0->outcome() == v1::OUTCOME_NOT_FIRED);
   }
   // Each family at its first launch of the step: fma_chain the pass's first, strided_load its
   // second (not its fourth), vector_add its third.
@@ -207,6 +225,36 @@ TEST_CASE("always-on steps: one collection over the step's repeats gives every f
   CHECK(log.find("step at ") != std::string::npos);
   CHECK(log.find("passes over 4 launches, counters for 3 kernel families") != std::string::npos);
   CHECK(log.find("given up") == std::string::npos);
+}
+
+TEST_CASE("always-on steps: passes whose launches ran at different speeds make the verdict untrusted",
+          "[agent][always_on][steps]") {
+  // Synthetic durations: strided_load runs 3x longer from the third pass on (other work beside
+  // it), which its traced durations show; the one counter duration of the step could not.
+  Step s(steps_config());
+  s.run(3);
+  REQUIRE(step_begins(s).size() == 1);
+  const auto passes = static_cast<uint32_t>((step_begins(s).front().size() + 9) / 10);
+  REQUIRE(passes > 2);
+  s.run_passes(2);
+  s.h->platform.config.durations_ns[s.strided.mangled] = 3 * s.h->platform.captured_duration(s.strided.mangled);
+  s.run_passes(passes);
+  s.h->ag->finish();
+  tools::ReadResult r = s.h->read();
+  const auto profiled = last_profiled(r);
+  for (const Captured* k : {&s.strided, &s.vadd}) {
+    INFO(k->mangled);
+    const v1::KernelProfile& p = step_record(profiled, r, *k);
+    const v1::Check* d0 = check_of(p, "d0.assembled_launches");
+    REQUIRE(d0 != nullptr);
+    INFO(d0->reason());
+    if (k == &s.strided) {
+      CHECK(d0->outcome() == v1::OUTCOME_FIRED);
+      CHECK(p.diagnosis().classification() == v1::CLASSIFICATION_UNTRUSTED);
+    } else {
+      CHECK(d0->outcome() == v1::OUTCOME_NOT_FIRED);
+    }
+  }
 }
 
 TEST_CASE("always-on steps: with a flush thread a completed step is evaluated off the application's thread",

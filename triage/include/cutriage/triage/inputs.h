@@ -109,7 +109,9 @@ struct AssembledLaunch {
   Dim3 grid;
   Dim3 block;
   uint32_t dynamic_shared_bytes = 0;
-  double duration_ns = 0;    // gpu__time_duration.sum of that launch; 0 = not measured
+  // gpu__time_duration.sum of that launch; for a step's passes (always-on's steps), each pass's
+  // launch as the trace timed it, since one counter duration serves them all; 0 = not measured.
+  double duration_ns = 0;
   uint32_t metric_group = 0;  // 1-based index of the single-pass group collected on it
   uint32_t metrics = 0;       // values that launch contributed
   // Nonzero: measured by an earlier process of the program (the agent resumed from its output):
