@@ -600,13 +600,11 @@ void LaunchProfiler::publish_counters(Active& active, const std::vector<collecto
       f.measured = triage::MetricSet();
       f.measured_on.clear();
       f.assembled.clear();
-      // Their durations are the trace's: the one counter duration of the step is the last pass's
-      // range, compared with the unprofiled launches by d0.duration_divergence already.
+      // Durations from the trace: the step's one counter duration is its last pass's range.
       for (size_t i = 0; i < active.step_launches.size(); ++i) {
         const uint64_t li = active.step_launches[i];
-        triage::AssembledLaunch a = assembled_launch(active.event, li, li == active.launch_index ? &readings : nullptr);
-        a.duration_ns = i < active.step_traced_ns.size() ? active.step_traced_ns[i] : 0;
-        f.assembled.push_back(a);
+        f.assembled.push_back(assembled_launch(active.event, li, li == active.launch_index ? &readings : nullptr));
+        f.assembled.back().duration_ns = i < active.step_traced_ns.size() ? active.step_traced_ns[i] : 0;
       }
     }
     for (const collectors::MetricReading& r : readings) {
