@@ -10,6 +10,8 @@ set(CUTRIAGE_SANITIZE "" CACHE STRING
     "Sanitizers for the project's own targets, ';'-separated: address, undefined, thread")
 option(CUTRIAGE_ASAN_SHARED_RUNTIME
        "With CUTRIAGE_SANITIZE=address (clang): link clang's shared ASan runtime, so that the injected library can be instrumented too" OFF)
+set(CUTRIAGE_UNITY_TESTS 8 CACHE STRING
+    "Compile the Catch2 test executables in unity batches of this many files (0 or 1: one file at a time)")
 set(CUTRIAGE_CUDA "AUTO" CACHE STRING
     "Build the CUPTI targets (agent, collectors) and the zoo: AUTO (when the toolkit is found), ON, OFF")
 set_property(CACHE CUTRIAGE_CUDA PROPERTY STRINGS AUTO ON OFF)

@@ -22,6 +22,9 @@
 #include "import.h"
 #include "ncu_csv.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_agent {
+
 using namespace cutriage;
 using cutriage::testing::slurp;
 using agent::Agent;
@@ -450,3 +453,5 @@ TEST_CASE("agent: a kernel launched under its thread's previous correlation id i
           repeated);
   }
 }
+
+}  // namespace test_agent

@@ -10,6 +10,9 @@
 #include "agent_harness.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_agent_earlier_ranking {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -275,3 +278,5 @@ TEST_CASE("ranking: a wait does not force the flush while a launch may still run
     CHECK(h.platform.lost_records.load() == 0);
   }
 }
+
+}  // namespace test_agent_earlier_ranking

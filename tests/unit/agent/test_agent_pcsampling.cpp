@@ -12,6 +12,9 @@
 #include "agent_harness.h"
 #include "pc_summary.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_agent_pcsampling {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -379,3 +382,5 @@ TEST_CASE("pc sampling: deep mode's default counters take one launch, the next o
     CHECK(k.diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
   }
 }
+
+}  // namespace test_agent_pcsampling

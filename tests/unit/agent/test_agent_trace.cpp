@@ -11,6 +11,9 @@
 #include "agent_harness.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_agent_trace {
+
 using namespace cutriage;
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;  // Catch2 v3; v2 has it at global scope
@@ -569,3 +572,5 @@ TEST_CASE("trace: how a kernel was built (line table, -G) comes from its module'
     if (std::string(variant) == "debug") CHECK(reading.find("-G") != std::string::npos);
   }
 }
+
+}  // namespace test_agent_trace

@@ -25,6 +25,9 @@
 #include "report.h"
 #include "trace_export.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_always_on {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using agent::Budget;
@@ -1565,3 +1568,5 @@ TEST_CASE("always-on: replicas take their metric groups in different orders, so 
   INFO("replica 0: " << a.size() << " groups, replica 1: " << b.size() << ", together " << both.size());
   CHECK(both.size() > std::max(a.size(), b.size()));
 }
+
+}  // namespace test_always_on

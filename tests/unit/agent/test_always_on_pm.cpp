@@ -19,6 +19,9 @@
 #include "report.h"
 #include "report_model.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_always_on_pm {
+
 using namespace cutriage;
 using namespace cutriage::testing;
 
@@ -478,3 +481,5 @@ TEST_CASE("PM window: the log says why a family's samples did not route it", "[a
   CHECK(why.find("missing sm__throughput") != std::string::npos);  // what it lacked
   CHECK(log.find("PM window: zoo_strided_load not routed") == std::string::npos);  // routed
 }
+
+}  // namespace test_always_on_pm

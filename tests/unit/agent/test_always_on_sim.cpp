@@ -15,6 +15,9 @@
 #include "catch.h"
 #include "sanitizer_guard.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_always_on_sim {
+
 using namespace cutriage;
 namespace sim = testing::sim;
 
@@ -229,3 +232,5 @@ TEST_CASE("always-on sim: with steps on no group goes before the first step (the
   // Not before the PM window's debt is paid back at the budget's share.
   CHECK(step_began >= (0.516 - o.budget * 60) / o.budget - 5);
 }
+
+}  // namespace test_always_on_sim

@@ -15,6 +15,9 @@
 #include "agent_harness.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_always_on_stages {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -505,3 +508,5 @@ TEST_CASE("always-on stages: a launch on another thread while a pass is in fligh
   // Every pass begun is one of a stage that completed: nothing abandoned, nothing begun twice.
   CHECK(k->assembled_launches_size() == on.h->platform.stats.begins.load());
 }
+
+}  // namespace test_always_on_stages

@@ -16,6 +16,9 @@
 #include "agent_harness.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_always_on_steps {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -608,3 +611,5 @@ TEST_CASE("always-on steps: another thread launching on another device meanwhile
   // (transpose's own step on device 1 may begin afterwards, and finish() gives that one up)
   CHECK(log.find("step at zoo_fma_chain was given up") == std::string::npos);
 }
+
+}  // namespace test_always_on_steps

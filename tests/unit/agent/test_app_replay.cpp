@@ -16,6 +16,9 @@
 #include "agent_harness.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_app_replay {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -328,3 +331,5 @@ TEST_CASE("application replay: no deep capture, and no resuming from a run with 
   REQUIRE(k != nullptr);
   CHECK(k->assembled_launches_size() == 1);  // started afresh
 }
+
+}  // namespace test_app_replay

@@ -17,6 +17,9 @@
 #include "instance_ids.h"
 #include "log.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_contexts {
+
 using namespace cutriage;
 using agent::ContextState;
 using agent::ContextTable;
@@ -309,3 +312,5 @@ TEST_CASE("devices: a launch's input takes the device's known limits", "[compone
   REQUIRE(after.launch);
   CHECK(after.launch->block == triage::Dim3{32, 1, 1});
 }
+
+}  // namespace test_component_contexts

@@ -12,6 +12,9 @@
 #include "family.h"
 #include "instance_ids.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_family {
+
 using namespace cutriage;
 using agent::Family;
 using agent::FamilyTable;
@@ -232,3 +235,5 @@ TEST_CASE("family: a rejected counter is noted once", "[component][family]") {
   f->note_rejected("launch__grid_size");
   CHECK(f->rejected == std::vector<std::string>{"launch__grid_size", "sm__cycles_elapsed.avg"});
 }
+
+}  // namespace test_component_family

@@ -12,6 +12,9 @@
 #include "cutriage/triage/plan.h"
 #include "stages.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_launch_profiler {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -487,3 +490,5 @@ TEST_CASE("launch profiler: a counter list is planned once, whatever kernel asks
   CHECK(ks[0]->metrics_size() == ks[1]->metrics_size());
   CHECK(ks[0]->passes() == ks[1]->passes());
 }
+
+}  // namespace test_component_launch_profiler

@@ -12,6 +12,9 @@
 #include "instance_ids.h"
 #include "nvtx_tracker.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_nvtx {
+
 using namespace cutriage;
 using agent::KernelFilter;
 using agent::NvtxTracker;
@@ -231,3 +234,5 @@ TEST_CASE("nvtx: include and exclude filters look at every range open on the thr
   std::thread([&] { t.on_event(push("train_other_thread", 8)); }).join();
   CHECK_FALSE(t.allows(include, none));
 }
+
+}  // namespace test_component_nvtx

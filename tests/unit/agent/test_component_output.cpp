@@ -13,6 +13,9 @@
 #include "output.h"
 #include "record_output.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_output {
+
 using namespace cutriage;
 using agent::RecordOutput;
 
@@ -300,3 +303,5 @@ TEST_CASE("output: records written from several threads interleave whole", "[com
   }
   CHECK(kernels == static_cast<size_t>(kThreads) * static_cast<size_t>(kEach));
 }
+
+}  // namespace test_component_output

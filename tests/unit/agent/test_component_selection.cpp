@@ -20,6 +20,9 @@
 #include "selection.h"
 #include "stages.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_selection {
+
 using namespace cutriage;
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;  // Catch2 v3; v2 has it at global scope
@@ -546,3 +549,5 @@ TEST_CASE("selection (always-on): a step holding the lane keeps the groups off a
   CHECK_FALSE(s.always_on->step_holds_lane(s.platform.mono_ns.load()));
   CHECK(s.always_on->admits_fast(*f));
 }
+
+}  // namespace test_component_selection

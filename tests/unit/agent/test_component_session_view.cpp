@@ -8,6 +8,9 @@
 
 #include "component_rig.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_session_view {
+
 using namespace cutriage;
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;  // Catch2 v3; v2 has it at global scope
@@ -353,3 +356,5 @@ TEST_CASE("session view: the exit summary names the traced families and why they
   CHECK(big < small);  // ranked order
   CHECK(text.find("not profiled: outside the top 1") != std::string::npos);
 }
+
+}  // namespace test_component_session_view

@@ -14,6 +14,9 @@
 #include "instance_ids.h"
 #include "trace_folder.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_component_trace_folder {
+
 using namespace cutriage;
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;  // Catch2 v3; v2 has it at global scope
@@ -490,3 +493,5 @@ TEST_CASE("trace folder: a watched graph launch with a kernel cut by a pause has
   CHECK_FALSE(f.trace.graph_launch_span(7).has_value());
   CHECK(f.trace.graph_launch_unusable(7).find("running when the trace paused") != std::string::npos);
 }
+
+}  // namespace test_component_trace_folder

@@ -12,6 +12,9 @@
 #include "catch.h"
 #include "config.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_config {
+
 using cutriage::agent::AgentConfig;
 using cutriage::agent::check_path_pattern;
 using cutriage::agent::config_options;
@@ -1067,3 +1070,5 @@ TEST_CASE("config: CUTRIAGE_WARMUP is on by default and takes the boolean spelli
   CHECK(contains(errors(r)[0].message, "CUTRIAGE_WARMUP"));
   CHECK(contains(errors(r)[0].message, "1, 0, on, off, true, false, yes or no"));
 }
+
+}  // namespace test_config

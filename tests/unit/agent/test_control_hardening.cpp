@@ -16,6 +16,9 @@
 #include "deep_capture.h"
 #include "trace_export.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_control_hardening {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -164,3 +167,5 @@ TEST_CASE("control file: a FIFO, a directory or a device at the name is neither 
     CHECK_FALSE(std::filesystem::exists(d.control()));
   }
 }
+
+}  // namespace test_control_hardening

@@ -11,6 +11,9 @@
 #include "catch.h"
 #include "flush_thread.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_flush_thread {
+
 TEST_CASE("flush thread: every signal blocked on it, the caller's mask untouched", "[agent][flush_thread]") {
   sigset_t before;
   REQUIRE(pthread_sigmask(SIG_BLOCK, nullptr, &before) == 0);
@@ -36,3 +39,5 @@ TEST_CASE("flush thread: every signal blocked on it, the caller's mask untouched
   REQUIRE(pthread_sigmask(SIG_BLOCK, nullptr, &after) == 0);
   for (int s : {SIGTERM, SIGINT, SIGUSR1}) CHECK(sigismember(&after, s) == sigismember(&before, s));
 }
+
+}  // namespace test_flush_thread

@@ -10,6 +10,9 @@
 
 #include "agent_harness.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_fork {
+
 using namespace cutriage;
 using testing::Captured;
 using testing::capture_of;
@@ -47,3 +50,5 @@ TEST_CASE("fork: the child writes and prints nothing at its exit, the parent's f
   CHECK(ends == 1);
   CHECK(h.log_text() != log_before);  // the parent's exit summary
 }
+
+}  // namespace test_fork

@@ -16,6 +16,9 @@
 #include "fuzz_control.h"
 #include "fuzz_replay.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_fuzz_regressions_agent {
+
 using cutriage::testing::replay;
 using cutriage::testing::replay_seeds;
 
@@ -71,3 +74,5 @@ TEST_CASE("kernel filter: an oversized repeat count or back-reference is refused
   CHECK(filter.matches("_Z7gemm_64v", "gemm_64()", "gemm_64"));
   CHECK_FALSE(filter.matches("_Z9gemm_1024v", "gemm_1024()", "gemm_1024"));
 }
+
+}  // namespace test_fuzz_regressions_agent

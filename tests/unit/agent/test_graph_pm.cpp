@@ -22,6 +22,9 @@
 #include "record_support.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_graph_pm {
+
 using namespace cutriage;
 using namespace cutriage::testing;
 
@@ -441,3 +444,5 @@ TEST_CASE("graph PM: the metric tables outlive static destruction (the agent att
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
 }
+
+}  // namespace test_graph_pm

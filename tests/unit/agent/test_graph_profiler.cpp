@@ -11,6 +11,9 @@
 #include "report.h"
 #include "run.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_graph_profiler {
+
 using namespace cutriage;
 using namespace cutriage::testing;
 
@@ -450,3 +453,5 @@ TEST_CASE("graphs: always-on gives a graph's counters to a kernel whose own warm
   CHECK(last->diagnosis().classification() != v1::CLASSIFICATION_INCONCLUSIVE);
   CHECK(last->diagnosis().classification() != v1::CLASSIFICATION_UNSPECIFIED);
 }
+
+}  // namespace test_graph_profiler

@@ -9,6 +9,9 @@
 #include "job_place.h"
 #include "prometheus.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_job_place {
+
 using namespace cutriage;
 using testing::capture_of;
 using testing::counters_for;
@@ -185,3 +188,5 @@ TEST_CASE("job place: every Prometheus series carries the rank when it is known"
   CHECK(agent::render_prometheus(lone).find("cutriage_gpu_busy_seconds{gpu=\"0\",UUID=\"GPU-1\",model_name=\"NVIDIA H200\","
                                             "Hostname=\"h\",rank=\"0\"} 1\n") != std::string::npos);
 }
+
+}  // namespace test_job_place

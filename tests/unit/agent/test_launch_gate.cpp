@@ -12,6 +12,9 @@
 #include "agent_harness.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_launch_gate {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -192,3 +195,5 @@ TEST_CASE("launch gate: off by CUTRIAGE_LAUNCH_GATE=0, and left on when the plat
            std::string::npos) == (variant == 1));
   }
 }
+
+}  // namespace test_launch_gate

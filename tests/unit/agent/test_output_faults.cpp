@@ -20,6 +20,9 @@
 #include "fake_platform.h"
 #include "file_reader.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_output_faults {
+
 using namespace cutriage;
 using agent::Agent;
 using agent::AgentConfig;
@@ -193,3 +196,5 @@ TEST_CASE("agent output: a full disk gives one error line, the application runs 
   std::filesystem::remove(out);
   std::filesystem::remove(log);
 }
+
+}  // namespace test_output_faults

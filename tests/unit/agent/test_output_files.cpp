@@ -15,6 +15,9 @@
 #include "log.h"
 #include "output.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_output_files {
+
 namespace fs = std::filesystem;
 using namespace cutriage;
 
@@ -186,3 +189,5 @@ TEST_CASE("output files: with_pid puts the pid before the extension", "[agent][o
   CHECK(agent::with_pid(".hidden", 42) == ".hidden.42");
   CHECK(agent::with_pid("dir/.hidden", 42) == "dir/.hidden.42");
 }
+
+}  // namespace test_output_files

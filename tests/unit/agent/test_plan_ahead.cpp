@@ -21,6 +21,9 @@
 #include "plan_cache.h"
 #include "stages.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_plan_ahead {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::Captured;
@@ -379,3 +382,5 @@ TEST_CASE("plan ahead: the chip's profiler host is made on the thread creating t
     }
   }
 }
+
+}  // namespace test_plan_ahead

@@ -8,6 +8,9 @@
 
 #include "agent_harness.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_profiler_warmup {
+
 using namespace cutriage;
 using agent::AgentConfig;
 using testing::AgentRig;
@@ -150,3 +153,5 @@ TEST_CASE("always-on warm-up: not at a launch into a capturing stream, once per 
   CHECK(r.rig->platform.stats.warm_ups.load() == 2);
   CHECK(r.stats().startup_ns == kFirstNs + 2 * kSwitchNs);
 }
+
+}  // namespace test_profiler_warmup

@@ -9,6 +9,9 @@
 #include "agent_harness.h"
 #include "prometheus.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_prometheus {
+
 using namespace cutriage;
 using testing::capture_of;
 using testing::counters_for;
@@ -283,3 +286,5 @@ TEST_CASE("prometheus: label names are snake_case unless dcgm-exporter's are ask
   agent::AgentConfig cfg;
   CHECK_FALSE(cfg.prometheus_dcgm_labels);
 }
+
+}  // namespace test_prometheus

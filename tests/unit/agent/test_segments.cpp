@@ -14,6 +14,9 @@
 #include "agent_harness.h"
 #include "output.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_segments {
+
 using namespace cutriage;
 using testing::make_launch;
 
@@ -214,3 +217,5 @@ TEST_CASE("segments: names", "[agent][segments]") {
   CHECK(agent::segment_path("run", 12, false) == "run.000012");
   CHECK(agent::segment_path(".hidden", 1, false) == ".hidden.000001");
 }
+
+}  // namespace test_segments

@@ -3,6 +3,9 @@
 #include "catch.h"
 #include "cutriage/base/demangle.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_demangle {
+
 using cutriage::base::demangle;
 using cutriage::base::function_base_name;
 
@@ -55,3 +58,5 @@ TEST_CASE("function_base_name handles operators, qualifiers and lambdas", "[dema
   CHECK(function_base_name("foo(int) [clone .constprop.0]") == "foo");
   CHECK(function_base_name("S::get() const &&") == "S::get");
 }
+
+}  // namespace test_demangle

@@ -2,6 +2,9 @@
 #include "catch.h"
 #include "cutriage/base/numbers.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_numbers {
+
 using cutriage::base::grouped_integer;
 
 TEST_CASE("grouped_integer: thousands separators, rounded, signed", "[base]") {
@@ -14,3 +17,5 @@ TEST_CASE("grouped_integer: thousands separators, rounded, signed", "[base]") {
   CHECK(grouped_integer(-12345) == "-12,345");
   CHECK(grouped_integer(1e18) == "1e+18");
 }
+
+}  // namespace test_numbers

@@ -12,6 +12,9 @@
 #include "catch.h"
 #include "cutriage/base/read_file.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_read_file {
+
 using cutriage::base::describe_size;
 using cutriage::base::read_regular_file;
 
@@ -117,3 +120,5 @@ TEST_CASE("describe_size names a limit in the largest whole unit", "[read_file]"
   CHECK(describe_size(1000) == "1000 bytes");
   CHECK(describe_size(1) == "1 byte");
 }
+
+}  // namespace test_read_file

@@ -19,6 +19,9 @@
 #include "ncu_csv.h"
 #include "stages.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_adaptive_passes {
+
 using namespace cutriage;
 using cutriage::testing::slurp;
 
@@ -85,3 +88,5 @@ TEST_CASE("adaptive collection: at most half of ncu's passes per zoo kernel on G
   CHECK(kernels >= 12);
 #endif
 }
+
+}  // namespace test_adaptive_passes

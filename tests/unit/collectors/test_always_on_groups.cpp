@@ -13,6 +13,9 @@
 #include "groups.h"
 #include "stages.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_always_on_groups {
+
 using namespace cutriage;
 
 
@@ -63,3 +66,5 @@ TEST_CASE("always-on groups on GH100: one pass each, only replay-bound parts lef
   CHECK(fast.plans.size() >= g.plans.size());
 #endif
 }
+
+}  // namespace test_always_on_groups

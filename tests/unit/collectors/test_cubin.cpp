@@ -19,6 +19,9 @@
 #include "fuzz_cubin.h"
 #include "fuzz_replay.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_cubin {
+
 using cutriage::collectors::CubinInfo;
 using cutriage::collectors::function_code;
 using cutriage::collectors::inspect_cubin;
@@ -524,3 +527,5 @@ TEST_CASE("fuzz regressions and seeds: cubin", "[cubin][fuzz]") {
     CHECK(inspect_cubin(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()).is_ok());
   }
 }
+
+}  // namespace test_cubin

@@ -9,6 +9,9 @@
 #include "cupti_check.h"
 #include "cutriage/collectors/range_profiler.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_cupti_check {
+
 using cutriage::collectors::cupti_status;
 using cutriage::collectors::Result;
 using cutriage::collectors::Status;
@@ -138,3 +141,5 @@ TEST_CASE("target-side entry points fail cleanly without a usable driver", "[col
   int not_a_context = 0;
   CHECK(make_cupti_range_profiler(&not_a_context).status().code() == StatusCode::kUnavailable);
 }
+
+}  // namespace test_cupti_check

@@ -13,6 +13,9 @@
 #include "cutriage/triage/plan.h"
 #include "stages.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_first_stage {
+
 using namespace cutriage;
 
 
@@ -52,3 +55,5 @@ TEST_CASE("first-stage table: GH100's free riders cost no extra pass", "[stages]
   CHECK(agent::free_riders("GX999").empty());
 #endif
 }
+
+}  // namespace test_first_stage

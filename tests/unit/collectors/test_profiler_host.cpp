@@ -19,6 +19,9 @@
 #include "host_api_guard.h"
 #include "cutriage/collectors/range_profiler.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_profiler_host {
+
 using cutriage::collectors::ConflictSearch;
 using cutriage::collectors::CounterData;
 using cutriage::collectors::make_cupti_profiler_host;
@@ -399,3 +402,5 @@ TEST_CASE("plan and evaluate are safe from several threads", "[collectors][host]
   for (std::thread& thread : threads) thread.join();
   CHECK(std::count(failures.begin(), failures.end(), 0) == kThreads);
 }
+
+}  // namespace test_profiler_host

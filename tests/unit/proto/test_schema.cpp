@@ -23,6 +23,9 @@
 #include "cutriage/wire/schema.h"
 #include "cutriage/wire/schema_table.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_schema {
+
 using namespace cutriage;
 namespace table = wire::schema::table;
 namespace pb = google::protobuf;
@@ -224,3 +227,5 @@ TEST_CASE("every message's Next id note is one past its highest field or reserve
   for (int i = 0; i < file->message_type_count(); ++i) expect_next_id(file->message_type(i), notes);
   CHECK(notes.size() == from_descriptors().messages.size());
 }
+
+}  // namespace test_schema

@@ -19,6 +19,9 @@
 #include "import.h"
 #include "ncu_csv.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_adaptive_plan {
+
 using namespace cutriage;
 using cutriage::testing::slurp;
 
@@ -94,3 +97,5 @@ TEST_CASE("plan: staged collection on the H200 captures reaches the one-shot ver
   // would already hold everything and adaptive collection would save nothing.
   CHECK(needed_second_stage >= records.size() / 2);
 }
+
+}  // namespace test_adaptive_plan

@@ -22,6 +22,9 @@
 #include "ncu_csv.h"
 #include "record_support.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_agent_h200 {
+
 using namespace cutriage;
 using cutriage::testing::slurp;
 
@@ -262,3 +265,5 @@ TEST_CASE("agent on the H200: the PyTorch loop's kernels are profiled and diagno
   }
   CHECK(gemm);  // cuBLAS's GEMMs arrive through cuLaunchKernelEx and are profiled too
 }
+
+}  // namespace test_agent_h200

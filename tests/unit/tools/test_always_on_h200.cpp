@@ -20,6 +20,9 @@
 #include "record_support.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_always_on_h200 {
+
 using namespace cutriage;
 
 #if __has_include(<catch2/catch_approx.hpp>)
@@ -854,3 +857,5 @@ TEST_CASE("H100 always-on steps with CUPTI's start-up paid ahead: PyTorch's 12 f
   CHECK(static_cast<double>(o.spent_ns()) <= 0.004 * static_cast<double>(o.wall_ns() + 2 * o.window_ns()));
   CHECK(o.group_switches() == 1);
 }
+
+}  // namespace test_always_on_h200

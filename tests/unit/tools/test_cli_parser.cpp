@@ -12,6 +12,9 @@
 #include "commands.h"
 #include "run.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_cli_parser {
+
 namespace {
 
 using cutriage::tools::RunOptions;
@@ -320,3 +323,5 @@ TEST_CASE("cli: diff takes two files, or --before/--after lists, and --flag=valu
   CHECK(o.code == 1);
   CHECK(o.err.find("--format") != std::string::npos);
 }
+
+}  // namespace test_cli_parser

@@ -21,6 +21,9 @@
 #include "ncu_csv.h"
 #include "zoo_captures.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_diff {
+
 using namespace cutriage;
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
@@ -317,3 +320,5 @@ TEST_CASE("diff: every zoo verdict whose rule predicts a counter finds it in bot
   }
   CHECK(predicted >= 9);  // of the zoo's 13 kernels, all but the saturated GEMM, FMA chain and tiny kernel
 }
+
+}  // namespace test_diff

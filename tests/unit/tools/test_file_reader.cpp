@@ -6,6 +6,9 @@
 #include "cutriage/wire/writer.h"
 #include "file_reader.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_file_reader {
+
 using namespace cutriage;
 
 namespace {
@@ -76,3 +79,5 @@ TEST_CASE("a missing file is unreadable, not empty", "[reader]") {
   CHECK(r.status == tools::ReadStatus::kUnreadable);
   CHECK(r.message.find("cannot open") != std::string::npos);
 }
+
+}  // namespace test_file_reader

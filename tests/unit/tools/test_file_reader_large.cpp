@@ -12,6 +12,9 @@
 #include "cutriage/v1/cutriage.pb.h"
 #include "file_reader.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_file_reader_large {
+
 using namespace cutriage;
 
 namespace {
@@ -128,3 +131,5 @@ TEST_CASE("file reader: a corrupt length is never allocated before its bytes arr
   CHECK(r.bytes_total == bytes.size());
   CHECK(r.bytes_skipped == bytes.size() - good);
 }
+
+}  // namespace test_file_reader_large

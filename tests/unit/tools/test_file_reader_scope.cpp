@@ -16,6 +16,9 @@
 #include "report.h"
 #include "table_export.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_file_reader_scope {
+
 using namespace cutriage;
 namespace v1 = cutriage::v1;
 
@@ -237,3 +240,5 @@ TEST_CASE("read scope: every committed capture reads the same to the report, who
   CHECK(files > 50);
   CHECK(dropped > 10);  // the captures with a trace summary read without their events
 }
+
+}  // namespace test_file_reader_scope

@@ -15,6 +15,9 @@
 #include "fuzz_tools.h"
 #include "fuzz_replay.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_fuzz_regressions {
+
 using cutriage::testing::replay;
 using cutriage::testing::replay_seeds;
 
@@ -117,3 +120,5 @@ TEST_CASE("triage: absurd launch__sm_count and cutriage__routed_regime columns a
       "\"0\",\"k(int)\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"9.0\",\"17726500000\",\"1e20\",\"1000\"\n";
   CHECK(cutriage::fuzz::exercise_ncu_csv(csv).empty());
 }
+
+}  // namespace test_fuzz_regressions

@@ -29,6 +29,9 @@
 #include "record_support.h"
 #include "zoo_captures.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_golden_table {
+
 using namespace cutriage;
 using cutriage::testing::slurp;
 
@@ -211,3 +214,5 @@ TEST_CASE("golden table: the agent's own H200 records get the table's verdicts",
   }
   CHECK(checked >= 14);
 }
+
+}  // namespace test_golden_table

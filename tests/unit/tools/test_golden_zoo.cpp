@@ -16,6 +16,9 @@
 #include "ncu_csv.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_golden_zoo {
+
 using namespace cutriage;
 using cutriage::testing::slurp;
 using triage::Classification;
@@ -240,3 +243,5 @@ TEST_CASE("golden: tiny_kernels are not trusted per kernel", "[golden]") {
   }
   CHECK(duration_flags >= 2);
 }
+
+}  // namespace test_golden_zoo

@@ -19,6 +19,9 @@
 #include "run.h"
 #include "trace_export.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_graph_captures {
+
 using namespace cutriage;
 
 namespace {
@@ -465,3 +468,5 @@ TEST_CASE("graph captures: always-on over torch.compile routes the graph's famil
   REQUIRE(complete_after_s > 0);
   CHECK(complete_after_s < 600);
 }
+
+}  // namespace test_graph_captures

@@ -28,6 +28,9 @@
 #include "table_export.h"
 #include "trace_fixture.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_html_report {
+
 using namespace cutriage;
 namespace fs = std::filesystem;
 
@@ -458,3 +461,5 @@ TEST_CASE("html: SVG helpers: numbers, SI labels, log axes, roofline peaks", "[h
   CHECK(tools::attainable(66.9e12, 4.8e12, 1.0) == Approx(4.8e12));
   CHECK(tools::attainable(66.9e12, 4.8e12, 100.0) == Approx(66.9e12));
 }
+
+}  // namespace test_html_report

@@ -15,6 +15,9 @@
 #include "report_model.h"
 #include "table_export.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_job_view {
+
 using namespace cutriage;
 
 namespace {
@@ -295,3 +298,5 @@ TEST_CASE("job view: the report opens with the job section, then each rank by ra
   // Deep-mode captures: the note that profiling is in the timing.
   CHECK(text.find("note: deep mode:") < s0);
 }
+
+}  // namespace test_job_view

@@ -20,6 +20,9 @@
 #include "merge.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_merge {
+
 using namespace cutriage;
 
 namespace {
@@ -421,3 +424,5 @@ TEST_CASE("merge: the command refuses fewer than two files, a missing -o and an 
   CHECK(back.families.front().metrics.size() == 2);
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace test_merge

@@ -28,6 +28,9 @@
 #include "table_export.h"
 #include "trace_export.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_multi_file {
+
 using namespace cutriage;
 using cutriage::testing::slurp;
 
@@ -401,3 +404,5 @@ TEST_CASE("multi-file: pprof of the segments of one run is the profile of the ru
   CHECK(sb.stacks == sa.stacks);
   CHECK(b.sample_size() == a.sample_size());
 }
+
+}  // namespace test_multi_file

@@ -7,6 +7,9 @@
 #include "catch.h"
 #include "ncu_csv.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_ncu_csv {
+
 using cutriage::tools::NcuCsvResult;
 using cutriage::tools::parse_ncu_csv;
 using cutriage::tools::parse_timings;
@@ -359,3 +362,5 @@ TEST_CASE("timings: program, kernel, median and sample count per line", "[ncu][t
   CHECK(parse_timings("", warnings).empty());
   CHECK(warnings.empty());
 }
+
+}  // namespace test_ncu_csv

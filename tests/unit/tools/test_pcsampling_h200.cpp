@@ -23,6 +23,9 @@
 #include "pprof_export.h"
 #include "record_support.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_pcsampling_h200 {
+
 using namespace cutriage;
 
 namespace {
@@ -344,3 +347,5 @@ TEST_CASE("pc sampling on the H200: the pprof export of a capture parses and add
   CHECK(best_frames[2].find("strided_load.cu:" + std::to_string(marker_of("strided_load").line)) != std::string::npos);
   CHECK(best_frames[3].find("zoo_strided_load") != std::string::npos);
 }
+
+}  // namespace test_pcsampling_h200

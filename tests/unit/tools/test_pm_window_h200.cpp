@@ -13,6 +13,9 @@
 #include "record_support.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_pm_window_h200 {
+
 using namespace cutriage;
 
 namespace {
@@ -110,3 +113,5 @@ TEST_CASE("H200 PM window: the service's matmul routed in seconds, not normalize
   CHECK(pm_records(on).count(top[1]) == 0);
   CHECK(routed_after(on, "(anonymous namespace)::normalize_rows") < 0);
 }
+
+}  // namespace test_pm_window_h200

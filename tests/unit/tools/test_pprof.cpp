@@ -20,6 +20,9 @@
 #include "pprof_export.h"
 #include "trace_fixture.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_pprof {
+
 using namespace cutriage;
 namespace pp = perftools::profiles;
 using testing::SyntheticPc;
@@ -373,3 +376,5 @@ TEST_CASE("pprof: samples weighed by their period, the total is the report's", "
   CHECK(stats.samples == report_total);
   CHECK(stats.unattributed_samples > 0);
 }
+
+}  // namespace test_pprof

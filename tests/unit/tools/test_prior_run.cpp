@@ -12,6 +12,9 @@
 #include "cutriage/wire/prior_run.h"
 #include "file_reader.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_prior_run {
+
 using namespace cutriage;
 
 namespace {
@@ -162,3 +165,5 @@ TEST_CASE("prior run: a graph's counters are never resumed as a kernel's own", "
     CHECK((graph_scoped.count(f.mangled_name) == 0 || own.count(f.mangled_name) > 0));
   }
 }
+
+}  // namespace test_prior_run

@@ -17,6 +17,9 @@
 #include "progress.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_progress {
+
 namespace {
 
 namespace v1 = cutriage::v1;
@@ -226,3 +229,5 @@ TEST_CASE("progress: a file that is no cutriage record stream prints nothing", "
   CHECK(follower.poll() == 0);
   CHECK(out.str().empty());
 }
+
+}  // namespace test_progress

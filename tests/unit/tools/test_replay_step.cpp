@@ -5,6 +5,9 @@
 #include "catch.h"
 #include "run.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_replay_step {
+
 using cutriage::tools::replay_step;
 using cutriage::tools::ReplayState;
 using cutriage::tools::ReplayStep;
@@ -40,3 +43,5 @@ TEST_CASE("replay step: what counts as another run adding something", "[tools][a
   CHECK(replay_step(with({{"gemm/0/256x1x1", a}, {"init/0/64x1x1", {8, 0, 50, false}}}),
                     with({{"gemm/0/256x1x1", {24, 2, 26, false}}})) == ReplayStep::kProgress);
 }
+
+}  // namespace test_replay_step

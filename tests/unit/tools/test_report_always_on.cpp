@@ -12,6 +12,9 @@
 #include "report_text.h"
 #include "trace_fixture.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_report_always_on {
+
 using namespace cutriage;
 using testing::columns;
 using testing::lines_of;
@@ -307,3 +310,5 @@ TEST_CASE("report: a segment of a rotated run without a session end is not a cra
         std::string::npos);
   CHECK(whole_text.find("segment") == std::string::npos);
 }
+
+}  // namespace test_report_always_on

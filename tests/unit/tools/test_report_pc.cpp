@@ -13,6 +13,9 @@
 #include "report.h"
 #include "report_text.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_report_pc {
+
 using namespace cutriage;
 using testing::columns;
 using testing::lines_of;
@@ -165,3 +168,5 @@ TEST_CASE("report: only issue states, no samples, a full buffer, a long path", "
     CHECK(columns(line) <= 100);
   }
 }
+
+}  // namespace test_report_pc

@@ -11,6 +11,9 @@
 #include "report_text.h"
 #include "trace_fixture.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_report_trace {
+
 using namespace cutriage;
 using testing::columns;
 using testing::lines_of;
@@ -246,3 +249,5 @@ TEST_CASE("report: long details and next actions are wrapped, not cut", "[report
   // Families without a name record are named by id.
   CHECK(text.find("family 1") != std::string::npos);
 }
+
+}  // namespace test_report_trace

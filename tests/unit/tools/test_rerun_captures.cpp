@@ -8,6 +8,9 @@
 #include "report.h"
 #include "run.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rerun_captures {
+
 using namespace cutriage;
 
 namespace {
@@ -68,3 +71,5 @@ TEST_CASE("rerun captures: run again with that ranking, the top family has a ver
     CHECK(report.find("\n   2  ", row) > verdict);
   }
 }
+
+}  // namespace test_rerun_captures

@@ -15,6 +15,9 @@
 #include "pc_sampling_fixture.h"
 #include "sass.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_sass {
+
 using namespace cutriage;
 using cutriage::testing::kRawListing;
 using cutriage::testing::temp_dir;
@@ -282,3 +285,5 @@ TEST_CASE("sass: prefetch runs nvdisasm for the shown bodies side by side, then 
   CHECK(all.str() == "run\nrun\n");
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace test_sass

@@ -26,6 +26,9 @@
 #include "trace_fold.h"
 #include "trace_fixture.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_streaming_views {
+
 using namespace cutriage;
 namespace v1 = cutriage::v1;
 
@@ -245,3 +248,5 @@ TEST_CASE("html: the timeline draws at most its cap of executions and says what 
   CHECK(whole.find("timeline-cut") == std::string::npos);
   CHECK(whole.find("<svg class=\"timeline\"") != std::string::npos);
 }
+
+}  // namespace test_streaming_views

@@ -5,6 +5,9 @@
 #include "catch.h"
 #include "report.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_terminal_safe {
+
 using cutriage::tools::terminal_safe;
 
 TEST_CASE("terminal_safe escapes C0 controls and DEL", "[report][terminal]") {
@@ -35,3 +38,5 @@ TEST_CASE("terminal_safe leaves plain text alone", "[report][terminal]") {
   CHECK(terminal_safe(report, true) == report);
   CHECK(terminal_safe("", true).empty());
 }
+
+}  // namespace test_terminal_safe

@@ -10,6 +10,9 @@
 #include "trace_export.h"
 #include "trace_fixture.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_trace_export {
+
 using namespace cutriage;
 
 namespace {
@@ -159,3 +162,5 @@ TEST_CASE("trace export: the pauses of a duty-cycled trace get a track of their 
   REQUIRE_FALSE(tools::export_chrome_trace(tools::read_cutriage_bytes(testing::synthetic_trace_file()), plain).has_value());
   CHECK(plain.str().find("trace paused") == std::string::npos);
 }
+
+}  // namespace test_trace_export

@@ -16,6 +16,9 @@
 #include "cutriage/triage/timeline.h"
 #include "file_reader.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_trace_h200 {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;  // Catch2 v3; v2 has it at global scope
 #endif
@@ -403,3 +406,5 @@ TEST_CASE("H200 traces: kernels of a CUDA graph carry graph and node ids, and sa
   REQUIRE(s->families_size() >= 1);
   CHECK(s->families(0).graph_launches() == 9);
 }
+
+}  // namespace test_trace_h200

@@ -13,6 +13,9 @@
 #include "pc_sampling_fixture.h"
 #include "trace_fixture.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_wire_roundtrip {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;  // Catch2 v3; v2 has it at global scope
 #endif
@@ -950,3 +953,5 @@ TEST_CASE("wire: PC sampling that failed, or that holds nothing, is still writte
   REQUIRE(kernels[3]->pc_sampling().pcs_size() == 1);
   CHECK(kernels[3]->pc_sampling().pcs(0).pc_offset() == 0);
 }
+
+}  // namespace test_wire_roundtrip

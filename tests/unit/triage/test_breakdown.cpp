@@ -13,6 +13,9 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/plan.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_breakdown {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
 #endif
@@ -182,3 +185,5 @@ TEST_CASE("verdict counters: routing without the off-device traffic check's opti
   for (const std::string& m : verdict) CHECK(has(all, m.c_str()));
   CHECK(all.size() - verdict.size() == 6);  // only those six
 }
+
+}  // namespace test_breakdown

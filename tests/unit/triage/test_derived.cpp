@@ -2,6 +2,9 @@
 #include "catch.h"
 #include "cutriage/triage/engine.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_derived {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
 #endif
@@ -62,3 +65,5 @@ TEST_CASE("a measured value is never overwritten", "[derived]") {
   CHECK(m.get("smsp__issue_active.avg.per_cycle_active") == 0.42);
   CHECK(m.find("smsp__issue_active.avg.per_cycle_active")->source == MetricSource::kMeasured);
 }
+
+}  // namespace test_derived

@@ -10,6 +10,9 @@
 #include "catch.h"
 #include "cutriage/triage/engine.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_engine_routing {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
 #endif
@@ -508,3 +511,5 @@ TEST_CASE("a mostly empty last wave of a short grid is the verdict (synthetic, i
   // A last wave over half full: no tail finding.
   CHECK_FALSE(triage_kernel(kernel(30, 25, 75, 40, 1690)).fired("d1.tail_wave"));
 }
+
+}  // namespace test_engine_routing

@@ -4,6 +4,9 @@
 #include "catch.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_framework {
+
 using namespace cutriage::triage;
 
 TEST_CASE("threshold overrides reject unknown rules and bad numbers", "[framework]") {
@@ -97,3 +100,5 @@ TEST_CASE("every default threshold is finite and not negative", "[framework]") {
     }
   }
 }
+
+}  // namespace test_framework

@@ -6,6 +6,9 @@
 #include "catch.h"
 #include "cutriage/triage/graphs.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_graphs {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
 #endif
@@ -122,3 +125,5 @@ TEST_CASE("graphs: launches that share one launch id count as separate replays (
   CHECK(unknown.summary()[0].replays == 1);
   CHECK(unknown.repeated_launch_ids() == 0);
 }
+
+}  // namespace test_graphs

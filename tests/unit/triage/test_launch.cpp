@@ -3,6 +3,9 @@
 #include "cutriage/triage/launch.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_launch {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
 #endif
@@ -181,3 +184,5 @@ TEST_CASE("add_launch_metrics without device limits adds only the configuration"
   CHECK_FALSE(add_launch_metrics(none, m2).stats.has_value());
   CHECK(m2.size() == 0);
 }
+
+}  // namespace test_launch

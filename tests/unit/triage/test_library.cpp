@@ -8,6 +8,9 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/library.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_library {
+
 using namespace cutriage::triage;
 
 namespace {
@@ -216,3 +219,5 @@ TEST_CASE("library: communication kernels by name, the rule the agent and the re
   CHECK_FALSE(is_communication_kernel("my_nccl_helper"));  // not a prefix, not a namespace
   CHECK_FALSE(is_communication_kernel(""));
 }
+
+}  // namespace test_library

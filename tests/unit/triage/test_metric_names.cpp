@@ -15,6 +15,9 @@
 #include "catch.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_metric_names {
+
 using namespace cutriage::triage;
 
 namespace {
@@ -125,3 +128,5 @@ TEST_CASE("D3-D6 rule metrics exist on GH100", "[metric_names]") {
     }
   }
 }
+
+}  // namespace test_metric_names

@@ -19,6 +19,9 @@
 #include "pc_sample_text.h"
 #include "rule_test_support.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_pc_samples {
+
 using namespace cutriage::triage;
 using namespace cutriage::triage::test_support;
 
@@ -131,3 +134,5 @@ TEST_CASE("replay: captured PC samples in tests/data/pc_samples meet their expec
     replay(f.filename().string(), text.str());
   }
 }
+
+}  // namespace test_pc_samples

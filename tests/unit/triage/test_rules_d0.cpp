@@ -3,6 +3,9 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d0 {
+
 using namespace cutriage::triage;
 
 namespace {
@@ -441,3 +444,5 @@ TEST_CASE("d0.node_sampling: a graph node's own PM samples (synthetic)", "[d0][g
   CHECK(add_node_sampling_stand_ins(k, m).empty());
   CHECK(m.get("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed") == Approx(40));
 }
+
+}  // namespace test_rules_d0

@@ -3,6 +3,9 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d1 {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
 #endif
@@ -177,3 +180,5 @@ TEST_CASE("d1.tail_wave (synthetic)", "[d1]") {
   for (const ThresholdUse& t : c.thresholds) dominant_recorded = dominant_recorded || t.name == "d1.tail_wave.dominant_ratio";
   CHECK(dominant_recorded);
 }
+
+}  // namespace test_rules_d1

@@ -3,6 +3,9 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d2 {
+
 using namespace cutriage::triage;
 
 namespace {
@@ -115,3 +118,5 @@ TEST_CASE("d2.occupancy_utilization_quadrant (synthetic)", "[d2]") {
   none.metrics.set("sm__warps_active.avg.pct_of_peak_sustained_active", 80, "%");
   CHECK(run_one("d2.occupancy_utilization_quadrant", none).outcome == Outcome::kNotEvaluated);
 }
+
+}  // namespace test_rules_d2

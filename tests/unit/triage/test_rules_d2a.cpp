@@ -3,6 +3,9 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d2a {
+
 using namespace cutriage::triage;
 
 namespace {
@@ -51,3 +54,5 @@ TEST_CASE("d2a.serialized_copy_compute (synthetic)", "[d2a]") {
         Outcome::kNotFired);
   CHECK(run_one("d2a.serialized_copy_compute", KernelInput{}).outcome == Outcome::kNotEvaluated);
 }
+
+}  // namespace test_rules_d2a

@@ -12,6 +12,9 @@
 #include "pc_sample_text.h"
 #include "rule_test_support.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d3 {
+
 using namespace cutriage::triage;
 using namespace cutriage::triage::test_support;
 
@@ -513,3 +516,5 @@ TEST_CASE("d3.bytes_in_flight reads the long_scoreboard share from samples witho
   other.metrics.set("dram__throughput.avg.pct_of_peak_sustained_elapsed", 15);
   CHECK(run("d3.bytes_in_flight", other).outcome == Outcome::kNotFired);
 }
+
+}  // namespace test_rules_d3

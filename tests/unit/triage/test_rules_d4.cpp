@@ -10,6 +10,9 @@
 #include "cutriage/triage/rule.h"
 #include "rule_test_support.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d4 {
+
 using namespace cutriage::triage;
 using namespace cutriage::triage::test_support;
 
@@ -277,3 +280,5 @@ TEST_CASE("d4.limiting_pipe: the deciding pipe opens the evidence, the runner-up
   CHECK(contains(c.reason, "next alu 6.0%"));
   CHECK_FALSE(contains(c.reason, "next fma"));
 }
+
+}  // namespace test_rules_d4

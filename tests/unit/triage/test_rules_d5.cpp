@@ -10,6 +10,9 @@
 #include "cutriage/triage/rule.h"
 #include "rule_test_support.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d5 {
+
 using namespace cutriage::triage;
 using namespace cutriage::triage::test_support;
 
@@ -370,3 +373,5 @@ TEST_CASE("d5.no_tier_near_peak (synthetic)", "[d5]") {
   CHECK(l1_busy.outcome == Outcome::kNotFired);
   CHECK(contains(l1_busy.reason, "L1TEX"));
 }
+
+}  // namespace test_rules_d5

@@ -11,6 +11,9 @@
 #include "pc_sample_text.h"
 #include "rule_test_support.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d6 {
+
 using namespace cutriage::triage;
 using namespace cutriage::triage::test_support;
 
@@ -259,3 +262,5 @@ TEST_CASE("d6.hot_line says which launch was sampled (synthetic)", "[d6][pc]") {
   k.pc_samples->from_launch_index = 9;
   CHECK_FALSE(contains(run("d6.hot_line", k).reason, "sampled on launch"));
 }
+
+}  // namespace test_rules_d6

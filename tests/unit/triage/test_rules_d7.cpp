@@ -4,6 +4,9 @@
 #include "cutriage/triage/engine.h"
 #include "cutriage/triage/rule.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_rules_d7 {
+
 #if __has_include(<catch2/catch_approx.hpp>)
 using Catch::Approx;
 #endif
@@ -124,3 +127,5 @@ TEST_CASE("d7.sm_load_imbalance: the dominant_ratio threshold (synthetic)", "[d7
   CHECK(smsp.outcome == Outcome::kFired);
   for (const ThresholdUse& t : smsp.thresholds) CHECK(t.name != "d7.smsp_load_imbalance.dominant_ratio");
 }
+
+}  // namespace test_rules_d7

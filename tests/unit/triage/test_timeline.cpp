@@ -14,6 +14,9 @@
 #include "cutriage/triage/rule.h"
 #include "cutriage/triage/timeline.h"
 
+// Unity batches (tests/CMakeLists.txt): what this file names stays in its own namespace.
+namespace test_timeline {
+
 using namespace cutriage::triage;
 
 #if __has_include(<catch2/catch_approx.hpp>)
@@ -900,3 +903,5 @@ TEST_CASE("timeline: add_kernel cost", "[.perf][timeline]") {
   }
   measure("1 stream, blocks swapped", spans);
 }
+
+}  // namespace test_timeline
