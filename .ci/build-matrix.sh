@@ -16,7 +16,8 @@
 #   bash .ci/build-matrix.sh nocuda agent   # some, nocuda included
 #
 # What this gate checks is that each combination configures, compiles and links, so it builds
-# without optimization or debug information (cheaper on CI's two cores); warnings are errors.
+# without optimization or debug information, in unity batches (CMAKE_UNITY_BUILD: cheaper on CI's
+# two cores; tests/run.sh's build compiles each file on its own); warnings are errors.
 # CUTRIAGE_MATRIX_CMAKE_ARGS adds CMake arguments to every configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,7 +81,7 @@ for name in "${names[@]}"; do
   mkdir -p "$dir"
   # shellcheck disable=SC2086
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
-    -DCMAKE_CUDA_FLAGS_DEBUG=-O0 -DCUTRIAGE_WERROR=ON $opts ${CUTRIAGE_MATRIX_CMAKE_ARGS:-} \
+    -DCMAKE_CUDA_FLAGS_DEBUG=-O0 -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON $opts ${CUTRIAGE_MATRIX_CMAKE_ARGS:-} \
     >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; echo "matrix: $name: configure FAILED"; exit 1; }
   cmake --build "$dir" -j "$jobs" || { echo "matrix: $name: build FAILED"; exit 1; }
   "check_$name" "$dir" || { echo "matrix: $name: check FAILED"; exit 1; }

@@ -16,12 +16,16 @@
 # regression test: copy it to tests/data/fuzz-regressions/<name>/ (the Catch2 tests
 # test_fuzz_regressions*.cpp replay every file there through the same exercise_* function).
 #
+# The build is the ASan + UBSan one of the sanitizer gate (.ci/sanitize.sh asan, build-san/), which
+# configures the fuzzers too: after that gate only the fuzz targets are left to link. Alone, this
+# script configures the same directory the same way and builds only what it runs.
+#
 # Environment: CUTRIAGE_FUZZ_SECONDS (per target, default 60), CUTRIAGE_FUZZ_JOBS (targets run at
-# once, default nproc), CUTRIAGE_FUZZ_BUILD_DIR (default build-fuzz), CUTRIAGE_CLANGXX (default
+# once, default nproc), CUTRIAGE_FUZZ_BUILD_DIR (default build-san), CUTRIAGE_CLANGXX (default
 # clang++-14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${CUTRIAGE_FUZZ_BUILD_DIR:-build-fuzz}
+build=${CUTRIAGE_FUZZ_BUILD_DIR:-build-san}
 seconds=${CUTRIAGE_FUZZ_SECONDS:-60}
 parallel=${CUTRIAGE_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cxx=${CUTRIAGE_CLANGXX:-clang++-14}
@@ -30,11 +34,12 @@ all_targets=(fuzz_ncu_csv fuzz_timings fuzz_file_reader fuzz_thresholds fuzz_con
              fuzz_trace_export fuzz_pprof_export fuzz_control fuzz_init_string fuzz_nvdisasm)
 if (($# > 0)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
-# Tests off: the fuzz build only needs the libraries, the fuzzers and the cutriage tool (which
-# writes the file reader's seeds). Everything of the project is instrumented for coverage.
+# The sanitizer gate's configuration (.ci/sanitize.sh run_asan), so that one build serves both. Only
+# the fuzzers and the cutriage tool (which writes the file reader's seeds) are built here.
+# Everything of the project is instrumented for coverage.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCUTRIAGE_CUDA=OFF -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_BUILD_TESTS=OFF \
-  -DCUTRIAGE_BUILD_FUZZERS=ON -DCUTRIAGE_WERROR=ON "-DCUTRIAGE_SANITIZE=address;undefined" >/dev/null
+  -DCUTRIAGE_CUDA=OFF -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+  "-DCUTRIAGE_SANITIZE=address;undefined" -DCUTRIAGE_BUILD_FUZZERS=ON >/dev/null
 cmake --build "$build" -j "$parallel" --target "${targets[@]}" cutriage_cli
 
 # Seeds and dictionaries the tool derives: kept in sync with the rules and the schema for free.

@@ -2,7 +2,8 @@
 # Sanitizer gate, runnable locally:
 #
 #   bash .ci/sanitize.sh          # both builds below
-#   bash .ci/sanitize.sh asan     # the whole test suite under AddressSanitizer + UBSan (+ LeakSanitizer)
+#   bash .ci/sanitize.sh asan     # the whole test suite under AddressSanitizer + UBSan (+ LeakSanitizer);
+#                                 # the same build holds the fuzzers (.ci/fuzz.sh runs them)
 #   bash .ci/sanitize.sh tsan     # the tests labelled "agent" under ThreadSanitizer
 #   bash .ci/sanitize.sh agent-lib  # libcutriage.so itself (CUDA on) under ASan + UBSan, loaded by its
 #                                   # host programs: the injection entry, configuration, the CUPTI
@@ -10,7 +11,9 @@
 #                                   # stub driver, the C API misused from many threads
 #
 # Builds with clang (CUTRIAGE_CLANGXX, default clang++-14) into build-san/ and build-tsan/, CUDA
-# off: the agent core and everything the CI tests cover is CUDA-free. Any sanitizer report fails
+# off: the agent core and everything the CI tests cover is CUDA-free. Unity builds (every target in
+# batches of 8 files, CMAKE_UNITY_BUILD): the sanitizers see the same code for a third of the
+# compile; tests/run.sh's build still compiles each library file on its own. Any sanitizer report fails
 # the gate, including one from a process a test starts itself (the CLI test runs `cutriage` and
 # checks its exit code, which a report could mask): reports go to files under
 # <build>/sanitizer-reports/ (log_path) and the gate fails when one exists, whatever CTest said.
@@ -27,10 +30,10 @@ jobs=$(nproc 2>/dev/null || echo 2)
 modes=("$@")
 if ((${#modes[@]} == 0)); then modes=(asan tsan agent-lib); fi
 
-configure() {  # build-dir sanitizers
+configure() {  # build-dir sanitizers [cmake arguments...]
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-    -DCUTRIAGE_CUDA=OFF -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON \
-    "-DCUTRIAGE_SANITIZE=$2" >/dev/null
+    -DCUTRIAGE_CUDA=OFF -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+    "-DCUTRIAGE_SANITIZE=$2" "${@:3}" >/dev/null
 }
 
 # Fails when a sanitizer wrote a report (after printing it).
@@ -49,7 +52,10 @@ check_reports() {  # report-dir
 
 run_asan() {
   local build=build-san
-  configure "$build" "address;undefined"
+  # The fuzzers too (-DCUTRIAGE_BUILD_FUZZERS=ON: the project's code gets libFuzzer's coverage
+  # instrumentation as well): .ci/fuzz.sh runs them from this build instead of compiling the same
+  # libraries once more under the same sanitizers.
+  configure "$build" "address;undefined" -DCUTRIAGE_BUILD_FUZZERS=ON
   cmake --build "$build" -j "$jobs"
   local reports="$PWD/$build/sanitizer-reports"
   rm -rf "$reports" && mkdir -p "$reports"
@@ -96,7 +102,7 @@ run_agent_lib() {
     return 1
   fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-    -DCUTRIAGE_CUDA=ON -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON \
+    -DCUTRIAGE_CUDA=ON -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
     "-DCUTRIAGE_SANITIZE=address;undefined" -DCUTRIAGE_ASAN_SHARED_RUNTIME=ON >/dev/null
   cmake --build "$build" -j "$jobs" --target cutriage_agent cutriage_load_agent cutriage_api_misuse
   local reports="$PWD/$build/sanitizer-reports"

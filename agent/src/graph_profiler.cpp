@@ -16,7 +16,7 @@ using collectors::StatusCode;
 
 namespace {
 
-std::atomic<uint64_t> g_next_instance{1};
+std::atomic<uint64_t> g_next_graph_profiler_id{1};
 
 constexpr std::string_view kDuration = "gpu__time_duration.sum";
 // A family's PM samples replace its graph's counters from this many (d0.node_sampling warns below 3).
@@ -30,7 +30,7 @@ constexpr uint64_t kRetargetIntervalNs = 50'000'000;
 }  // namespace
 
 GraphProfiler::GraphProfiler(Parts parts)
-    : p_(std::move(parts)), instance_id_(g_next_instance.fetch_add(1)), start_mono_ns_(p_.monotonic_ns()) {}
+    : p_(std::move(parts)), instance_id_(g_next_graph_profiler_id.fetch_add(1)), start_mono_ns_(p_.monotonic_ns()) {}
 
 GraphProfiler::~GraphProfiler() = default;
 

@@ -15,7 +15,7 @@ using collectors::StatusCode;
 
 namespace {
 
-std::atomic<uint64_t> g_next_instance{1};
+std::atomic<uint64_t> g_next_launch_profiler_id{1};
 
 wire::LaunchApi to_wire(collectors::LaunchApi api) {
   using collectors::LaunchApi;
@@ -97,7 +97,7 @@ struct LaunchProfiler::Active {
 LaunchProfiler::LaunchProfiler(Parts parts)
     : p_(std::move(parts)),
       single_pass_(p_.always_on != nullptr ? static_cast<SinglePassPolicy*>(p_.always_on) : p_.app_replay),
-      instance_id_(g_next_instance.fetch_add(1)) {}
+      instance_id_(g_next_launch_profiler_id.fetch_add(1)) {}
 
 std::unique_ptr<LaunchProfiler::Active>& LaunchProfiler::active_slot() {
   thread_local std::unique_ptr<Active> slot;

@@ -7,7 +7,7 @@
 namespace cutriage::agent {
 namespace {
 
-constexpr std::string_view kDuration = "gpu__time_duration.sum";
+constexpr std::string_view kTimeDuration = "gpu__time_duration.sum";
 
 std::string seconds_text(uint64_t ns) {
   char b[32];
@@ -21,7 +21,7 @@ std::string us_text(uint64_t ns) {
   return b;
 }
 
-std::string ms_text(uint64_t ns) {
+std::string ms_digits(uint64_t ns) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3g", static_cast<double>(ns) / 1e6);
   return b;
@@ -197,12 +197,12 @@ void PmWindow::stop(uint64_t now) {
   // counter-data image): what the device's part is, for the charge's next revision.
   std::string start_parts;
   if (b.start_host_config_ns > 0 || b.start_counter_data_ns > 0) {
-    start_parts = "; of the Start, host config " + ms_text(b.start_host_config_ns) + " ms and counter-data image " +
-                  ms_text(b.start_counter_data_ns) + " ms";
+    start_parts = "; of the Start, host config " + ms_digits(b.start_host_config_ns) + " ms and counter-data image " +
+                  ms_digits(b.start_counter_data_ns) + " ms";
   }
-  p_.log.info("PM window costs: Start " + ms_text(b.start_cost_ns) + " ms, Stop " + ms_text(b.stop_cost_ns) +
-              " ms, assumed drag " + ms_text(drag) + " ms (charged); decode and evaluation " +
-              ms_text(b.decode_cost_ns) + " ms on the flush thread" + start_parts);
+  p_.log.info("PM window costs: Start " + ms_digits(b.start_cost_ns) + " ms, Stop " + ms_digits(b.stop_cost_ns) +
+              " ms, assumed drag " + ms_digits(drag) + " ms (charged); decode and evaluation " +
+              ms_digits(b.decode_cost_ns) + " ms on the flush thread" + start_parts);
   if (b.samples.empty()) {
     p_.trace.unwatch_window();
     fail(collectors::Status(collectors::StatusCode::kUnavailable, "no sample came back"), "gave nothing", now);
@@ -279,7 +279,7 @@ void PmWindow::attribute() {
     if (device) in.device_limits = device->limits;
     in.metrics = own->second.metrics;
     if (auto d = durations.find(id); d != durations.end() && d->second.second > 0) {
-      in.metrics.set(std::string(kDuration), d->second.first / d->second.second, "nsecond");
+      in.metrics.set(std::string(kTimeDuration), d->second.first / d->second.second, "nsecond");
     }
     in.collection.replay_mode = triage::ReplayMode::kNone;
     in.collection.clock_control = triage::ClockControl::kNone;
@@ -300,7 +300,7 @@ void PmWindow::attribute() {
     record.status = wire::ProfileStatus::kProfiled;
     record.launch_api = wire::LaunchApi::kKernel;
     record.profile_number = 1;
-    if (auto d = in.metrics.get(kDuration)) record.duration_ns = *d;
+    if (auto d = in.metrics.get(kTimeDuration)) record.duration_ns = *d;
     record.diagnosis = triage::triage_kernel(in, p_.triage_options);
     records.emplace_back(id, std::move(record));
   }

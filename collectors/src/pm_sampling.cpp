@@ -23,19 +23,13 @@
 #include <utility>
 #include <vector>
 
+#include "c_strings.h"
 #include "cupti_check.h"
 #include "cutriage/collectors/host_lifetime.h"
 #include "host_gate.h"
 
 namespace cutriage::collectors {
 namespace {
-
-std::vector<const char*> c_strings(const std::vector<std::string>& names) {
-  std::vector<const char*> out;
-  out.reserve(names.size());
-  for (const std::string& n : names) out.push_back(n.c_str());
-  return out;
-}
 
 // One CUpti_Profiler_Host_Object of the PM-sampling type; evaluation uses the object that built
 // the config.

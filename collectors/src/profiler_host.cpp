@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "c_strings.h"
 #include "checksum.h"
 #include "cupti_check.h"
 #include "cutriage/collectors/host_lifetime.h"
@@ -49,13 +50,6 @@ namespace {
 
 // Compiled configs kept for evaluate(); a plan evicted from this cache is compiled again.
 constexpr size_t kMaxCachedConfigs = 8;
-
-std::vector<const char*> c_strings(const std::vector<std::string>& names) {
-  std::vector<const char*> out;
-  out.reserve(names.size());
-  for (const std::string& name : names) out.push_back(name.c_str());
-  return out;
-}
 
 std::string supported_chips() {
   CUpti_Profiler_Host_GetSupportedChips_Params params{};

@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "c_strings.h"
 #include "checksum.h"
 #include "cuda_driver_probe.h"
 #include "cupti_check.h"
@@ -99,13 +100,6 @@ class StepTimer {
   uint64_t* into_;
   uint64_t begun_;
 };
-
-std::vector<const char*> c_strings(const std::vector<std::string>& names) {
-  std::vector<const char*> out;
-  out.reserve(names.size());
-  for (const std::string& name : names) out.push_back(name.c_str());
-  return out;
-}
 
 class CuptiRangeProfiler final : public RangeProfiler {
  public:

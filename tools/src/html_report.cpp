@@ -437,7 +437,7 @@ void render_roofline(std::ostringstream& out, const Context& c, const v1::Kernel
 
 // ---- source lines ----------------------------------------------------------------------------
 
-constexpr size_t kSourceLines = 10;
+constexpr size_t kHtmlSourceLines = 10;
 
 void render_source(std::ostringstream& out, const Context& c, const v1::KernelProfile& k, SassResolver& sass) {
   const v1::PcSampling& pcs = k.pc_sampling();
@@ -463,7 +463,7 @@ void render_source(std::ostringstream& out, const Context& c, const v1::KernelPr
   const std::vector<SourceLineSamples> lines = source_lines(view);
   out << "<table class=\"source\"><tr><th class=\"num\">#</th><th>location</th><th class=\"num\">stalls</th>"
          "<th class=\"num\">share</th><th>dominant stall</th><th>hottest instruction (SASS)</th></tr>\n";
-  const size_t limit = std::min(lines.size(), kSourceLines);
+  const size_t limit = std::min(lines.size(), kHtmlSourceLines);
   for (size_t i = 0; i < limit; ++i) {
     const SourceLineSamples& line = lines[i];
     if (line.stall_samples == 0) break;

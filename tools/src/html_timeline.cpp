@@ -22,7 +22,7 @@ constexpr const char* kPalette[] = {"#0969da", "#bc4c00", "#8250df", "#1a7f37", 
 constexpr size_t kColoredFamilies = sizeof(kPalette) / sizeof(kPalette[0]);
 constexpr const char* kOtherColor = "#afb8c1";
 
-std::string h(std::string_view s) { return html::escape(s); }
+std::string esc(std::string_view s) { return html::escape(s); }
 
 struct Span {
   uint64_t start = 0;
@@ -240,10 +240,10 @@ void render_timeline(std::ostringstream& out, const TimelinePage& c, const Timel
   if (kept.seen() > kept.spans().size()) {
     // The page holds at most max_spans() executions: the first ones the file holds are drawn.
     out << "<p class=\"muted timeline-cut\" data-drawn=\"" << kept.spans().size() << "\" data-seen=\"" << kept.seen()
-        << "\">Drawn: the first " << h(with_commas(kept.spans().size())) << " of the "
-        << h(with_commas(kept.seen())) << " kernel executions and copies the file holds, up to +"
-        << h(short_duration(double(t1 - t0))) << "; the other " << h(with_commas(kept.seen() - kept.spans().size()))
-        << " are not drawn (the page draws at most " << h(with_commas(kept.max_spans()))
+        << "\">Drawn: the first " << esc(with_commas(kept.spans().size())) << " of the "
+        << esc(with_commas(kept.seen())) << " kernel executions and copies the file holds, up to +"
+        << esc(short_duration(double(t1 - t0))) << "; the other " << esc(with_commas(kept.seen() - kept.spans().size()))
+        << " are not drawn (the page draws at most " << esc(with_commas(kept.max_spans()))
         << "). The tables above count them all.</p>\n";
   }
   std::set<uint32_t> devices;
@@ -280,15 +280,15 @@ void render_timeline(std::ostringstream& out, const TimelinePage& c, const Timel
       zoom.first = std::max(zoom.first, d0);
       zoom.second = std::min(zoom.second, d1);
     }
-    out << "<h3>" << h(gpu_label(c.session, device)) << "</h3>\n"
+    out << "<h3>" << esc(gpu_label(c.session, device)) << "</h3>\n"
         << timeline_strip(c, rows, device, order, t0, d0, d1,
                           "timeline of " + gpu_label(c.session, device) + ": kernels and copies per stream over " +
                               short_duration(double(d1 - d0)),
                           zoom)
         << "\n";
     if (zoom.second > zoom.first) {
-      out << "<p class=\"muted\">The busiest stretch: " << h(short_duration(double(zoom.second - zoom.first)))
-          << " from +" << h(short_duration(double(zoom.first - t0))) << ", times from its start:</p>\n"
+      out << "<p class=\"muted\">The busiest stretch: " << esc(short_duration(double(zoom.second - zoom.first)))
+          << " from +" << esc(short_duration(double(zoom.first - t0))) << ", times from its start:</p>\n"
           << timeline_strip(c, rows, device, order, t0, zoom.first, zoom.second,
                             "zoomed timeline of " + gpu_label(c.session, device) + ": " +
                                 short_duration(double(zoom.second - zoom.first)) + " from +" +
@@ -297,7 +297,7 @@ void render_timeline(std::ostringstream& out, const TimelinePage& c, const Timel
           << "\n";
     }
     if (drawn < streams.size()) {
-      out << "<p class=\"muted\">" << h(with_commas(streams.size() - drawn)) << " more streams with less busy time "
+      out << "<p class=\"muted\">" << esc(with_commas(streams.size() - drawn)) << " more streams with less busy time "
           << "are not drawn.</p>\n";
     }
   }
@@ -307,8 +307,8 @@ void render_timeline(std::ostringstream& out, const TimelinePage& c, const Timel
     const size_t n = std::min<size_t>(kColoredFamilies, static_cast<size_t>(c.summary->families_size()));
     for (size_t i = 0; i < n; ++i) {
       const std::string name = family_name(c.file, c.summary->families(static_cast<int>(i)).family_id());
-      out << "<span class=\"swatch\" style=\"background:" << kPalette[i] << "\"></span><span title=\"" << h(name)
-          << "\">#" << (i + 1) << " " << h(html::cut(name, 48)) << "</span>";
+      out << "<span class=\"swatch\" style=\"background:" << kPalette[i] << "\"></span><span title=\"" << esc(name)
+          << "\">#" << (i + 1) << " " << esc(html::cut(name, 48)) << "</span>";
     }
   }
   out << "<span class=\"swatch\" style=\"background:" << kOtherColor << "\"></span>other kernels"

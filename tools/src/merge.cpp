@@ -267,7 +267,7 @@ const v1::Gpu* gpu_of(const std::vector<LoadedFile>& files, const std::string& c
   return nullptr;
 }
 
-std::string plural(size_t n, const char* one, const char* many) {
+std::string counted(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
@@ -288,8 +288,8 @@ std::string contribution_text(const MergedFamily& m, const std::string& name) {
   bool first = true;
   for (uint64_t pid : order) {
     text += first ? " " : ", ";
-    text += first ? plural(counters(pid), "counter", "counters") : std::to_string(counters(pid));
-    text += " from pid " + std::to_string(pid) + " (" + plural(launches[pid], "launch", "launches") + ")";
+    text += first ? counted(counters(pid), "counter", "counters") : std::to_string(counters(pid));
+    text += " from pid " + std::to_string(pid) + " (" + counted(launches[pid], "launch", "launches") + ")";
     first = false;
   }
   // Files that held the family but added nothing (every counter they measured, another had).

@@ -16,7 +16,7 @@ namespace cutriage::tools {
 
 namespace {
 
-constexpr uint64_t kRecordTag = (1U << 3) | 2U;  // File.records, length-delimited
+constexpr uint64_t kRecordsFieldTag = (1U << 3) | 2U;  // File.records, length-delimited
 constexpr uint64_t kInternedField = 2;          // Record.interned
 constexpr uint64_t kKernelField = 3;            // Record.kernel
 constexpr size_t kReadChunk = size_t{1} << 16;
@@ -41,7 +41,7 @@ size_t columns(std::string_view s) {
 }
 
 // `s` cut to `width` columns, "..." marking the cut; never inside a UTF-8 sequence.
-std::string cut(std::string_view s, size_t width) {
+std::string clip(std::string_view s, size_t width) {
   if (columns(s) <= width) return std::string(s);
   if (width <= 3) return std::string(width, '.');
   size_t keep = width - 3;
@@ -92,8 +92,8 @@ std::string progress_line(std::string_view kernel_name, const v1::KernelProfile&
     if (columns(name) + columns(what) > room) {
       constexpr size_t kMinWhat = 16;  // "MEMORY BOUND - D..." still says what it is
       const size_t what_room = room >= columns(name) + kMinWhat ? room - columns(name) : std::min(room, kMinWhat);
-      what = cut(what, std::min(columns(what), what_room));
-      name = cut(name, room > columns(what) ? room - columns(what) : 0);
+      what = clip(what, std::min(columns(what), what_room));
+      name = clip(name, room > columns(what) ? room - columns(what) : 0);
     }
   }
   return head + painted(name, "1", style.color) + launch + painted(what, failed ? "31" : "36", style.color);
@@ -159,7 +159,7 @@ size_t ProgressFollower::poll() {
     uint64_t tag = 0;
     uint64_t length = 0;
     if (!read_varint(pending_, at, tag)) break;
-    if (tag != kRecordTag) {
+    if (tag != kRecordsFieldTag) {
       broken_ = true;
       break;
     }

@@ -53,7 +53,7 @@ std::string fit_tail(std::string_view s, size_t width) {
 // samples, each with its share of the kernel's stall samples, its dominant stall reason and the
 // instruction of its hottest PC; then the totals and what limits them (dropped samples, a full
 // hardware buffer, no line table, no disassembler).
-constexpr size_t kSourceLines = 5;
+constexpr size_t kTextSourceLines = 5;
 constexpr size_t kSourceLinesVerbose = 20;
 void render_source_lines(std::ostringstream& out, const ReadResult& file, const v1::KernelProfile& k,
                          SassResolver& sass, const ReportOptions& options) {
@@ -84,7 +84,7 @@ void render_source_lines(std::ostringstream& out, const ReadResult& file, const 
                 "no stall samples: every sample found the warp issuing or eligible (selected, not_selected)");
   } else {
     const std::vector<SourceLineSamples> lines = source_lines(view);
-    const size_t limit = std::min(lines.size(), options.verbose ? kSourceLinesVerbose : kSourceLines);
+    const size_t limit = std::min(lines.size(), options.verbose ? kSourceLinesVerbose : kTextSourceLines);
     constexpr size_t kLocationWidth = 36;
     out << indent << " #  " << fit("location", kLocationWidth) << right("stalls", 8) << right("share", 8)
         << "  dominant stall\n";

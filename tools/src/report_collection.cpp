@@ -13,7 +13,7 @@ using namespace model;  // the numbers, the kernels and the verdict as every vie
 
 namespace {
 
-void put_wrapped(std::ostringstream& out, const std::string& first, const std::string& rest, std::string_view text) {
+void put_wrapped_text(std::ostringstream& out, const std::string& first, const std::string& rest, std::string_view text) {
   out << wrap_text(first, rest, text, kReportWidth);
 }
 
@@ -84,7 +84,7 @@ void render_assembled(std::ostringstream& out, const v1::KernelProfile& k) {
   } else {
     text += ", durations not measured";
   }
-  put_wrapped(out, "    assembled ", "              ", text);
+  put_wrapped_text(out, "    assembled ", "              ", text);
 }
 
 // A kernel inside a CUDA graph: its counters are the whole graph launch's (CUPTI counts a graph
@@ -102,7 +102,7 @@ void render_graph_scope(std::ostringstream& out, const v1::KernelProfile& k) {
                        ", over one launch of graph " + std::to_string(g.graph_id()) + " (exec " +
                        std::to_string(g.exec_id()) + "), not replayed), not the graph's; this kernel is " +
                        fmt(100 * g.share_of_graph()) + "% of the graph's kernel time";
-    put_wrapped(out, "    counters  ", "              ", text);
+    put_wrapped_text(out, "    counters  ", "              ", text);
     return;
   }
   double min_ns = 0, max_ns = 0;
@@ -126,7 +126,7 @@ void render_graph_scope(std::ostringstream& out, const v1::KernelProfile& k) {
             " the rest";
   }
   if (g.mean_replay_ns() > 0) text += "; the graph takes " + short_duration(g.mean_replay_ns()) + " per replay";
-  put_wrapped(out, "    counters  ", "              ", text);
+  put_wrapped_text(out, "    counters  ", "              ", text);
 }
 
 // Always-on: the family's "always_on_complete" notice, if the file has one: by family id, or in
@@ -154,7 +154,7 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
       out << "    complete  yes, over " << a.runs() << (a.runs() == 1 ? " run" : " runs") << "\n";
       return;
     }
-    put_wrapped(out, "    complete  ", "              ",
+    put_wrapped_text(out, "    complete  ", "              ",
                 "not yet: " + std::to_string(a.counters_wanted()) +
                     (a.counters_wanted() == 1 ? " counter" : " counters") +
                     " the route reads are in metric groups no run has collected; another run of the program "
@@ -163,7 +163,7 @@ void render_completeness(std::ostringstream& out, const ReadResult& file, const 
   }
   const v1::Notice* n = complete_notice(file, k, function);
   if (n == nullptr) {
-    put_wrapped(out, "    complete  ", "              ",
+    put_wrapped_text(out, "    complete  ", "              ",
                 "not yet: the route reads counters this file does not hold yet; the verdict may change with "
                 "them");
     return;
@@ -189,7 +189,7 @@ void render_collection(std::ostringstream& out, const ReadResult& file, const v1
     const double span_ms = w.window_end_ns() > w.window_start_ns()
                                ? static_cast<double>(w.window_end_ns() - w.window_start_ns()) / 1e6
                                : 0.0;
-    put_wrapped(out, "    counters  ", "              ",
+    put_wrapped_text(out, "    counters  ", "              ",
                 "its own PM samples (" + std::to_string(w.samples()) + (w.samples() == 1 ? " sample" : " samples") +
                     " of " + fmt(static_cast<double>(w.interval_ns()) / 1e3) + " us inside " +
                     std::to_string(w.executions()) + (w.executions() == 1 ? " execution" : " executions") +

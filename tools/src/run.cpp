@@ -26,7 +26,7 @@ namespace cutriage::tools {
 
 namespace {
 
-constexpr int kUsage = 1;
+constexpr int kExitUsage = 1;
 constexpr int kNoLibrary = 8;
 constexpr int kCannotStart = 9;
 
@@ -434,7 +434,7 @@ int cmd_run(const RunOptions& o) {
   const std::string& self_exe = o.self_exe;
   if (o.app.empty()) {
     std::cerr << "cutriage run: which application? (cutriage run [options] [--] APP [ARGS...])\n";
-    return kUsage;
+    return kExitUsage;
   }
 
   // The summary on stderr repeats what the report prints; off unless asked for.
@@ -457,7 +457,7 @@ int cmd_run(const RunOptions& o) {
   for (const agent::ConfigIssue& issue : cfg.issues) {
     std::cerr << "cutriage run: " << name_flags(issue.message, o.settings) << "\n";
   }
-  if (!cfg.ok()) return kUsage;
+  if (!cfg.ok()) return kExitUsage;
 
   std::string lib = find_agent_library(library, self_exe);
   if (lib.empty()) {
@@ -475,7 +475,7 @@ int cmd_run(const RunOptions& o) {
   if (app_replay && (cfg.config.segment_mb != 0 || cfg.config.segment_seconds != 0)) {
     std::cerr << "cutriage run: --replay application keeps one file per run and continues each from the last; "
                  "expected no --segment-mb or --segment-seconds with it\n";
-    return kUsage;
+    return kExitUsage;
   }
   if (app_replay && o.rerun_given) {
     std::cerr << "cutriage run: --rerun does not apply with --replay application: every run after the first has "

@@ -37,7 +37,7 @@ const std::vector<std::string> kRankColumns = {
     "top_family_share", "top_family_verdict"};
 
 // "CLASSIFICATION_MEMORY_BOUND" -> "memory_bound"; "" for the unspecified value.
-std::string enum_value(const std::string& name, std::string_view prefix) {
+std::string enum_text(const std::string& name, std::string_view prefix) {
   std::string s = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s == "unspecified" ? std::string() : s;
@@ -157,13 +157,13 @@ std::vector<Cell> kernel_row(const ReadResult& file, const v1::KernelProfile& k)
           positive(k.duration_ns()),
           positive(k.unprofiled_duration_ns()),
           positive(k.time_share()),
-          enum_value(v1::Classification_Name(d.classification()), "CLASSIFICATION_"),
-          enum_value(v1::Limiter_Name(d.primary_limiter()), "LIMITER_"),
+          enum_text(v1::Classification_Name(d.classification()), "CLASSIFICATION_"),
+          enum_text(v1::Limiter_Name(d.primary_limiter()), "LIMITER_"),
           text(d.primary_rule_id()),
           text(d.headline()),
           text(d.next_action()),
           positive(d.estimated_speedup()),
-          enum_value(v1::Trust_Name(d.trust()), "TRUST_"),
+          enum_text(v1::Trust_Name(d.trust()), "TRUST_"),
           text(d.library())};
 }
 
@@ -173,11 +173,11 @@ std::vector<Cell> family_row(const ReadResult& file, const std::vector<const v1:
   const v1::KernelProfile* k = model::family_profile(current, fs);
   Cell verdict, limiter, next, why;
   if (k != nullptr && k->has_diagnosis()) {
-    verdict = enum_value(v1::Classification_Name(k->diagnosis().classification()), "CLASSIFICATION_");
-    limiter = enum_value(v1::Limiter_Name(k->diagnosis().primary_limiter()), "LIMITER_");
+    verdict = enum_text(v1::Classification_Name(k->diagnosis().classification()), "CLASSIFICATION_");
+    limiter = enum_text(v1::Limiter_Name(k->diagnosis().primary_limiter()), "LIMITER_");
     next = text(k->diagnosis().next_action());
   } else {
-    std::string reason = enum_value(v1::FamilyStats::Selection_Name(fs.selection()), "SELECTION_");
+    std::string reason = enum_text(v1::FamilyStats::Selection_Name(fs.selection()), "SELECTION_");
     if (!fs.selection_detail().empty()) reason += (reason.empty() ? "" : ": ") + fs.selection_detail();
     why = reason;
   }

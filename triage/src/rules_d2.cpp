@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine_regime.h"
+#include "metric_names.h"
 #include "registry.h"
 #include "rule_helpers.h"
 
@@ -15,16 +16,12 @@ namespace cutriage::triage::detail {
 
 namespace {
 
-constexpr std::string_view kGpuDram = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kSysmemSectors = "lts__t_sectors_aperture_sysmem.sum";
 constexpr std::string_view kPeerSectors = "lts__t_sectors_aperture_peer.sum";
 constexpr std::string_view kAllSectors = "lts__t_sectors.sum";
 constexpr std::string_view kPcieRead = "pcie__read_bytes.sum";
 constexpr std::string_view kPcieWrite = "pcie__write_bytes.sum";
 // Timeline quantities of a future PM-sampling collector (see rules_d2a.cpp).
-constexpr std::string_view kDispatchGapPct = "cutriage__dispatch_gap_pct";
-constexpr std::string_view kGpuIdlePct = "cutriage__gpu_idle_pct";
 
 RuleVerdict eval_balance(RuleContext& ctx) {
   const double sm = ctx.required(kSmThroughput);

@@ -11,6 +11,7 @@
 // Until then each rule reports "not evaluated" with the missing name.
 #include <string>
 
+#include "metric_names.h"
 #include "registry.h"
 #include "rule_helpers.h"
 
@@ -18,8 +19,6 @@ namespace cutriage::triage::detail {
 
 namespace {
 
-constexpr std::string_view kDispatchGapPct = "cutriage__dispatch_gap_pct";
-constexpr std::string_view kGpuIdlePct = "cutriage__gpu_idle_pct";
 constexpr std::string_view kOverlapPct = "cutriage__copy_compute_overlap_pct";
 constexpr std::string_view kCopyTimePct = "cutriage__copy_time_pct";
 

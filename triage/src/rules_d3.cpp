@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine_regime.h"
+#include "metric_names.h"
 #include "pc_samples.h"
 #include "registry.h"
 #include "rule_helpers.h"
@@ -26,8 +28,6 @@ namespace cutriage::triage::detail {
 
 namespace {
 
-constexpr std::string_view kStallPrefix = "smsp__average_warps_issue_stalled_";
-constexpr std::string_view kStallSuffix = "_per_issue_active.ratio";
 
 struct StallAction {
   std::string_view reason;
@@ -161,26 +161,15 @@ std::vector<MetricNeed> stall_metric_needs() {
 constexpr std::string_view kIssueActive = "smsp__issue_active.avg.per_cycle_active";
 constexpr std::string_view kWarpsEligible = "smsp__warps_eligible.avg.per_cycle_active";
 constexpr std::string_view kWarpsActive = "smsp__warps_active.avg.per_cycle_active";
-constexpr std::string_view kThreadsPerInst = "smsp__thread_inst_executed_per_inst_executed.ratio";
-constexpr std::string_view kPredOnPerInst =
-    "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio";
 constexpr std::string_view kAchievedOcc = "sm__warps_active.avg.pct_of_peak_sustained_active";
 constexpr std::string_view kTheoreticalOcc = "sm__maximum_warps_per_active_cycle_pct";
 constexpr std::string_view kLimitRegisters = "launch__occupancy_limit_registers";
 constexpr std::string_view kLimitShared = "launch__occupancy_limit_shared_mem";
 constexpr std::string_view kLimitWarps = "launch__occupancy_limit_warps";
 constexpr std::string_view kLimitBlocks = "launch__occupancy_limit_blocks";
-constexpr std::string_view kComputeMemory =
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kGpuDram = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kL2 = "lts__throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kL1 = "l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kLsuWavefronts =
     "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kSm = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kLdSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
-constexpr std::string_view kLdRequests = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
 
 Rule issue_starved() {
   return Rule{
@@ -646,7 +635,7 @@ Rule bytes_in_flight() {
       .decision = Decision::kD3IssueStalls,
       .title = "Too few bytes in flight to use the memory system",
       .parent = {},
-      .metrics = {{kComputeMemory, true},
+      .metrics = {{kMemThroughput, true},
                   {kDram, false},
                   {kGpuDram, false},
                   {kL2, false},
@@ -676,7 +665,7 @@ Rule bytes_in_flight() {
       .priority = 35,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        double memory = ctx.required(kComputeMemory);
+        double memory = ctx.required(kMemThroughput);
         std::optional<double> dram = ctx.metric(kDram);
         if (!dram) dram = ctx.metric(kGpuDram);
         if (!dram) {

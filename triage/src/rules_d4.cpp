@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine_regime.h"
+#include "metric_names.h"
 #include "registry.h"
 #include "rule_helpers.h"
 #include "rule_numbers.h"
@@ -24,7 +26,6 @@ constexpr std::string_view kInstIssuedSum = "sm__inst_issued.sum";
 constexpr std::string_view kInstIssuedPct = "sm__inst_issued.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kInstThroughputPct =
     "sm__instruction_throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kSmThroughput = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr std::string_view kFp64Sum = "sm__inst_executed_pipe_fp64.sum";
 constexpr std::string_view kFp16FmaSum = "sm__inst_executed_pipe_fma_type_fp16.sum";
 constexpr std::string_view kTensorSum = "sm__inst_executed_pipe_tensor.sum";
@@ -33,9 +34,6 @@ constexpr std::string_view kDfma = "sm__sass_thread_inst_executed_ops_dadd_dmul_
 constexpr std::string_view kFfma = "sm__sass_thread_inst_executed_ops_fadd_fmul_ffma_pred_on.sum";
 constexpr std::string_view kTensorCyclesPct =
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active";
-constexpr std::string_view kThreadsPerInst = "smsp__thread_inst_executed_per_inst_executed.ratio";
-constexpr std::string_view kPredOnPerInst =
-    "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio";
 
 // Pipe utilization metrics GH100 exposes (what a collector should ask for). The rules accept any
 // other sm__pipe_*_cycles_active / sm__inst_executed_pipe_* percentage present as well.

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine_regime.h"
+#include "metric_names.h"
 #include "pc_samples.h"
 #include "registry.h"
 #include "rule_helpers.h"
@@ -23,15 +25,7 @@ namespace {
 
 constexpr std::string_view kLsuWavefrontsPct =
     "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kComputeMemory =
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kGpuDram = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kL2 = "lts__throughput.avg.pct_of_peak_sustained_elapsed";
-constexpr std::string_view kL1 = "l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
 
-constexpr std::string_view kLdSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
-constexpr std::string_view kLdRequests = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
 constexpr std::string_view kLdBytes = "sm__sass_data_bytes_mem_global_op_ld.sum";
 constexpr std::string_view kStSectors = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
 constexpr std::string_view kStRequests = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum";
@@ -76,8 +70,6 @@ constexpr std::string_view kTmaLdInst = "smsp__inst_executed_op_tma_ld.sum";
 constexpr std::string_view kMembarStall =
     "smsp__average_warps_issue_stalled_membar_per_issue_active.ratio";
 constexpr std::string_view kL2MembarRequests = "lts__t_requests_op_membar.sum";
-constexpr std::string_view kStallPrefix = "smsp__average_warps_issue_stalled_";
-constexpr std::string_view kStallSuffix = "_per_issue_active.ratio";
 
 constexpr std::string_view kL2TexSectors = "lts__t_sectors_srcunit_tex.sum";
 constexpr std::string_view kL2TexSysmem = "lts__t_sectors_srcunit_tex_aperture_sysmem.sum";
@@ -789,7 +781,7 @@ Rule no_tier_near_peak() {
       .decision = Decision::kD5MemoryMechanism,
       .title = "No memory tier is near its peak",
       .parent = {},
-      .metrics = {{kComputeMemory, true}, {kGpuDram, false}, {kDram, false}, {kL2, false}, {kL1, false},
+      .metrics = {{kMemThroughput, true}, {kGpuDram, false}, {kDram, false}, {kL2, false}, {kL1, false},
                   {kLsuWavefrontsPct, false}},
       .thresholds = {{"sub_peak_pct", 60.0,
                       "guide 3.2.3: below ~60% of peak is low; DRAM, L2 and L1TEX all below it"}},
@@ -802,7 +794,7 @@ Rule no_tier_near_peak() {
       .priority = 95,
       .blocking = false,
       .evaluate = [](RuleContext& ctx) {
-        double memory = ctx.required(kComputeMemory);
+        double memory = ctx.required(kMemThroughput);
         double limit = ctx.threshold("sub_peak_pct");
         std::string reading = "compute-memory " + num(memory, 1) + "%";
         std::vector<std::string> high;
