@@ -432,14 +432,15 @@ TEST_CASE("PM window: with stages, a routed family's first stage (its verdict's 
   h.platform.config.cost_plan_min_names = 11;  // stage lists; the groups (10 names) cost nothing
   REQUIRE(h.ag->start());
   // Steps of 7 ms, slowed to real time a little so the flush thread keeps up with the fake clock
-  // (a sleep every 64 launches left the window unrouted once in about a dozen ThreadSanitizer runs).
+  // (a sleep every 64 launches left the window unrouted once in about a dozen ThreadSanitizer runs;
+  // one every 16 let the stage's first pass come before the flush thread's plan in an ASan run).
   const uint64_t end = h.platform.mono_ns.load() + 60'000'000'000;
   while (h.platform.mono_ns.load() < end) {
     const uint64_t step = h.platform.mono_ns.load();
     h.platform.launch(make_launch(w.gemm.mangled, ++w.launches, w.gemm.launch.grid, w.gemm.launch.block));
     h.platform.launch(make_launch(w.load.mangled, ++w.launches, w.load.launch.grid, w.load.launch.block));
     h.platform.mono_ns.store(std::max(h.platform.mono_ns.load(), step + 7'000'000));
-    if (w.launches % 16 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (w.launches % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   h.ag->finish();
   tools::ReadResult r = h.read();
