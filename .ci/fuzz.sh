@@ -38,7 +38,8 @@ if (($# > 0)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 # the fuzzers and the cutriage tool (which writes the file reader's seeds) are built here.
 # Everything of the project is instrumented for coverage.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DCUTRIAGE_CUDA=OFF -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DCUTRIAGE_CUDA=OFF \
+  -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
   "-DCUTRIAGE_SANITIZE=address;undefined" -DCUTRIAGE_BUILD_FUZZERS=ON >/dev/null
 cmake --build "$build" -j "$parallel" --target "${targets[@]}" cutriage_cli
 
