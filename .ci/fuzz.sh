@@ -25,22 +25,20 @@
 # clang++-14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${CUTRIAGE_FUZZ_BUILD_DIR:-build-san}
+# shellcheck source=.ci/sanitizer-config.sh
+source .ci/sanitizer-config.sh
+build=${CUTRIAGE_FUZZ_BUILD_DIR:-$asan_build_dir}
 seconds=${CUTRIAGE_FUZZ_SECONDS:-60}
 parallel=${CUTRIAGE_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
-cxx=${CUTRIAGE_CLANGXX:-clang++-14}
 all_targets=(fuzz_ncu_csv fuzz_timings fuzz_file_reader fuzz_thresholds fuzz_config
              fuzz_path_pattern fuzz_kernel_filter fuzz_cubin fuzz_prior_run
              fuzz_trace_export fuzz_pprof_export fuzz_control fuzz_init_string fuzz_nvdisasm)
 if (($# > 0)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
-# The sanitizer gate's configuration (.ci/sanitize.sh run_asan), so that one build serves both. Only
-# the fuzzers and the cutriage tool (which writes the file reader's seeds) are built here.
-# Everything of the project is instrumented for coverage.
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DCUTRIAGE_CUDA=OFF \
-  -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
-  "-DCUTRIAGE_SANITIZE=address;undefined" -DCUTRIAGE_BUILD_FUZZERS=ON >/dev/null
+# The sanitizer gate's ASan configuration, so that one build serves both. Only the fuzzers and the
+# cutriage tool (which writes the file reader's seeds) are built here. Everything of the project is
+# instrumented for coverage.
+configure_asan "$build"
 cmake --build "$build" -j "$parallel" --target "${targets[@]}" cutriage_cli
 
 # Seeds and dictionaries the tool derives: kept in sync with the rules and the schema for free.

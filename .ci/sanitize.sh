@@ -11,9 +11,8 @@
 #                                   # stub driver, the C API misused from many threads
 #
 # Builds with clang (CUTRIAGE_CLANGXX, default clang++-14) into build-san/ and build-tsan/, CUDA
-# off: the agent core and everything the CI tests cover is CUDA-free. Unity builds (every target in
-# batches of 8 files, CMAKE_UNITY_BUILD): the sanitizers see the same code for a third of the
-# compile; tests/run.sh's build still compiles each library file on its own. Any sanitizer report fails
+# off: the agent core and everything the CI tests cover is CUDA-free; unity builds at -O1
+# (.ci/sanitizer-config.sh, shared with the fuzz gate). Any sanitizer report fails
 # the gate, including one from a process a test starts itself (the CLI test runs `cutriage` and
 # checks its exit code, which a report could mask): reports go to files under
 # <build>/sanitizer-reports/ (log_path) and the gate fails when one exists, whatever CTest said.
@@ -30,15 +29,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 modes=("$@")
 if ((${#modes[@]} == 0)); then modes=(asan tsan agent-lib); fi
 
-# -O1 with line tables only: what sanitizer reports need (file and line in each frame), for much
-# less compile than -O2 -g.
-optimize="-O1 -gline-tables-only -DNDEBUG"
-configure() {  # build-dir sanitizers [cmake arguments...]
-  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$optimize" \
-    -DCUTRIAGE_CUDA=OFF -DCUTRIAGE_BUILD_EXAMPLES=OFF -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
-    "-DCUTRIAGE_SANITIZE=$2" "${@:3}" >/dev/null
-}
+# shellcheck source=.ci/sanitizer-config.sh
+source .ci/sanitizer-config.sh
 
 # Fails when a sanitizer wrote a report (after printing it).
 check_reports() {  # report-dir
@@ -55,11 +47,8 @@ check_reports() {  # report-dir
 }
 
 run_asan() {
-  local build=build-san
-  # The fuzzers too (-DCUTRIAGE_BUILD_FUZZERS=ON: the project's code gets libFuzzer's coverage
-  # instrumentation as well): .ci/fuzz.sh runs them from this build instead of compiling the same
-  # libraries once more under the same sanitizers.
-  configure "$build" "address;undefined" -DCUTRIAGE_BUILD_FUZZERS=ON
+  local build=$asan_build_dir
+  configure_asan "$build"
   cmake --build "$build" -j "$jobs"
   local reports="$PWD/$build/sanitizer-reports"
   rm -rf "$reports" && mkdir -p "$reports"
@@ -74,7 +63,7 @@ run_asan() {
 
 run_tsan() {
   local build=build-tsan
-  configure "$build" "thread"
+  configure_sanitized "$build" "thread"
   # Only what the agent tests need (cutriage_agent_tests depends on every helper binary they run).
   # The target list is read whole before grep looks at it: `ninja help | grep -q` under pipefail
   # fails when grep exits at the first match and ninja takes SIGPIPE, which skipped the build.
@@ -106,7 +95,7 @@ run_agent_lib() {
     return 1
   fi
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$optimize" -DCUTRIAGE_CUDA=ON -DCUTRIAGE_BUILD_EXAMPLES=OFF \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$sanitizer_optimize" -DCUTRIAGE_CUDA=ON -DCUTRIAGE_BUILD_EXAMPLES=OFF \
     -DCUTRIAGE_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
     "-DCUTRIAGE_SANITIZE=address;undefined" -DCUTRIAGE_ASAN_SHARED_RUNTIME=ON >/dev/null
   cmake --build "$build" -j "$jobs" --target cutriage_agent cutriage_load_agent cutriage_api_misuse

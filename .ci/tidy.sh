@@ -26,7 +26,7 @@ cmake --build "$build" --target proto/gen/cutriage/v1/cutriage.pb.h tools/gen/pp
 
 # Unity build (CMAKE_UNITY_BUILD; the tests always, CUTRIAGE_UNITY_TESTS): the database names the
 # batch files (<build>/<dir>/CMakeFiles/<target>.dir/Unity/unity_N_cxx.cxx), each including up to
-# 8 of the target's sources, and a batch is analysed whole: a third of the time file by file.
+# 8 of the target's sources, and a batch is analysed whole (its headers parsed once, not per file).
 # HeaderFilterRegex covers the source directories, so a finding in any file of a batch is reported
 # against that file; the batch's own #include of a .cpp is not one. (Each library file still
 # compiles on its own in tests/run.sh's build, which is where a missing #include shows.)
@@ -43,8 +43,8 @@ if (($# > 0)); then
   done
   mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u)
 else
-  # Every .cpp of the compilation database that lives in the project's source directories, and
-  # every unity batch of the tests.
+  # Every .cpp of the compilation database that lives in the project's source directories (those
+  # kept out of batches), and every batch.
   own="$PWD/(base|triage|tools|agent|collectors|proto/wire|tests)/"
   mapfile -t files < <(printf '%s\n' "${database[@]}" | grep -E "^$own.*\.cpp$")
   # The batches of the project's sources (not those of the protoc output).

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cutriage/triage/engine.h"
+#include "engine_regime.h"
+#include "metric_names.h"
 #include "rule_helpers.h"
 
 namespace cutriage::triage {
@@ -112,17 +114,17 @@ void add_derived_metrics(MetricSet& metrics) {
 }
 
 std::string add_node_sampling_stand_ins(const KernelInput& kernel, MetricSet& metrics) {
-  constexpr std::string_view kMem = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
-  constexpr std::string_view kDram = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
-  constexpr std::string_view kL1 = "l1tex__throughput.avg.pct_of_peak_sustained_elapsed";
+  using detail::kDram;
+  using detail::kL1;
+  using detail::kMemThroughput;
   const bool pm_sampled = (kernel.graph_scope && kernel.graph_scope->node_sampling) || kernel.pm_window;
-  if (!pm_sampled || metrics.has(kMem)) return {};
+  if (!pm_sampled || metrics.has(kMemThroughput)) return {};
   std::optional<double> dram = metrics.get(kDram);
   std::optional<double> l1 = metrics.get(kL1);
   if (!dram && !l1) return {};
   const bool dram_leads = dram && (!l1 || *dram >= *l1);
   const double value = dram_leads ? *dram : *l1;
-  metrics.set(std::string(kMem), value, "%", MetricSource::kDerived);
+  metrics.set(std::string(kMemThroughput), value, "%", MetricSource::kDerived);
   return "gpu__compute_memory_throughput stood in for by the larger of the PM-sampled DRAM and L1 throughputs (" +
          std::string(dram_leads ? "DRAM " : "L1 ") + detail::fmt(value, 1) +
          "%): PM sampling has no one-pass form of it and its L2 throughput is another definition, so an "

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine_regime.h"
+#include "metric_names.h"
 #include "pc_samples.h"
 #include "registry.h"
 #include "rule_helpers.h"
@@ -241,9 +242,7 @@ RuleVerdict eval_contradiction(RuleContext& ctx) {
   std::optional<double> mem = ctx.metric(kMemThroughput);
   std::optional<double> tiers;
   int tier_count = 0;
-  for (std::string_view t : {"dram__throughput.avg.pct_of_peak_sustained_elapsed",
-                             "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-                             "l1tex__throughput.avg.pct_of_peak_sustained_elapsed"}) {
+  for (std::string_view t : {kDram, kL2, kL1}) {
     if (auto v = ctx.metric(t)) {
       tiers = std::max(tiers.value_or(*v), *v);
       ++tier_count;
@@ -704,9 +703,9 @@ std::vector<Rule> make_d0_rules() {
       .metrics = {{kSmThroughput, false},
                   {kIssueActivePct, false},
                   {kMemThroughput, false},
-                  {"dram__throughput.avg.pct_of_peak_sustained_elapsed", false},
-                  {"lts__throughput.avg.pct_of_peak_sustained_elapsed", false},
-                  {"l1tex__throughput.avg.pct_of_peak_sustained_elapsed", false}},
+                  {kDram, false},
+                  {kL2, false},
+                  {kL1, false}},
       .thresholds = {{"busy_pct", 50.0, "a unit this busy must show activity in what feeds it"},
                      {"idle_pct", 1.0, "activity this low counts as zero"}},
       .limiter = Limiter::kUntrustedMetrics,

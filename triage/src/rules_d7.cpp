@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine_regime.h"
+#include "metric_names.h"
 #include "registry.h"
 #include "rule_helpers.h"
 
@@ -20,12 +21,7 @@ struct Unit {
   double value;
 };
 
-constexpr std::array<std::string_view, 4> kMemoryUnits{
-    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-    "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
-};
+constexpr std::array<std::string_view, 4> kMemoryUnits{kGpuDram, kDram, kL2, kL1};
 constexpr std::string_view kIssued = "sm__inst_issued.avg.pct_of_peak_sustained_elapsed";
 
 bool is_pipe_metric(std::string_view name) {
