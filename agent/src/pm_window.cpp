@@ -187,22 +187,24 @@ void PmWindow::stop(uint64_t now) {
     fail(batch.status(), "failed", now);
     return;
   }
-  // What the window cost the application: Start and Stop (the collector's own measure) and the
-  // assumed drag over its span. The decode and evaluation inside end() ran on this thread, not
-  // the application's: not charged.
+  // What the window cost the application: the device's part of the Start, the Stop (the
+  // collector's own measures) and the assumed drag over its span. The Start's host-side parts
+  // (the configuration and the counter-data image: CPU work only) and the decode and evaluation
+  // inside end() ran on this thread, beside the application's: not charged.
   const collectors::PmSampleBatch& b = batch.value();
   const auto drag = static_cast<uint64_t>(kAssumedDrag * static_cast<double>(span_ns_));
-  p_.always_on.charge(CostKind::kPmWindow, b.start_cost_ns + b.stop_cost_ns + drag);
-  // Of the Start, what the collector measured as host-side work (the configuration and the
-  // counter-data image): what the device's part is, for the charge's next revision.
+  const uint64_t host_side = std::min(b.start_cost_ns, b.start_host_config_ns + b.start_counter_data_ns);
+  const uint64_t charged = b.start_cost_ns - host_side + b.stop_cost_ns + drag;
+  p_.always_on.charge(CostKind::kPmWindow, charged);
   std::string start_parts;
-  if (b.start_host_config_ns > 0 || b.start_counter_data_ns > 0) {
-    start_parts = "; of the Start, host config " + ms_digits(b.start_host_config_ns) + " ms and counter-data image " +
-                  ms_digits(b.start_counter_data_ns) + " ms";
+  if (host_side > 0) {
+    start_parts = " (of it, host config " + ms_digits(b.start_host_config_ns) + " ms and counter-data image " +
+                  ms_digits(b.start_counter_data_ns) + " ms on the flush thread, not charged)";
   }
-  p_.log.info("PM window costs: Start " + ms_digits(b.start_cost_ns) + " ms, Stop " + ms_digits(b.stop_cost_ns) +
-              " ms, assumed drag " + ms_digits(drag) + " ms (charged); decode and evaluation " +
-              ms_digits(b.decode_cost_ns) + " ms on the flush thread" + start_parts);
+  p_.log.info("PM window costs: Start " + ms_digits(b.start_cost_ns) + " ms" + start_parts + ", Stop " +
+              ms_digits(b.stop_cost_ns) + " ms, assumed drag " + ms_digits(drag) + " ms; charged " +
+              ms_digits(charged) + " ms; decode and evaluation " + ms_digits(b.decode_cost_ns) +
+              " ms on the flush thread");
   if (b.samples.empty()) {
     p_.trace.unwatch_window();
     fail(collectors::Status(collectors::StatusCode::kUnavailable, "no sample came back"), "gave nothing", now);
