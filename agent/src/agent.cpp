@@ -369,11 +369,15 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
 }
 
 void Agent::note_repeated_correlation(const collectors::LaunchEvent& event) {
+  // After the launch gate had the callbacks off, the gate opens for good (launch_gate.h).
+  const bool after_gate = launch_gate_ && launch_gate_->closings() > 0;
+  if (after_gate) launch_gate_->retire_after_repeated_ids();
   // Said once per process; the count goes on for the line at the end (finish).
   if (counts_.repeated_correlation.fetch_add(1, std::memory_order_relaxed) != 0) return;
   const std::string what =
       "CUPTI gave a launch the correlation id of its thread's previous launch (" +
-      std::to_string(event.correlation_id) +
+      std::to_string(event.correlation_id) + ", " + collectors::to_string(event.api) +
+      (after_gate ? ", after the launch gate had the callbacks off: they stay on from now on" : "") +
       "): the records of launches under one id cannot be told apart, so launches with a repeated id are not "
       "profiled, and a graph launch's records are used only while each of its nodes appears once "
       "(docs/graphs.md, 'Correlation ids')";

@@ -6,6 +6,14 @@ LaunchGate::LaunchGate(collectors::Platform& platform, Logger& log, bool enabled
     : platform_(platform), log_(log), enabled_(enabled), lead_ns_(lead_ns) {}
 
 bool LaunchGate::update(uint64_t now_mono_ns, const Demand& demand) {
+  if (retire_.load(std::memory_order_relaxed) && enabled()) {
+    enabled_.store(false, std::memory_order_relaxed);
+    log_.log_once(LogLevel::kWarn, "launch-gate",
+                  "launches carried their thread's previous correlation id after the launch callbacks had been off " +
+                      std::to_string(closings()) +
+                      " time(s): they stay on for the rest of the run, so that launches keep ids of their own "
+                      "(CUTRIAGE_LAUNCH_GATE)");
+  }
   const bool open = open_.load(std::memory_order_relaxed);
   // Wanted on now, or soon enough that the next tick could be late for it.
   const bool wanted = !enabled() || demand.needed_now || demand.next_work_ns <= now_mono_ns + lead_ns_;

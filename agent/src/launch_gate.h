@@ -52,6 +52,10 @@ class LaunchGate {
   // Times the callbacks were turned off.
   [[nodiscard]] uint64_t closings() const { return closings_.load(std::memory_order_relaxed); }
   [[nodiscard]] bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  // From any thread: a launch repeated its thread's previous correlation id after the gate had
+  // closed. CUPTI was seen doing so after the callbacks came back on (PyTorch on an H100), and the
+  // agent profiles no such launch: the next update() opens the gate for the rest of the run.
+  void retire_after_repeated_ids() { retire_.store(true, std::memory_order_relaxed); }
   [[nodiscard]] uint64_t lead_ns() const { return lead_ns_; }
 
  private:
@@ -66,6 +70,7 @@ class LaunchGate {
   std::atomic<uint64_t> closed_at_ns_{0};  // the current stretch off began (valid while closed)
   std::atomic<uint64_t> off_total_ns_{0};  // ended stretches
   std::atomic<uint64_t> closings_{0};
+  std::atomic<bool> retire_{false};  // retire_after_repeated_ids() was called
 };
 
 }  // namespace cutriage::agent

@@ -34,17 +34,6 @@
 
 namespace cutriage::collectors {
 
-const char* to_string(LaunchApi api) {
-  switch (api) {
-    case LaunchApi::kLaunchKernel: return "cuLaunchKernel";
-    case LaunchApi::kLaunchKernelEx: return "cuLaunchKernelEx";
-    case LaunchApi::kLaunchCooperative: return "cuLaunchCooperativeKernel";
-    case LaunchApi::kLaunchLegacy: return "cuLaunch (legacy)";
-    case LaunchApi::kGraphLaunch: return "cuGraphLaunch";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // The few driver functions the platform calls, from the loaded driver.

@@ -174,6 +174,51 @@ TEST_CASE("launch gate: profiling goes on through the pauses, the callbacks off 
   CHECK(tools::render_report(r, {}).find("    complete  yes, ") != std::string::npos);
 }
 
+TEST_CASE("launch gate: a repeated correlation id after a closing keeps the callbacks on for good",
+          "[agent][always_on][launch_gate]") {
+  Service s = make_service(gated(agent::SelectMode::kNone));
+  testing::FakePlatform& p = s.h->platform;
+  const uint64_t t0 = p.mono_ns.load();
+  // Synthetic: the launch after `n` more carries the correlation id of the one before it, as
+  // CUPTI's did after the callbacks came back on (PyTorch on an H100).
+  const auto repeat_one = [&s] {
+    serve(s, 1, 10'000'000);
+    collectors::LaunchEvent again =
+        make_launch(s.a.mangled.c_str(), s.launches, s.a.launch.grid, s.a.launch.block);
+    again.correlation_repeated = true;
+    s.h->platform.launch(again);
+  };
+  SECTION("before any closing: not the gate's doing, it goes on closing") {
+    repeat_one();
+    p.mono_ns = t0 + 1'500'000'000;
+    REQUIRE(wait_for(p.trace_paused, true));
+    REQUIRE(wait_for(p.launch_callbacks, false));
+    s.h->ag->finish();
+    CHECK(s.h->log_text().find("stay on for the rest of the run") == std::string::npos);
+  }
+  SECTION("after a closing: on from the next tick, through the next pause") {
+    p.mono_ns = t0 + 1'500'000'000;
+    REQUIRE(wait_for(p.trace_paused, true));
+    REQUIRE(wait_for(p.launch_callbacks, false));
+    p.mono_ns = t0 + 4'050'000'000;  // the next window: on again, the trace resumed
+    REQUIRE(wait_for(p.launch_callbacks, true));
+    REQUIRE(wait_for(p.trace_paused, false));
+    repeat_one();
+    two_ticks(p);
+    p.mono_ns = t0 + 5'500'000'000;  // paused again: the gate stays open
+    REQUIRE(wait_for(p.trace_paused, true));
+    two_ticks(p);
+    two_ticks(p);
+    CHECK(p.launch_callbacks.load());
+    s.h->ag->finish();
+    CHECK(p.callbacks_off.load() == 1);
+    const std::string log = s.h->log_text();
+    CHECK(log.find("launches carried their thread's previous correlation id after the launch callbacks had been off 1 "
+                   "time(s): they stay on for the rest of the run") != std::string::npos);
+    CHECK(log.find("cuLaunchKernel, after the launch gate had the callbacks off") != std::string::npos);
+  }
+}
+
 TEST_CASE("launch gate: off by CUTRIAGE_LAUNCH_GATE=0, and left on when the platform cannot switch",
           "[agent][always_on][launch_gate]") {
   for (int variant = 0; variant < 2; ++variant) {

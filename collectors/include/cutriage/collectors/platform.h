@@ -26,7 +26,16 @@ enum class LaunchApi : uint8_t {
   kLaunchLegacy,           // cuLaunch, cuLaunchGrid, cuLaunchGridAsync: block shape unknown
   kGraphLaunch,            // cuGraphLaunch: the graph's kernels are not seen one by one here
 };
-const char* to_string(LaunchApi api);
+inline const char* to_string(LaunchApi api) {
+  switch (api) {
+    case LaunchApi::kLaunchKernel: return "cuLaunchKernel";
+    case LaunchApi::kLaunchKernelEx: return "cuLaunchKernelEx";
+    case LaunchApi::kLaunchCooperative: return "cuLaunchCooperativeKernel";
+    case LaunchApi::kLaunchLegacy: return "cuLaunch (legacy)";
+    case LaunchApi::kGraphLaunch: return "cuGraphLaunch";
+  }
+  return "unknown";
+}
 
 struct ContextEvent {
   uint64_t context_id = 0;  // CUPTI's context id, unique in the process
