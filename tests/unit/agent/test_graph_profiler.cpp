@@ -392,7 +392,7 @@ TEST_CASE("graphs: launches under a repeated correlation id are not profiled and
   for (const v1::Record& rec : r.file.records()) {
     if (rec.has_notice() && rec.notice().code() == "correlation_repeated") {
       ++notices;
-      CHECK(rec.notice().message().find("correlation id of its thread's previous launch (101)") != std::string::npos);
+      CHECK(rec.notice().message().find("correlation id of its thread's previous launch (101, cuGraphLaunch)") != std::string::npos);
     }
   }
   CHECK(notices == 1);
