@@ -8,7 +8,7 @@ LaunchGate::LaunchGate(collectors::Platform& platform, Logger& log, bool enabled
 bool LaunchGate::update(uint64_t now_mono_ns, const Demand& demand) {
   if (retire_.load(std::memory_order_relaxed) && enabled()) {
     enabled_.store(false, std::memory_order_relaxed);
-    log_.log_once(LogLevel::kWarn, "launch-gate",
+    log_.log_once(LogLevel::kWarn, "launch-gate-ids",
                   "launches carried their thread's previous correlation id after the launch callbacks had been off " +
                       std::to_string(closings()) +
                       " time(s): they stay on for the rest of the run, so that launches keep ids of their own "
