@@ -5,7 +5,7 @@
 # (the gate closes in every pause), outputs compared; the agent's lines about ids, the gate and
 # what was profiled go to $OUT/gate-summary.txt.
 #
-#   bash tests/gpu/run_gate_check.sh [STEPS]      from the repository root; carry .carry
+#   [TRACE_PERIOD=S] bash tests/gpu/run_gate_check.sh [STEPS]   from the repository root; carry .carry
 set -u -o pipefail
 out="${OUT:-$PWD/gpu-out}"
 steps="${1:-20000}"
@@ -16,7 +16,7 @@ sum="$out/gate-summary.txt"
 bash tests/gpu/build_targets.sh "$build" "$out/gate" cutriage_agent cutriage_cli >"$out/gate/build-tail.txt" || {
   echo "build failed" | tee "$sum"; cat "$out/gate/build-tail.txt"; exit 1; }
 timeout 200 python3 bench/torch_loop.py "$steps" >"$out/gate/plain.out" 2>"$out/gate/plain.err"
-CUTRIAGE_MODE=always-on CUTRIAGE_LAUNCH_GATE=1 CUTRIAGE_TRACE_PERIOD=20 CUTRIAGE_LOG_LEVEL=info CUTRIAGE_SUMMARY=0 \
+CUTRIAGE_MODE=always-on CUTRIAGE_LAUNCH_GATE=1 CUTRIAGE_TRACE_PERIOD="${TRACE_PERIOD:-20}" CUTRIAGE_LOG_LEVEL=info CUTRIAGE_SUMMARY=0 \
   CUDA_INJECTION64_PATH="$PWD/$build/agent/libcutriage.so" CUTRIAGE_OUTPUT="$out/gate/gate.pb" \
   timeout 200 python3 bench/torch_loop.py "$steps" >"$out/gate/agent.out" 2>"$out/gate/agent.err"
 rc=$?
