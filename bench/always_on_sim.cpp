@@ -2,8 +2,9 @@
 // workload at the default budget on the fake platform. Optional arguments: BUDGET (a fraction,
 // 0.004), SECONDS (900), "nopm" (without the PM routing window), "stages" (CUTRIAGE_STAGE_PASSES=1)
 // "warmup" (CUTRIAGE_WARMUP's start-up paid at the first launch) and switch_ms=N / same_ms=N /
-// pm_start_ms=N / first_ms=N (the cost model: a new configuration's first pass, a configured one's,
-// a PM window's Start, the process's first Start besides a switch's).
+// pm_start_ms=N / pm_host_ms=N / first_ms=N (the cost model: a new configuration's first pass, a
+// configured one's, a PM window's Start and its host-side part, the process's first Start besides
+// a switch's).
 // bench/always_on_sim.sh builds and runs it.
 #include <cstdio>
 #include <cstdlib>
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     } else {
-      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, steps=N, warmup, switch_ms=N, same_ms=N, pm_start_ms=N, first_ms=N)\n", argv[i]);
+      std::fprintf(stderr, "always_on_sim: unknown argument '%s' (nopm, stages, steps=N, warmup, switch_ms=N, same_ms=N, pm_start_ms=N, pm_host_ms=N, first_ms=N)\n", argv[i]);
       return 1;
     }
   }
