@@ -20,8 +20,8 @@ constexpr std::array<uint64_t, kCostKinds> kInitialEstimateNs = {
     300'000'000,  // kPcSampling
     300'000'000,  // kPlanning
     12'000'000,   // kRelease (a Disable: 11-12 ms)
-    // kPmWindow: Start 50 ms and Stop 10 ms, assumed until the H200 measures them (pm_window.h);
-    // the drag over a window of a few ms is small beside them.
+    // kPmWindow: what a window is charged (the device's part of its Start, its Stop, the drag:
+    // pm_window.cpp); the first window goes on credit and its charge replaces this guess.
     61'000'000,
 };
 // The guess for a group switch once the first one (the start-up) has been paid.
