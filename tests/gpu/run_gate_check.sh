@@ -21,6 +21,7 @@ CUTRIAGE_MODE=always-on CUTRIAGE_LAUNCH_GATE=1 CUTRIAGE_TRACE_PERIOD="${TRACE_PE
   timeout 200 python3 bench/torch_loop.py "$steps" >"$out/gate/agent.out" 2>"$out/gate/agent.err"
 rc=$?
 "$build/tools/cutriage" report "$out/gate/gate.pb" >"$out/gate/report.txt" 2>&1
+[ "${KEEP_PB:-0}" = 1 ] || rm -f "$out/gate/gate.pb"  # its report stays; KEEP_PB=1 keeps the file
 {
   echo "gate check, $(nvidia-smi --query-gpu=name --format=csv,noheader), $(date -u +%FT%TZ), $steps steps"
   cmp -s "$out/gate/plain.out" "$out/gate/agent.out" && echo "stdout: same" || echo "stdout: DIFFERENT"
