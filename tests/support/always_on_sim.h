@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -89,14 +90,16 @@ struct Options {
 // A bench argument that sets the cost model: switch_ms=N (a new configuration's first pass),
 // same_ms=N (a configured one's), pm_start_ms=N (a PM window's Start), pm_host_ms=N (that Start's
 // host-side part) or first_ms=N (what the process's first Start costs besides a switch's), whole
-// milliseconds. False when `arg` is none of
-// them; sets *error when it is one with a bad value.
+// milliseconds. False when `arg` is none of them; sets *error when it is one with a bad value.
 inline bool parse_cost_arg(const std::string& arg, Options& o, std::string* error) {
-  const bool is_switch = arg.rfind("switch_ms=", 0) == 0;
-  const bool is_pm = arg.rfind("pm_start_ms=", 0) == 0;
-  const bool is_first = arg.rfind("first_ms=", 0) == 0;
-  const bool is_pm_host = arg.rfind("pm_host_ms=", 0) == 0;
-  if (!is_switch && !is_pm && !is_first && !is_pm_host && arg.rfind("same_ms=", 0) != 0) return false;
+  static const std::pair<const char*, uint64_t Options::*> kCosts[] = {
+      {"switch_ms=", &Options::switch_ns},     {"same_ms=", &Options::same_group_ns},
+      {"pm_start_ms=", &Options::pm_start_ns}, {"pm_host_ms=", &Options::pm_host_ns},
+      {"first_ms=", &Options::init_ns},
+  };
+  const auto* cost = std::find_if(std::begin(kCosts), std::end(kCosts),
+                                  [&arg](const auto& c) { return arg.rfind(c.first, 0) == 0; });
+  if (cost == std::end(kCosts)) return false;
   const std::string value = arg.substr(arg.find('=') + 1);
   char* end = nullptr;
   const unsigned long long ms = std::strtoull(value.c_str(), &end, 10);
@@ -104,11 +107,7 @@ inline bool parse_cost_arg(const std::string& arg, Options& o, std::string* erro
     *error = "'" + arg + "' needs whole milliseconds";
     return true;
   }
-  (is_switch     ? o.switch_ns
-   : is_pm       ? o.pm_start_ns
-   : is_first    ? o.init_ns
-   : is_pm_host  ? o.pm_host_ns
-                 : o.same_group_ns) = ms * 1'000'000ULL;
+  o.*(cost->second) = ms * 1'000'000ULL;
   return true;
 }
 
