@@ -130,7 +130,8 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
     steps_ = std::make_unique<StepProfiler>(StepProfiler::Parts{
         config_, platform_, log_, families_, *always_on_, devices_, contexts_, plans_, profiler_, trace_,
         trace_started_, [this] { return monotonic_now(); }, flush_thread_.running_flag(),
-        [this] { flush_thread_.wake(); }});
+        [this] { flush_thread_.wake(); }, [this] { return !launch_gate_ || launch_gate_->is_open(); },
+        [this] { return launch_gate_ ? launch_gate_->closings() : 0; }});
   }
   if (always_on_ && config_.warmup && platform_.range_profiler_has_startup()) {
     warmup_ = std::make_unique<ProfilerWarmup>(ProfilerWarmup::Parts{
@@ -141,6 +142,8 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
     constexpr uint64_t kMinLeadNs = 300'000'000;
     const uint64_t lead = std::max<uint64_t>(uint64_t{config_.trace_flush_ms} * 3'000'000, kMinLeadNs);
     launch_gate_ = std::make_unique<LaunchGate>(platform_, log_, true, lead);
+    // A step that began a pass since the demand was gathered keeps the callbacks on.
+    launch_gate_->set_veto([this] { return steps_ && steps_->follows_now(); });
   }
   families_.set_on_create([this](Family& f) {
     earlier_ranking_.mark_locked(f);
@@ -493,10 +496,18 @@ LaunchGate::Demand Agent::launch_demand(uint64_t now) const {
   if (state_.load() != wire::AgentState::kActive) return needed("the agent is not profiling");
   if (!trace_.paused_now() || trace_.wants_on(now + launch_gate_->lead_ns())) return needed("the trace");
   if (selector_.deep_open()) return needed("a deep capture");
-  if (steps_ && steps_->busy()) return needed("a step");
+  // A step between two passes needs the callbacks only for its next pass (it rejoins the
+  // application's steps when they are back): its context's hold is not a collection following
+  // launches then.
+  uint64_t step_next = UINT64_MAX;
+  if (steps_ && steps_->busy()) {
+    if (steps_->follows_now()) return needed("a step");
+    step_next = steps_->next_pass_ns();
+  }
   if (pm_window_ && pm_window_->busy()) return needed("the PM window");
-  if (contexts_.follows_launches(now)) return needed("a collection in progress");
-  d.next_work_ns = always_on_->next_work_ns(now, graph_profiler_.any_target(), steps_ != nullptr);
+  if (contexts_.follows_launches(now, steps_ ? steps_->quiet_family() : 0)) return needed("a collection in progress");
+  d.next_work_ns =
+      std::min(always_on_->next_work_ns(now, graph_profiler_.any_target(), steps_ != nullptr), step_next);
   d.why = "the budget";
   return d;
 }
@@ -507,6 +518,7 @@ void Agent::update_launch_gate() {
   std::unique_lock<std::shared_mutex> gate(cupti_gate_);
   const uint64_t now = monotonic_now();
   if (launch_gate_->update(now, launch_demand(now)) && steps_) steps_->launches_missed();
+  if (!launch_gate_->is_open() && steps_) steps_->keep_hold(now);
 }
 
 void Agent::poll_pm_window(bool may_wait) {

@@ -448,7 +448,10 @@ SelectionPolicy::Choice AlwaysOnPolicy::choose_group_locked(Family& f, const std
 }
 
 uint64_t AlwaysOnPolicy::next_work_ns(uint64_t now_ns, bool graphs, bool steps) const {
-  if (now_ns < credit_until_ns_.load(std::memory_order_relaxed)) return now_ns;
+  // While a step holds the lane neither the families' own launches (admits_fast) nor the graphs'
+  // stages (admit_graph) are admitted: only the step's next pass is due.
+  const bool lane = step_holds_lane(now_ns);
+  if (!lane && now_ns < credit_until_ns_.load(std::memory_order_relaxed)) return now_ns;
   bool candidates = false;
   {
     std::lock_guard<std::mutex> lock(families_.mutex());
@@ -462,9 +465,9 @@ uint64_t AlwaysOnPolicy::next_work_ns(uint64_t now_ns, bool graphs, bool steps) 
     }
   }
   const uint64_t graph_next = graph_not_before_ns_.load(std::memory_order_relaxed);
-  uint64_t next = graphs ? graph_next : UINT64_MAX;
+  uint64_t next = graphs && !lane ? graph_next : UINT64_MAX;
   if (!candidates) return next;
-  next = std::min(next, budget_.next_ns());
+  if (!lane) next = std::min(next, budget_.next_ns());
   // A step's pass waits for step_ready: the graph's spacing and the budget out of debt.
   if (steps) next = std::min(next, std::max(graph_next, budget_.solvent_ns()));
   return next;

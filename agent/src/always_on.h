@@ -18,6 +18,7 @@
 // (planning charges the budget).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -103,8 +104,8 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // The launch gate's question (launch_gate.h): the earliest a launch may be admitted from `now`
   // on (monotonic ns; `now` when one may be at once, UINT64_MAX when nothing is wanted): the
   // budget's next admission for a candidate family, a graph's next stage when `graphs` (a graph is
-  // a target), a step's next pass when `steps`. A hint that errs early (a family's own hold is not
-  // read). Takes the family table's lock.
+  // a target), a step's next pass when `steps`; while a step holds the lane, only the step's. A
+  // hint that errs early (a family's own hold is not read). Takes the family table's lock.
   [[nodiscard]] uint64_t next_work_ns(uint64_t now_ns, bool graphs, bool steps) const;
   // Whether the PM routing window has yet to give its first answer, and may still within
   // kPmWaitNs of the start.
@@ -118,6 +119,11 @@ class AlwaysOnPolicy final : public SinglePassPolicy {
   // spent the share twice over: BENCHMARKS.md). The groups and the PC sampling of families wait
   // while a step holds the lane (admits_fast), so the debt is paid.
   [[nodiscard]] bool step_ready(uint64_t now_ns) const { return graph_ready(now_ns) && budget_.solvent(now_ns); }
+  // When step_ready will next hold, as things stand (monotonic ns): the launch gate's cue to have
+  // the callbacks back for a step waiting between two passes.
+  [[nodiscard]] uint64_t step_ready_ns() const {
+    return std::max(graph_not_before_ns_.load(std::memory_order_relaxed), budget_.solvent_ns());
+  }
   // Charges what elapsed since `started_mono_ns` (the lock NOT held).
   void charge_since(CostKind kind, uint64_t started_mono_ns);
   // CUPTI's start-up paid ahead since `started_mono_ns` (ProfilerWarmup, the lock NOT held):

@@ -181,7 +181,7 @@ bool ContextTable::release_pending() const {
   return false;
 }
 
-bool ContextTable::follows_launches(uint64_t now_ns) const {
+bool ContextTable::follows_launches(uint64_t now_ns, uint64_t quiet_stage_family) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [id, ctx] : contexts_) {
     if (!ctx) continue;
@@ -189,7 +189,8 @@ bool ContextTable::follows_launches(uint64_t now_ns) const {
     if (ctx->graph_exec.load() != 0 && now_ns < ctx->graph_pass_mono_ns.load() + ContextState::kGraphHoldNs) {
       return true;
     }
-    if (ctx->stage_family.load() != 0 && now_ns < ctx->stage_pass_mono_ns.load() + ContextState::kGraphHoldNs) {
+    const uint64_t stage = ctx->stage_family.load();
+    if (stage != 0 && stage != quiet_stage_family && now_ns < ctx->stage_pass_mono_ns.load() + ContextState::kGraphHoldNs) {
       return true;
     }
   }

@@ -139,7 +139,9 @@ class ContextTable {
   [[nodiscard]] bool release_pending() const;
   // Whether a context is claimed (busy) or held by a graph's or a family's stage between its
   // passes at `now_ns`: its collection goes on at the application's next launches (launch_gate.h).
-  [[nodiscard]] bool follows_launches(uint64_t now_ns) const;
+  // A hold by `quiet_stage_family` is a step waiting between passes, which rejoins the launches
+  // later (StepProfiler::follows_now): not counted.
+  [[nodiscard]] bool follows_launches(uint64_t now_ns, uint64_t quiet_stage_family = 0) const;
   [[nodiscard]] uint64_t seen() const;  // contexts created or first launched on
   // The launches a pass of each context's range profiler may record (ContextState::max_ranges),
   // for contexts made from now on; set once, before the first context (CUTRIAGE_STEP_STAGES).

@@ -27,6 +27,15 @@ bool LaunchGate::update(uint64_t now_mono_ns, const Demand& demand) {
 }
 
 bool LaunchGate::switch_to(bool on, uint64_t now_mono_ns) {
+  if (!on) {
+    // Marked closed first, then the veto: see the header's Dekker note.
+    closed_at_ns_.store(now_mono_ns, std::memory_order_relaxed);
+    open_.store(false, std::memory_order_seq_cst);
+    if (veto_ && veto_()) {
+      open_.store(true, std::memory_order_seq_cst);
+      return false;
+    }
+  }
   const collectors::Status s = platform_.set_launch_callbacks(on);
   if (!s.is_ok()) {
     // Half switched is not a state to leave them in: back on, and the gate stays open for good.
@@ -43,11 +52,10 @@ bool LaunchGate::switch_to(bool on, uint64_t now_mono_ns) {
   }
   if (on) {
     off_total_ns_.fetch_add(now_mono_ns - closed_at_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    open_.store(true, std::memory_order_seq_cst);
   } else {
-    closed_at_ns_.store(now_mono_ns, std::memory_order_relaxed);
-    closings_.fetch_add(1, std::memory_order_relaxed);
+    closings_.fetch_add(1, std::memory_order_seq_cst);
   }
-  open_.store(on, std::memory_order_relaxed);
   return true;
 }
 

@@ -17,13 +17,20 @@
 //  - never closed while a step, a stage or anything else follows launches one by one, nor within
 //    the lead of the budget's next admission: no profile begins at a launch whose exit the gate
 //    could then swallow.
+//  - a step waiting between two passes lets it close (step_profiler.h), but begins its next pass
+//    on the application's thread, outside the CUPTI gate. The two meet Dekker-style: the gate
+//    marks itself closed (open_, sequentially consistent) and then asks the veto; the step marks
+//    itself busy and then reads is_open(). One of them sees the other, so no pass runs with the
+//    callbacks off.
 //
 // Threading: update() from the flush thread only; is_open() and off_ns() from any thread.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "cutriage/collectors/platform.h"
 #include "log.h"
@@ -45,8 +52,13 @@ class LaunchGate {
   // The flush thread's tick: switches the callbacks as `demand` says. Returns true when it turned
   // them back on (the caller then tells what follows launches that it missed some).
   bool update(uint64_t now_mono_ns, const Demand& demand);
-  // Whether the callbacks are on (the gate's view; true while disabled or never switched).
-  [[nodiscard]] bool is_open() const { return open_.load(std::memory_order_relaxed); }
+  // Whether the callbacks are on (the gate's view; true while disabled or never switched). False
+  // from just before they are switched off until just after they are back on.
+  [[nodiscard]] bool is_open() const { return open_.load(std::memory_order_seq_cst); }
+  // Asked after the gate marked itself closed, before it switches: true keeps the callbacks on
+  // (something began to follow launches since the demand was gathered). Set before the first
+  // update(); lock-free, from the flush thread.
+  void set_veto(std::function<bool()> veto) { veto_ = std::move(veto); }
   // Time the callbacks were off until `now_mono_ns`, the current stretch included.
   [[nodiscard]] uint64_t off_ns(uint64_t now_mono_ns) const;
   // Times the callbacks were turned off.
@@ -71,6 +83,7 @@ class LaunchGate {
   std::atomic<uint64_t> off_total_ns_{0};  // ended stretches
   std::atomic<uint64_t> closings_{0};
   std::atomic<bool> retire_{false};  // retire_after_repeated_ids() was called
+  std::function<bool()> veto_;
 };
 
 }  // namespace cutriage::agent

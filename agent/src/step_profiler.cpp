@@ -272,7 +272,7 @@ bool StepProfiler::in_step(const LaunchEvent& event, Family& family, uint64_t la
           // graph launch inside it): this launch is followed at its place in that order until the
           // first pass begins.
           std::rotate(first_.begin(), first_.begin() + static_cast<std::ptrdiff_t>(start), first_.end());
-          waiting_ = true;  // with no context yet: the first pass is still to begin (between_passes_locked)
+          set_waiting_locked(true);  // with no context yet: the first pass is still to begin (between_passes_locked)
           position_ = first_.size() - start;
           return follow_locked(family.family_id, family.names->function);
         }
@@ -386,7 +386,7 @@ std::optional<StepProfiler::Collected> StepProfiler::boundary_locked(const Launc
       current_.push_back(record_of(event, *anchor_, launch_index, pass_ + 1 == plan_.passes));
       if (p_.trace_started.load()) p_.trace.mark_replayed(event);
     } else {
-      waiting_ = true;
+      set_waiting_locked(true);
       // This launch (the step's first, or the graph launch that ended the pass) runs outside any
       // pass.
       position_ = ((at_graph ? pass_len_ : 0) + 1) % first_.size();
@@ -456,14 +456,23 @@ std::string StepProfiler::other_than_first(const std::string& what, size_t at) c
 
 bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& family, uint64_t launch_index,
                                          uint64_t now) {
+  if (rejoin_locked(family.family_id, family.names->function)) return true;
   const size_t at = position_;
   if (!follow_locked(family.family_id, family.names->function) || at != 0) return true;
+  // A pass may begin at this launch: marked busy first, then whether the launch callbacks are on
+  // (the gate's Dekker note, launch_gate.h). Off or switching: the step waits for them.
+  const auto callbacks_stay_on = [this] {
+    quiet_.store(false, std::memory_order_seq_cst);
+    if (!p_.callbacks_on || p_.callbacks_on()) return true;
+    quiet_.store(true, std::memory_order_seq_cst);
+    return false;
+  };
   if (!ctx_) {
     // A step with graph launches, its first pass still to begin: the step's first launch after
     // its last graph launch begins the collection.
     last_step_ns_.store(now);
-    if (!p_.always_on.step_ready(now)) return true;
-    waiting_ = false;
+    if (!p_.always_on.step_ready(now) || !callbacks_stay_on()) return true;
+    set_waiting_locked(false);
     (void)begin_locked(event, family, launch_index, now);
     return true;
   }
@@ -474,7 +483,7 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
   // A step's first launch: the step goes on, and so does the context's hold.
   last_step_ns_.store(now);
   ctx_->stage_pass_mono_ns.store(now);
-  if (!p_.always_on.step_ready(now)) return true;
+  if (!p_.always_on.step_ready(now) || !callbacks_stay_on()) return true;
 
   (void)p_.always_on.admit_step(CostKind::kSameGroup);
   collectors::Status s = collectors::Status::ok();
@@ -486,7 +495,7 @@ bool StepProfiler::between_passes_locked(const LaunchEvent& event, Family& famil
     abandon_locked(lost);  // still waiting_: no pass is open to end
     return true;
   }
-  waiting_ = false;
+  set_waiting_locked(false);
   current_.clear();
   current_.push_back(record_of(event, family, launch_index, pass_ + 1 == plan_.passes));
   if (p_.trace_started.load()) p_.trace.mark_replayed(event);
@@ -552,8 +561,53 @@ void StepProfiler::gave_up(std::string message) {
 }
 
 void StepProfiler::launches_missed() {
+  // A step between passes rejoins by itself: its next launch sees the gate's count moved.
   std::lock_guard<std::mutex> lock(mutex_);
   if (learning_) learned_.clear();
+}
+
+void StepProfiler::keep_hold(uint64_t now) {
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || !in_step_.load() || !waiting_) return;
+  last_step_ns_.store(now);
+  p_.always_on.step_wants_lane(now + kLaneHoldNs);
+  if (ctx_) ctx_->stage_pass_mono_ns.store(now);
+}
+
+void StepProfiler::set_waiting_locked(bool waiting) {
+  waiting_ = waiting;
+  rejoining_ = false;
+  heard_.clear();
+  gaps_seen_ = callbacks_off_count();
+  quiet_family_.store(waiting && ctx_ && anchor_ != nullptr ? anchor_->family_id : 0, std::memory_order_relaxed);
+  quiet_.store(waiting, std::memory_order_seq_cst);
+}
+
+bool StepProfiler::rejoin_locked(uint64_t position, const std::string& what) {
+  if (const uint64_t gaps = callbacks_off_count(); gaps != gaps_seen_) {
+    gaps_seen_ = gaps;
+    rejoining_ = true;
+    heard_.clear();
+  }
+  if (!rejoining_) return false;
+  heard_.push_back(position);
+  const size_t n = first_.size();
+  if (heard_.size() < n) return true;
+  for (size_t from = 0; from < n; ++from) {
+    size_t i = 0;
+    while (i < n && heard_[i] == first_[(from + i) % n]) ++i;
+    if (i == n) {
+      // heard_ is one whole step from `from`: the next launch is at `from` again.
+      position_ = from;
+      rejoining_ = false;
+      heard_.clear();
+      return true;
+    }
+  }
+  abandon_locked("after the launch callbacks were off between passes " + std::to_string(pass_) + " and " +
+                 std::to_string(pass_ + 1) + ", the " + std::to_string(n) +
+                 " launches that followed were not the step's in its order (the last: " + what + ")");
+  return true;
 }
 
 void StepProfiler::end_step_locked() {
@@ -572,6 +626,10 @@ void StepProfiler::end_step_locked() {
   waiting_ = false;
   position_ = 0;
   pass_len_ = 0;
+  rejoining_ = false;
+  heard_.clear();
+  quiet_family_.store(0, std::memory_order_relaxed);
+  quiet_.store(false, std::memory_order_seq_cst);
 }
 
 void StepProfiler::graph_launch(const LaunchEvent& event) {
@@ -589,7 +647,9 @@ void StepProfiler::graph_launch(const LaunchEvent& event) {
       return;
     }
     if (waiting_) {
-      (void)follow_locked(position, graph_name(event.graph_exec_id));  // never the step's first launch
+      // Never the step's first launch.
+      const std::string what = graph_name(event.graph_exec_id);
+      if (!rejoin_locked(position, what)) (void)follow_locked(position, what);
       return;
     }
     const size_t at = current_.size();

@@ -93,6 +93,10 @@ class StepProfiler {
     // A flush thread runs (it evaluates completed steps, poll()), and how to wake it.
     const std::atomic<bool>& flush_running;
     std::function<void()> wake;
+    // The launch gate (launch_gate.h), null without one: whether the launch callbacks are on, and
+    // how many times they have gone off.
+    std::function<bool()> callbacks_on;
+    std::function<uint64_t()> callbacks_off_count;
   };
   // Steps given up this many times: no more for the process.
   static constexpr uint32_t kMaxAbandoned = 3;
@@ -118,11 +122,27 @@ class StepProfiler {
   void graph_launch(const collectors::LaunchEvent& event);
   // The flush thread's tick: evaluates the steps completed since, and writes their records.
   void poll();
-  // Whether a step is learned or collected: it follows every launch on its context, so the launch
-  // callbacks must stay on (launch_gate.h). Lock-free.
+  // Whether a step is learned or collected. Lock-free.
   [[nodiscard]] bool busy() const { return in_step_.load(std::memory_order_relaxed); }
+  // Whether the step needs every launch now, so the launch callbacks must stay on (launch_gate.h):
+  // while it is learned and while a pass runs. A step waiting between two passes does not: it
+  // finds its place in the step again when they come back (rejoin_locked). Lock-free, sequentially
+  // consistent: the gate's veto (launch_gate.h).
+  [[nodiscard]] bool follows_now() const {
+    return in_step_.load(std::memory_order_seq_cst) && !quiet_.load(std::memory_order_seq_cst);
+  }
+  // While the step waits between two passes: when the next may begin, as things stand (monotonic).
+  [[nodiscard]] uint64_t next_pass_ns() const { return p_.always_on.step_ready_ns(); }
+  // The family whose hold on the step's context (ContextState::stage_family) is a step waiting
+  // between passes; 0 when none. Lock-free.
+  [[nodiscard]] uint64_t quiet_family() const { return quiet_family_.load(std::memory_order_relaxed); }
+  // The flush thread's tick while the launch callbacks are off: a step waiting between two passes
+  // keeps its context's hold and the lane, which its launches would otherwise renew, so that no
+  // idle release, PM window or other profile takes the context meanwhile, nor the first launches
+  // after the gap. Skipped when a launch holds the step's lock (the callbacks are on then).
+  void keep_hold(uint64_t now);
   // The launch callbacks were off for a while: a step being learned starts learning over (its
-  // launches so far and the next ones are not consecutive). A step collected keeps them on.
+  // launches so far and the next ones are not consecutive). A step between passes rejoins.
   void launches_missed();
   // The agent finishes: a step in progress is given up, a completed one is evaluated.
   void finish();
@@ -189,6 +209,17 @@ class StepProfiler {
   // Between two passes: whether the launch is the step's next one (advancing position_); gives
   // the step up otherwise. `what` names it for the log.
   bool follow_locked(uint64_t position, const std::string& what);
+  // Between two passes, after the launch callbacks were off (the gate's count moved since the
+  // step last followed a launch): the launches are gathered until they span one step, and the
+  // step goes on from where they match its learned order (first_: shortest period, so at most
+  // one rotation matches); no match gives the step up. True while the launch was taken by it
+  // (it begins no pass).
+  bool rejoin_locked(uint64_t position, const std::string& what);
+  // waiting_, mirrored for the gate (quiet_, quiet_family_).
+  void set_waiting_locked(bool waiting);
+  [[nodiscard]] uint64_t callbacks_off_count() const {
+    return p_.callbacks_off_count ? p_.callbacks_off_count() : 0;
+  }
   // The log's reasons for a pass that differs from the first.
   [[nodiscard]] std::string more_than_step(const std::string& what) const;
   [[nodiscard]] std::string other_than_first(const std::string& what, size_t at) const;
@@ -222,6 +253,8 @@ class StepProfiler {
   std::atomic<uint64_t> look_for_until_ns_{0};  // until then only its launches look
   std::atomic<bool> over_{false};          // kMaxAbandoned reached, or no way to make a plan
   std::atomic<uint32_t> abandoned_{0};
+  std::atomic<bool> quiet_{false};            // waiting_, for follows_now()
+  std::atomic<uint64_t> quiet_family_{0};     // the anchor's family while waiting_ with a context
 
   std::mutex pending_mutex_;
   std::vector<Collected> pending_;  // completed steps for the flush thread (pending_mutex_)
@@ -244,6 +277,9 @@ class StepProfiler {
   std::vector<std::vector<uint64_t>> indices_;      // per launch position: its launch index in each pass
   std::vector<std::vector<uint64_t>> correlations_;  // per launch position: its correlation id in each pass
   std::vector<Launch> current_;                     // the pass in progress's launches
+  uint64_t gaps_seen_ = 0;                          // the gate's closings when a launch was last followed
+  bool rejoining_ = false;                          // rejoin_locked gathers launches
+  std::vector<uint64_t> heard_;                     // and these since the callbacks came back
   uint64_t begun_ns_ = 0;                           // the step began (monotonic)
 };
 

@@ -3,9 +3,11 @@
 // trace resumes or the budget's next admission, and the time off is reported.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -216,6 +218,96 @@ TEST_CASE("launch gate: a repeated correlation id after a closing keeps the call
     CHECK(log.find("launches carried their thread's previous correlation id after the launch callbacks had been off 1 "
                    "time(s): they stay on for the rest of the run") != std::string::npos);
     CHECK(log.find("cuLaunchKernel, after the launch gate had the callbacks off") != std::string::npos);
+  }
+}
+
+namespace {
+
+// Always-on's steps (CUTRIAGE_STEP_STAGES=4) behind the gate: a step of the zoo's fma_chain,
+// strided_load, vector_add and strided_load again, 50 ms apart. A pass after the first costs the
+// application 50 ms, so at 1% the step waits about 5 s between two, long enough for the gate.
+struct GatedSteps {
+  Captured fma = capture_of("fma_chain");
+  Captured strided = capture_of("strided_load");
+  Captured vadd = capture_of("vector_add");
+  std::unique_ptr<Harness> h;
+  uint64_t launches = 0;
+  int steps_run = 0;
+
+  GatedSteps() {
+    AgentConfig cfg = gated(agent::SelectMode::kAll);
+    cfg.budget_fraction = 0.01;
+    cfg.pc_sampling = false;
+    cfg.pm_window = false;
+    cfg.step_launches = 4;
+    cfg.log_level = agent::LogLevel::kInfo;
+    h = std::make_unique<Harness>(std::move(cfg), testing::counters_for({&fma, &strided, &vadd}));
+    h->platform.config.cost_same_ns = 50'000'000;
+    REQUIRE(h->ag->start());
+  }
+  void launch(const Captured& k) {
+    h->platform.launch(make_launch(k.mangled.c_str(), ++launches, k.launch.grid, k.launch.block));
+  }
+  // One step each (`changed`: vector_add left out), the flush thread seeing the clock every four
+  // (200 ms, within the gate's 300 ms lead).
+  void run(int steps, bool changed = false) {
+    for (int i = 0; i < steps; ++i) {
+      h->platform.mono_ns += 50'000'000;
+      launch(fma);
+      launch(strided);
+      if (!changed) launch(vadd);
+      launch(strided);
+      if (++steps_run % 4 == 0) two_ticks(h->platform);
+    }
+  }
+  [[nodiscard]] size_t passes_begun() const {
+    std::lock_guard<std::mutex> lock(h->platform.stats.mutex);
+    return static_cast<size_t>(std::count(h->platform.stats.begin_replays.begin(), h->platform.stats.begin_replays.end(),
+                                          collectors::PlanReplay::kLaunches));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("launch gate: a step waiting between two passes lets the callbacks off and rejoins the application's "
+          "steps",
+          "[agent][always_on][launch_gate][steps]") {
+  GatedSteps s;
+  testing::FakePlatform& p = s.h->platform;
+  for (int i = 0; i < 400 && s.passes_begun() == 0; ++i) s.run(1);
+  REQUIRE(s.passes_begun() == 1);
+  const int off_at_first_pass = p.callbacks_off.load();
+  SECTION("the same steps: every pass rejoins them and the step completes") {
+    for (int i = 0; i < 4000 && s.h->log_text().find("step at ") == std::string::npos; i += 8) s.run(8);
+    const int off_during_step = p.callbacks_off.load() - off_at_first_pass;
+    s.h->ag->finish();
+    const std::string log = s.h->log_text();
+    INFO(log);
+    CHECK(log.find("passes over 4 launches, counters for 3 kernel families") != std::string::npos);
+    CHECK(log.find("given up") == std::string::npos);
+    // Off several times between the passes (the step held them on throughout before).
+    CHECK(off_during_step >= 3);
+    const tools::ReadResult r = s.h->read();
+    REQUIRE(r.status == tools::ReadStatus::kOk);
+    for (const v1::KernelProfile* k : testing::kernel_records(r)) {
+      if (k->status() != v1::PROFILE_STATUS_PROFILED || k->replay_mode() != v1::REPLAY_MODE_APPLICATION) continue;
+      // Each pass's launch whole steps after the first pass's: the rejoined passes began at a
+      // step's first launch.
+      for (int i = 1; i < k->assembled_launches_size(); ++i) {
+        CHECK((k->assembled_launches(i).launch_index() - k->assembled_launches(0).launch_index()) % 4 == 0);
+      }
+    }
+  }
+  SECTION("the application's step changed while the callbacks were off: given up when they are back") {
+    // Wait for the gate to close between the passes, then change the step.
+    for (int i = 0; i < 400 && p.launch_callbacks.load(); ++i) s.run(1);
+    REQUIRE_FALSE(p.launch_callbacks.load());
+    s.run(400, true);
+    s.h->ag->finish();
+    const std::string log = s.h->log_text();
+    INFO(log);
+    CHECK(log.find("was given up: after the launch callbacks were off between passes 1 and 2, the 4 launches that "
+                   "followed were not the step's in its order") != std::string::npos);
   }
 }
 
