@@ -48,7 +48,9 @@
 // between, the step keeps its context (its profiler configured, the groups, stages and PM windows
 // off it) and follows the application's steps, checking each launch against the learned step, so
 // that the next pass begins at a step's first launch. A collection's passes are so spread over
-// minutes, and the budget holds over every window.
+// minutes, and the budget holds over every window. With the launch gate (launch_gate.h) the wait
+// may go without the launch callbacks: the step keeps its hold meanwhile (keep_hold) and, once
+// they are back, finds its place in the application's steps again (rejoin_locked).
 #pragma once
 
 #include <atomic>
