@@ -599,6 +599,10 @@ bool StepProfiler::rejoin_locked(uint64_t position, const std::string& what) {
     if (i == n) {
       // heard_ is one whole step from `from`: the next launch is at `from` again.
       position_ = from;
+      if (p_.log.enabled(LogLevel::kDebug)) {
+        p_.log.debug("step rejoined after the launch callbacks were off, at launch " + std::to_string(from + 1) + " of " +
+                     std::to_string(n) + " (before pass " + std::to_string(pass_ + 1) + ")");
+      }
       rejoining_ = false;
       heard_.clear();
       return true;
