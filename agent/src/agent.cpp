@@ -15,6 +15,10 @@ namespace {
 
 std::atomic<uint64_t> g_next_instance{1};
 
+// Set on the thread while Agent::rank_at_second_launch waits for a context: the wait's own
+// callbacks, if CUPTI delivers them, are the agent's and not the application's.
+thread_local bool t_own_wait = false;
+
 ProcessInfo with_clocks(ProcessInfo p) {
   if (!p.now_unix_ns) p.now_unix_ns = [] { return uint64_t{0}; };
   if (!p.monotonic_ns) {
@@ -340,7 +344,9 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
           rank_pending_.store(true, std::memory_order_relaxed);
         }
         const uint64_t n = family->launches.load(std::memory_order_relaxed);
-        if (n >= 2 && (n & (n - 1)) == 0) {
+        if (n == 2 && rank_at_second_launch(event)) {
+          // Flushed with nothing in flight: the family is ranked, this launch may be profiled.
+        } else if (n >= 2 && (n & (n - 1)) == 0) {
           std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
           if (gate.owns_lock()) platform_.flush_trace(false);
         }
@@ -369,6 +375,41 @@ bool Agent::on_launch_enter(const collectors::LaunchEvent& event) {
     log_.log_once(LogLevel::kError, "launch-enter", "internal error at launch");
   }
   return false;
+}
+
+bool Agent::rank_at_second_launch(const collectors::LaunchEvent& event) {
+  if (!config_.rank_early || config_.mode != AgentMode::kDeep || early_off_.load(std::memory_order_relaxed) ||
+      earlier_ranking_.loaded() || trace_.paused_now()) {
+    return false;
+  }
+  collectors::LaunchEvent probe = event;
+  platform_.fill_launch_details(probe);
+  if (probe.stream_capturing) return false;
+  if (early_waits_.fetch_add(1, std::memory_order_relaxed) >= kMaxEarlyWaits) {
+    if (!early_off_.exchange(true)) {
+      log_.info("CUTRIAGE_RANK_EARLY: " + std::to_string(kMaxEarlyWaits) +
+                " families waited for at their second launch; the others are ranked at the application's own waits");
+    }
+    return false;
+  }
+  quiet_.wait_enter();
+  t_own_wait = true;
+  const collectors::Status waited = platform_.synchronize_context(event);
+  t_own_wait = false;
+  if (!waited.is_ok()) {
+    early_off_.store(true, std::memory_order_relaxed);
+    log_.log_once(LogLevel::kWarn, "rank-early",
+                  "CUTRIAGE_RANK_EARLY: waiting for the context failed (" + waited.message() +
+                      "): families are ranked at the application's own waits from now on");
+    return false;
+  }
+  // Another context or thread may still run a kernel, whose record a forced flush would lose.
+  if (!quiet_.wait_exit(true)) return false;
+  std::unique_lock<std::shared_mutex> gate(cupti_gate_, std::try_to_lock);
+  if (!gate.owns_lock()) return false;
+  rank_pending_.store(false, std::memory_order_relaxed);
+  platform_.flush_trace(true);
+  return true;
 }
 
 void Agent::note_repeated_correlation(const collectors::LaunchEvent& event) {
@@ -407,6 +448,7 @@ void Agent::on_nvtx(const collectors::NvtxEvent& event) {
 
 void Agent::on_synchronize(bool enter, bool whole_context) {
   try {
+    if (t_own_wait) return;  // rank_at_second_launch's own wait, if CUPTI reports it
     if (enter) {
       quiet_.wait_enter();
       return;
@@ -433,6 +475,7 @@ void Agent::on_synchronize(bool enter, bool whole_context) {
 
 void Agent::on_graph(const collectors::GraphEvent& event) {
   try {
+    early_off_.store(true, std::memory_order_relaxed);  // a capture may run on another thread from now on
     if (finished_.load(std::memory_order_relaxed)) return;
     graphs_.on_event(event);
   } catch (...) {

@@ -153,6 +153,14 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
                     uint64_t family_id = 0);
   // A launch whose correlation id repeats its thread's previous one: counted, and said once.
   void note_repeated_correlation(const collectors::LaunchEvent& event);
+  // CUTRIAGE_RANK_EARLY: a family's second launch while its first has no traced duration yet. In
+  // deep mode, with the trace ranking, the agent waits for the launch's context (the first launch
+  // then has finished), and when that wait left nothing in flight, forces the trace's flush: the
+  // family is ranked before this launch, which it may then profile. A short script whose launches
+  // are queued without a wait otherwise ranks its top kernel only after its last launch. Never
+  // into a capturing stream, never once the process has used CUDA graphs (a wait during another
+  // thread's capture would end that capture), at most kMaxEarlyWaits times. True: flushed.
+  bool rank_at_second_launch(const collectors::LaunchEvent& event);
   void set_inactive(wire::AgentState state, const std::string& detail);
   [[nodiscard]] wire::SessionInfo session_header(uint32_t segment_index);
   [[nodiscard]] uint64_t monotonic_now() const { return process_.monotonic_ns(); }
@@ -200,6 +208,9 @@ class Agent final : public collectors::LaunchObserver, public collectors::Activi
   std::atomic<bool> rank_pending_{false};  // a family launched with no traced execution yet
   std::atomic<uint64_t> last_quiet_flush_ns_{0};  // monotonic; 0 = none yet
   static constexpr uint64_t kQuietFlushGapNs = 50'000'000;  // 50 ms between forced flushes at waits
+  std::atomic<uint32_t> early_waits_{0};   // rank_at_second_launch's waits so far
+  std::atomic<bool> early_off_{false};      // no more of them: graphs seen, a wait failed, or the cap
+  static constexpr uint32_t kMaxEarlyWaits = 64;
   GraphTable graphs_;
   FamilyTable families_;
   EarlierRanking earlier_ranking_;  // CUTRIAGE_RANKING; loaded by start(), read-only after

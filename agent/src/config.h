@@ -133,6 +133,10 @@ struct AgentConfig {
   // An earlier output of the same program whose ranking chooses the top:/share: families from
   // their first launch, instead of this run's trace (empty: off).
   std::string ranking_path;
+  // Deep mode ranking by the trace: at a family's second launch while its first has no traced
+  // duration yet (a script's launches queued without a wait), the agent waits for the context
+  // and flushes the trace, so the family is ranked before that launch (Agent::rank_at_second_launch).
+  bool rank_early = true;
   uint32_t select_top = 5;               // kTop
   double select_min_share = 0.05;        // kShare, in (0, 1]
   bool trace = true;                     // the Activity API kernel trace

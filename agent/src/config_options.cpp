@@ -185,7 +185,7 @@ Problem apply_nvtx(std::string_view value, KernelFilter& filter) {
 }
 
 // Order: how help and docs list them. Parsing does not depend on it.
-const std::array<Option, 50> kOptions = {{
+const std::array<Option, 51> kOptions = {{
     {{"CUTRIAGE_ENABLE", "--enable", "1|0", "1",
       "0 (or off, false, no) turns the agent off: the application runs untouched"},
      kBoolAccepts,
@@ -286,6 +286,18 @@ const std::array<Option, 50> kOptions = {{
       "run's trace matched that one"},
      "a file path",
      [](std::string_view v, AgentConfig& c) { return apply_path(v, c.ranking_path); }},
+    {{"CUTRIAGE_RANK_EARLY", "--rank-early", "1|0", "1",
+      "deep mode with top:K or share:P: at a family's second launch, while its first has not come "
+      "back from the trace (launches queued without a wait), wait for the context once and rank it "
+      "then, so a short program's top kernel is profiled in this run; at most 64 waits, none once the "
+      "process uses CUDA graphs; 0 leaves the ranking to the application's own waits"},
+     kBoolAccepts,
+     [](std::string_view v, AgentConfig& c) {
+       const std::optional<bool> b = parse_bool(v);
+       if (!b) return bad();
+       c.rank_early = *b;
+       return ok();
+     }},
     {{"CUTRIAGE_TRACE", "--trace", "1|0", "1",
       "trace every kernel execution with the CUPTI Activity API (needed by top: and share: "
       "selection, the application view and `cutriage trace`)"},

@@ -294,6 +294,11 @@ class CuptiPlatform final : public Platform {
     return Status::ok();
   }
 
+  Status synchronize_context(const LaunchEvent& event) override {
+    if (event.context == nullptr) return Status(StatusCode::kInvalidArgument, "the launch names no context");
+    return synchronize_cu_context(event.context);
+  }
+
   void unsubscribe() override {
     observer_.store(nullptr);
     if (subscribed_) {

@@ -77,6 +77,7 @@ struct FakeConfig {
   Status subscribe_status;
   Status trace_status;               // returned by start_trace
   Status launch_callbacks_status;    // returned by set_launch_callbacks (nothing switched then)
+  Status context_wait_status;        // returned by synchronize_context (nothing waited for then)
   // Durations the fake "GPU" gives each kernel's executions (ns), by mangled name; 10 us otherwise.
   std::map<std::string, uint64_t> durations_ns;
   uint64_t gap_ns = 2000;            // idle time between consecutive executions
@@ -691,6 +692,16 @@ class FakePlatform final : public collectors::Platform {
     return Status::ok();
   }
   std::atomic<bool> launch_callbacks{true};
+  // The agent's own wait for a context (CUTRIAGE_RANK_EARLY): every kernel queued so far
+  // finishes, as the application's synchronize() does, without the wait callbacks.
+  Status synchronize_context(const collectors::LaunchEvent& /*event*/) override {
+    ++context_waits;
+    if (!config.context_wait_status.is_ok()) return config.context_wait_status;
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    for (Pending& p : pending_) p.finished = true;
+    return Status::ok();
+  }
+  std::atomic<int> context_waits{0};
   std::atomic<int> callbacks_on{0};
   std::atomic<int> callbacks_off{0};
   std::atomic<int> trace_pauses{0};

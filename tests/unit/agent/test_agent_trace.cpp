@@ -512,8 +512,12 @@ TEST_CASE("trace: the end-of-session rewrite of a kernel that owns all GPU time 
 TEST_CASE("trace: the second launch of an untraced family collects the first's record, then is profiled", "[agent][trace]") {
   // CUPTI returns a buffer only when all its records are complete: the agent flushes before the
   // launch is recorded. The fake keeps records until a flush, like CUPTI.
+  // The unforced flush is the path here; the wait at the second launch that CUTRIAGE_RANK_EARLY
+  // adds before it has its own tests (test_rank_early.cpp).
   Captured a = capture_of("vector_add");
-  Harness h(top(5), counters_for({&a}));
+  AgentConfig cfg = top(5);
+  cfg.rank_early = false;
+  Harness h(cfg, counters_for({&a}));
   h.platform.config.deliver_each_launch = false;
   REQUIRE(h.ag->start());
   h.platform.launch(make_launch(a.mangled, 1, a.launch.grid, a.launch.block));

@@ -75,6 +75,7 @@ std::string sample_value(std::string_view env) {
   if (env == "CUTRIAGE_STAGE_PASSES") return "1";
   if (env == "CUTRIAGE_STEP_STAGES") return "64";
   if (env == "CUTRIAGE_WARMUP") return "0";
+  if (env == "CUTRIAGE_RANK_EARLY") return "0";
   if (env == "CUTRIAGE_LAUNCH_GATE") return "1";
   if (env == "CUTRIAGE_PC_SAMPLING_PERIOD") return "9";
   if (env == "CUTRIAGE_CUBIN_CACHE_MB") return "64";
@@ -481,7 +482,7 @@ TEST_CASE("config: messages show long and odd values cut and escaped, on one lin
 TEST_CASE("config: config_options lists every variable, and each is accepted with a sample value",
           "[config]") {
   const auto& options = config_options();
-  REQUIRE(options.size() == 50);
+  REQUIRE(options.size() == 51);
   std::set<std::string> names;
   std::set<std::string> flags;
   for (const auto& option : options) {
@@ -538,7 +539,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                          c.deep_seconds != d.deep_seconds || c.deep_target != d.deep_target ||
                          c.release_ms != d.release_ms || c.resume_path != d.resume_path ||
                          c.replica_index != d.replica_index || c.replica_count != d.replica_count ||
-                         c.ranking_path != d.ranking_path ||
+                         c.ranking_path != d.ranking_path || c.rank_early != d.rank_early ||
                          c.output_mode != d.output_mode || c.prometheus_dcgm_labels != d.prometheus_dcgm_labels;
     CHECK(changed);
   }
@@ -547,7 +548,7 @@ TEST_CASE("config: config_options lists every variable, and each is accepted wit
                                        "CUTRIAGE_LAUNCH_COUNT", "CUTRIAGE_MAX_PROFILES_PER_KERNEL",
                                        "CUTRIAGE_METRICS", "CUTRIAGE_LOG_LEVEL", "CUTRIAGE_LOG_FILE",
                                        "CUTRIAGE_SUMMARY", "CUTRIAGE_THRESHOLDS", "CUTRIAGE_SELECT", "CUTRIAGE_RANKING",
-                                       "CUTRIAGE_TRACE", "CUTRIAGE_TRACE_MAX_EVENTS",
+                                       "CUTRIAGE_RANK_EARLY", "CUTRIAGE_TRACE", "CUTRIAGE_TRACE_MAX_EVENTS",
                                        "CUTRIAGE_TRACE_FLUSH_MS", "CUTRIAGE_TRACE_DUTY",
                                        "CUTRIAGE_TRACE_PERIOD", "CUTRIAGE_NVTX_INCLUDE",
                                        "CUTRIAGE_NVTX_EXCLUDE", "CUTRIAGE_PC_SAMPLING", "CUTRIAGE_GRAPH_PM_SAMPLING",

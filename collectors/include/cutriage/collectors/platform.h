@@ -361,6 +361,13 @@ class Platform {
   virtual Status set_launch_callbacks(bool /*on*/) {
     return Status(StatusCode::kNotSupported, "the launch callbacks cannot be switched on this platform");
   }
+  // Waits until every launch made so far on the launch's context has finished (cuCtxSynchronize),
+  // from the launch's entry callback: the results are the application's as before, only its
+  // queue is drained once. Never for a launch into a capturing stream. kNotSupported where the
+  // platform cannot (the default).
+  virtual Status synchronize_context(const LaunchEvent& /*event*/) {
+    return Status(StatusCode::kNotSupported, "this platform cannot wait for a context");
+  }
   // Number of CUDA devices visible to the process (for the session header's GPU list).
   virtual Result<uint32_t> device_count() = 0;
   virtual Result<DeviceInfo> device_info(uint32_t device) = 0;
