@@ -57,6 +57,14 @@ grep -qE "zoo_fma_chain \(100.0% of the GPU time\) ran before the trace had rank
 grep -q "saved: $tmp/out.pb" "$tmp/out" && ! grep -q "not launched again" "$tmp/out" &&
   ok "auto: the report is the second run's" || fail "auto: the report is not the second run's"
 
+# auto: what the first run missed holds 0.2% of the GPU time (the H200's CUDA-graph serving loop,
+# two one-off kernels before the ranking): not worth a second run, and it says so.
+run "auto, one-off kernels" FIRST="$data/graphs/graph_mlp-deep.pb" SECOND="$profiled" --
+[[ $rc -eq 0 && $runs -eq 1 ]] && cmp -s "$tmp/out.pb" "$data/graphs/graph_mlp-deep.pb" &&
+  ok "auto: families with 0.2% of the GPU time missed, runs once" || { fail "auto, one-off: rc $rc, $runs runs"; }
+grep -qE "not running .* again: .* and 1 more ran before the trace had ranked them, with 0.2% of the GPU time .*--rerun always" \
+  "$tmp/err" && ok "auto: says why it does not run again" || { fail "auto, one-off: message"; cat "$tmp/err"; }
+
 run "never" FIRST="$missed" SECOND="$profiled" -- --rerun never
 [[ $rc -eq 0 && $runs -eq 1 ]] && cmp -s "$tmp/out.pb" "$missed" && ok "never: runs once" || fail "never: $runs runs"
 

@@ -241,6 +241,10 @@ RerunNeed rerun_need(const ReadResult& r) {
   RerunNeed need;
   const v1::TraceSummary* s = trace_summary(r);
   if (s == nullptr) return need;
+  const v1::FamilyStats* top = nullptr;
+  for (const v1::FamilyStats& f : s->families()) {
+    if (top == nullptr || f.time_share() > top->time_share()) top = &f;
+  }
   for (const v1::FamilyStats& f : s->families()) {
     // Files of agents before the state existed said "too few launches" for it.
     const bool older = f.selection() == v1::FamilyStats::SELECTION_TOO_FEW_LAUNCHES &&
@@ -253,6 +257,7 @@ RerunNeed rerun_need(const ReadResult& r) {
       continue;
     }
     if (graph_only_counters) ++need.graph_scoped;
+    if (&f == top) need.includes_top = true;
     ++need.families;
     need.time_share += f.time_share();
     if (need.first.empty()) need.first = family_name(r, f.family_id());
@@ -500,8 +505,16 @@ int cmd_run(const RunOptions& o) {
     }
     // The trace summary alone decides: the current records are enough (ReadScope::kCurrent).
     const RerunNeed need = rerun_need(read_cutriage_file(*run.out_path, ReadScope::kCurrent));
-    const bool wanted = o.rerun == Rerun::kAlways || need.families > 0;
-    if (wanted && !why_not.empty()) {
+    const bool wanted = o.rerun == Rerun::kAlways || rerun_worth(need);
+    if (!wanted && need.families > 0 && why_not.empty()) {
+      char share[32];
+      std::snprintf(share, sizeof(share), "%.1f%%", 100.0 * need.time_share);
+      std::cerr << "cutriage run: not running " << o.app[0] << " again: " << terminal_safe(need.first, false)
+                << (need.families > 1 ? " and " + std::to_string(need.families - 1) + " more" : std::string())
+                << " ran before the trace had ranked " << (need.families > 1 ? "them" : "it") << ", with " << share
+                << " of the GPU time (a second run profiles the top family, or families with "
+                << static_cast<int>(kRerunMinShare * 100) << "% or more together; --rerun always runs it)\n";
+    } else if (wanted && !why_not.empty()) {
       std::cerr << "cutriage run: not running " << o.app[0] << " again: " << why_not << "\n";
     } else if (wanted) {
       const std::string first = ranking_name(*run.out_path);

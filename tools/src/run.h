@@ -47,8 +47,17 @@ struct RerunNeed {
   uint32_t graph_scoped = 0;  // of them, those with only their graph's counters (direct launches unprofiled)
   double time_share = 0;  // theirs, summed
   std::string first;      // the first one's name, for the message
+  bool includes_top = false;  // the family with the most GPU time is one of them
 };
 RerunNeed rerun_need(const ReadResult& first_run);
+// `--rerun auto`'s rule: a second run is worth it when it would profile the family with the most
+// GPU time, or families holding at least kRerunMinShare of it together. A kernel ranked after its
+// last launch with 0.1% of the time (a serving loop's one-off copy) is not worth running a
+// program again; the report still names it, and `--rerun always` runs it.
+inline constexpr double kRerunMinShare = 0.05;
+[[nodiscard]] inline bool rerun_worth(const RerunNeed& need) {
+  return need.families > 0 && (need.includes_top || need.time_share >= kRerunMinShare);
+}
 
 // Under application replay (`--replay application`, CUTRIAGE_REPLAY=application): where a run's
 // file leaves the families the selection chose. A family is incomplete when its latest record says
