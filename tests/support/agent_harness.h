@@ -132,6 +132,17 @@ inline std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadRes
 }
 std::vector<const v1::KernelProfile*> kernel_records(const tools::ReadResult&& r) = delete;
 
+// The trace summary's row of the family named `mangled` (null when none); the summary must exist.
+inline const v1::FamilyStats* family_stats(const tools::ReadResult& r, const std::string& mangled) {
+  const v1::TraceSummary* s = tools::trace_summary(r);
+  REQUIRE(s != nullptr);
+  for (const v1::FamilyStats& f : s->families()) {
+    const v1::KernelFamily* k = tools::find_family(r, f.family_id());
+    if (k != nullptr && tools::lookup(r, k->mangled_name_iid()) == mangled) return &f;
+  }
+  return nullptr;
+}
+
 inline size_t count_lines_containing(const std::string& text, const std::string& needle) {
   size_t n = 0, pos = 0;
   while ((pos = text.find(needle, pos)) != std::string::npos) {

@@ -81,18 +81,6 @@ std::string saved(const std::string& bytes, const std::string& name) {
   return path.string();
 }
 
-const v1::FamilyStats* stats_of(const tools::ReadResult& r, const std::string& mangled) {
-  const v1::TraceSummary* s = tools::trace_summary(r);
-  REQUIRE(s != nullptr);
-  for (const v1::FamilyStats& f : s->families()) {
-    auto def = r.family_records.find(f.family_id());
-    REQUIRE(def != r.family_records.end());
-    const v1::KernelFamily& k = r.file.records(def->second).family();
-    if (tools::lookup(r, k.mangled_name_iid()) == mangled) return &f;
-  }
-  return nullptr;
-}
-
 bool profiled(const tools::ReadResult& r, const std::string& mangled) {
   for (int i : r.kernel_records) {
     const v1::KernelProfile& k = r.file.records(i).kernel();
@@ -109,7 +97,7 @@ TEST_CASE("ranking: the first run misses a short program's top kernel", "[agent]
   tools::ReadResult r = tools::read_cutriage_bytes(first.bytes);
   REQUIRE(r.status == tools::ReadStatus::kOk);
   CHECK_FALSE(profiled(r, p.top.mangled));
-  const v1::FamilyStats* top = stats_of(r, p.top.mangled);
+  const v1::FamilyStats* top = testing::family_stats(r, p.top.mangled);
   REQUIRE(top != nullptr);
   CHECK(top->selection() == v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
   CHECK(top->selection_detail().find("only after its last launch (3;") != std::string::npos);
@@ -126,11 +114,11 @@ TEST_CASE("ranking: with the first run's file, the top kernel is profiled from i
   REQUIRE(r.status == tools::ReadStatus::kOk);
   CHECK(profiled(r, p.top.mangled));
   CHECK_FALSE(profiled(r, p.init.mangled));  // #2 in the earlier ranking: outside top:1
-  const v1::FamilyStats* top = stats_of(r, p.top.mangled);
+  const v1::FamilyStats* top = testing::family_stats(r, p.top.mangled);
   REQUIRE(top != nullptr);
   CHECK(top->selection() == v1::FamilyStats::SELECTION_PROFILED);
   CHECK(top->application_launches() == 3);  // replays not counted
-  const v1::FamilyStats* init = stats_of(r, p.init.mangled);
+  const v1::FamilyStats* init = testing::family_stats(r, p.init.mangled);
   REQUIRE(init != nullptr);
   CHECK(init->selection() == v1::FamilyStats::SELECTION_NOT_RANKED);
   CHECK(init->selection_detail().find("#2") != std::string::npos);
@@ -213,7 +201,7 @@ TEST_CASE("ranking: a loop that waits after each launch is ranked in time, once 
   tools::ReadResult r = tools::read_cutriage_bytes(waited.bytes);
   REQUIRE(r.status == tools::ReadStatus::kOk);
   CHECK(profiled(r, p.top.mangled));
-  const v1::FamilyStats* top = stats_of(r, p.top.mangled);
+  const v1::FamilyStats* top = testing::family_stats(r, p.top.mangled);
   REQUIRE(top != nullptr);
   CHECK(top->selection() != v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
 
@@ -255,7 +243,7 @@ TEST_CASE("ranking: a training loop that waits every few steps is ranked at its 
   tools::ReadResult r = tools::read_cutriage_bytes(h.bytes);
   REQUIRE(r.status == tools::ReadStatus::kOk);
   CHECK(profiled(r, p.top.mangled));
-  const v1::FamilyStats* top = stats_of(r, p.top.mangled);
+  const v1::FamilyStats* top = testing::family_stats(r, p.top.mangled);
   REQUIRE(top != nullptr);
   CHECK(top->selection() != v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
   // Every launch is accounted for: traced, or replayed by the profiler (no record lost).

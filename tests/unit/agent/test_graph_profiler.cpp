@@ -84,16 +84,6 @@ const v1::KernelProfile* record_of(const tools::ReadResult& r, const std::vector
   return nullptr;
 }
 
-const v1::FamilyStats* family_stats(const tools::ReadResult& r, const std::string& mangled) {
-  const v1::TraceSummary* s = tools::trace_summary(r);
-  REQUIRE(s != nullptr);
-  for (const v1::FamilyStats& f : s->families()) {
-    const v1::KernelFamily* k = tools::find_family(r, f.family_id());
-    if (k != nullptr && tools::lookup(r, k->mangled_name_iid()) == mangled) return &f;
-  }
-  return nullptr;
-}
-
 // Replays the graph until the agent has nothing more to do with it (or `max` launches).
 int replay(Harness& h, uint64_t& correlation, int max) {
   int n = 0;
@@ -250,7 +240,7 @@ TEST_CASE("graphs: a kernel launched directly keeps the counters of its own laun
     }
   }
   // Its direct launch came after its rank: a second run has nothing to add.
-  const v1::FamilyStats* g = family_stats(r, kGemm);
+  const v1::FamilyStats* g = testing::family_stats(r, kGemm);
   REQUIRE(g != nullptr);
   CHECK(g->direct_launches_before_rank() == 0);
   CHECK(tools::rerun_need(r).families == 0);
@@ -284,13 +274,13 @@ TEST_CASE("graphs: a kernel launched directly only before its rank was known ask
   const v1::KernelProfile* gemm = record_of(r, kernel_records(r), kGemm);
   REQUIRE(gemm != nullptr);
   REQUIRE(gemm->has_graph_scope());  // its counters are the graph's only
-  const v1::FamilyStats* g = family_stats(r, kGemm);
+  const v1::FamilyStats* g = testing::family_stats(r, kGemm);
   REQUIRE(g != nullptr);
   CHECK(g->selection() == v1::FamilyStats::SELECTION_PROFILED);
   CHECK(g->direct_launches_before_rank() == 1);
   CHECK(g->selection_detail().find("its 1 direct launches all came before its rank was known") != std::string::npos);
   // Never launched directly: nothing a second run could add.
-  const v1::FamilyStats* norm = family_stats(r, kNorm);
+  const v1::FamilyStats* norm = testing::family_stats(r, kNorm);
   REQUIRE(norm != nullptr);
   CHECK(norm->direct_launches_before_rank() == 0);
   // `cutriage run --rerun auto` runs the program again for it.
@@ -403,7 +393,7 @@ TEST_CASE("graphs: launches under a repeated correlation id are not profiled and
   REQUIRE(s->graphs_size() == 1);
   CHECK(s->graphs(0).replays() == 40);
   // Its "not profiled" reason names the repeated ids, not only the usual causes.
-  const v1::FamilyStats* g = family_stats(r, kGemm);
+  const v1::FamilyStats* g = testing::family_stats(r, kGemm);
   REQUIRE(g != nullptr);
   CHECK(g->selection_detail().find("39 launches in this process came with their thread's previous correlation id") !=
         std::string::npos);

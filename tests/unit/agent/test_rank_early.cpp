@@ -76,17 +76,6 @@ Outcome run_script(const Script& s, AgentConfig cfg) {
   return run_script(s, std::move(cfg), [](Harness&) {});
 }
 
-const v1::FamilyStats* stats_of(const tools::ReadResult& r, const std::string& mangled) {
-  const v1::TraceSummary* summary = tools::trace_summary(r);
-  REQUIRE(summary != nullptr);
-  for (const v1::FamilyStats& f : summary->families()) {
-    auto def = r.family_records.find(f.family_id());
-    REQUIRE(def != r.family_records.end());
-    if (tools::lookup(r, r.file.records(def->second).family().mangled_name_iid()) == mangled) return &f;
-  }
-  return nullptr;
-}
-
 // The profiled record of `mangled` (its launch index), or 0 when none.
 uint64_t profiled_launch(const tools::ReadResult& r, const std::string& mangled) {
   for (int i : r.kernel_records) {
@@ -109,7 +98,7 @@ TEST_CASE("rank early: a script's top kernel queued without a wait is ranked at 
   CHECK(early.waits == 1);
   CHECK(profiled_launch(early.read, s.top.mangled) == 3);
   CHECK(early.lost == 0);  // the flush came with nothing in flight
-  const v1::FamilyStats* top = stats_of(early.read, s.top.mangled);
+  const v1::FamilyStats* top = testing::family_stats(early.read, s.top.mangled);
   REQUIRE(top != nullptr);
   CHECK(top->selection() == v1::FamilyStats::SELECTION_PROFILED);
   CHECK(top->application_launches() == static_cast<uint64_t>(s.top_launches));  // one replayed launch not counted twice
@@ -120,7 +109,7 @@ TEST_CASE("rank early: a script's top kernel queued without a wait is ranked at 
   const Outcome late = run_script(s, off);
   CHECK(late.waits == 0);
   CHECK(profiled_launch(late.read, s.top.mangled) == 0);
-  const v1::FamilyStats* missed = stats_of(late.read, s.top.mangled);
+  const v1::FamilyStats* missed = testing::family_stats(late.read, s.top.mangled);
   REQUIRE(missed != nullptr);
   CHECK(missed->selection() == v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
 }
@@ -132,7 +121,7 @@ TEST_CASE("rank early: no wait for a family launched once, in always-on mode or 
     s.top_launches = 1;
     const Outcome o = run_script(s, top1());
     CHECK(o.waits == 0);
-    CHECK(stats_of(o.read, s.top.mangled)->selection() == v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
+    CHECK(testing::family_stats(o.read, s.top.mangled)->selection() == v1::FamilyStats::SELECTION_RANKED_AFTER_LAST_LAUNCH);
   }
   SECTION("always-on waits for its budget, not for a ranking") {
     AgentConfig ao = testing::always_on_driven(0.004);
