@@ -135,7 +135,7 @@ Agent::Agent(AgentConfig config, collectors::Platform& platform, std::unique_ptr
         config_, platform_, log_, families_, *always_on_, devices_, contexts_, plans_, profiler_, trace_,
         trace_started_, [this] { return monotonic_now(); }, flush_thread_.running_flag(),
         [this] { flush_thread_.wake(); }, [this] { return !launch_gate_ || launch_gate_->is_open(); },
-        [this] { return launch_gate_ ? launch_gate_->closings() : 0; }});
+        [this] { return launch_gate_ ? launch_gate_->switches() : 0; }});
   }
   if (always_on_ && config_.warmup && platform_.range_profiler_has_startup()) {
     warmup_ = std::make_unique<ProfilerWarmup>(ProfilerWarmup::Parts{

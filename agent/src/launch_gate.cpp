@@ -36,6 +36,7 @@ bool LaunchGate::switch_to(bool on, uint64_t now_mono_ns) {
       return false;
     }
   }
+  if (on) switches_.fetch_add(1, std::memory_order_seq_cst);  // before: see switches()
   const collectors::Status s = platform_.set_launch_callbacks(on);
   if (!s.is_ok()) {
     // Half switched is not a state to leave them in: back on, and the gate stays open for good.
@@ -55,6 +56,7 @@ bool LaunchGate::switch_to(bool on, uint64_t now_mono_ns) {
     open_.store(true, std::memory_order_seq_cst);
   } else {
     closings_.fetch_add(1, std::memory_order_seq_cst);
+    switches_.fetch_add(1, std::memory_order_seq_cst);  // after: see switches()
   }
   return true;
 }

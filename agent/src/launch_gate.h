@@ -63,6 +63,10 @@ class LaunchGate {
   [[nodiscard]] uint64_t off_ns(uint64_t now_mono_ns) const;
   // Times the callbacks were turned off.
   [[nodiscard]] uint64_t closings() const { return closings_.load(std::memory_order_relaxed); }
+  // Times they were switched either way: counted after they went off and before they come back
+  // on, so a launch delivered after a gap always sees a count its launches before the gap did not
+  // (a step between passes rejoins on it, StepProfiler::rejoin_locked).
+  [[nodiscard]] uint64_t switches() const { return switches_.load(std::memory_order_seq_cst); }
   [[nodiscard]] bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
   // From any thread: a launch repeated its thread's previous correlation id after the gate had
   // closed. CUPTI was seen doing so after the callbacks came back on (PyTorch on an H100), and the
@@ -82,6 +86,7 @@ class LaunchGate {
   std::atomic<uint64_t> closed_at_ns_{0};  // the current stretch off began (valid while closed)
   std::atomic<uint64_t> off_total_ns_{0};  // ended stretches
   std::atomic<uint64_t> closings_{0};
+  std::atomic<uint64_t> switches_{0};
   std::atomic<bool> retire_{false};  // retire_after_repeated_ids() was called
   std::function<bool()> veto_;
 };

@@ -561,7 +561,7 @@ void StepProfiler::gave_up(std::string message) {
 }
 
 void StepProfiler::launches_missed() {
-  // A step between passes rejoins by itself: its next launch sees the gate's count moved.
+  // A step between passes rejoins by itself: its next launch sees the gate's switch count moved.
   std::lock_guard<std::mutex> lock(mutex_);
   if (learning_) learned_.clear();
 }
@@ -578,13 +578,13 @@ void StepProfiler::set_waiting_locked(bool waiting) {
   waiting_ = waiting;
   rejoining_ = false;
   heard_.clear();
-  gaps_seen_ = callbacks_off_count();
+  gaps_seen_ = callbacks_switches();
   quiet_family_.store(waiting && ctx_ && anchor_ != nullptr ? anchor_->family_id : 0, std::memory_order_relaxed);
   quiet_.store(waiting, std::memory_order_seq_cst);
 }
 
 bool StepProfiler::rejoin_locked(uint64_t position, const std::string& what) {
-  if (const uint64_t gaps = callbacks_off_count(); gaps != gaps_seen_) {
+  if (const uint64_t gaps = callbacks_switches(); gaps != gaps_seen_) {
     gaps_seen_ = gaps;
     rejoining_ = true;
     heard_.clear();

@@ -96,9 +96,9 @@ class StepProfiler {
     const std::atomic<bool>& flush_running;
     std::function<void()> wake;
     // The launch gate (launch_gate.h), null without one: whether the launch callbacks are on, and
-    // how many times they have gone off.
+    // how many times they have been switched (LaunchGate::switches).
     std::function<bool()> callbacks_on;
-    std::function<uint64_t()> callbacks_off_count;
+    std::function<uint64_t()> callbacks_switches;
   };
   // Steps given up this many times: no more for the process.
   static constexpr uint32_t kMaxAbandoned = 3;
@@ -211,16 +211,18 @@ class StepProfiler {
   // Between two passes: whether the launch is the step's next one (advancing position_); gives
   // the step up otherwise. `what` names it for the log.
   bool follow_locked(uint64_t position, const std::string& what);
-  // Between two passes, after the launch callbacks were off (the gate's count moved since the
-  // step last followed a launch): the launches are gathered until they span one step, and the
+  // Between two passes, after the launch callbacks were off (the gate's switch count moved since
+  // the step last followed a launch; a launch in flight as they went off starts the gathering
+  // too, and the switch back on starts it over): the launches are gathered until they span one
+  // step, and the
   // step goes on from where they match its learned order (first_: shortest period, so at most
   // one rotation matches); no match gives the step up. True while the launch was taken by it
   // (it begins no pass).
   bool rejoin_locked(uint64_t position, const std::string& what);
   // waiting_, mirrored for the gate (quiet_, quiet_family_).
   void set_waiting_locked(bool waiting);
-  [[nodiscard]] uint64_t callbacks_off_count() const {
-    return p_.callbacks_off_count ? p_.callbacks_off_count() : 0;
+  [[nodiscard]] uint64_t callbacks_switches() const {
+    return p_.callbacks_switches ? p_.callbacks_switches() : 0;
   }
   // The log's reasons for a pass that differs from the first.
   [[nodiscard]] std::string more_than_step(const std::string& what) const;
@@ -279,7 +281,7 @@ class StepProfiler {
   std::vector<std::vector<uint64_t>> indices_;      // per launch position: its launch index in each pass
   std::vector<std::vector<uint64_t>> correlations_;  // per launch position: its correlation id in each pass
   std::vector<Launch> current_;                     // the pass in progress's launches
-  uint64_t gaps_seen_ = 0;                          // the gate's closings when a launch was last followed
+  uint64_t gaps_seen_ = 0;                          // the gate's switches when a launch was last followed
   bool rejoining_ = false;                          // rejoin_locked gathers launches
   std::vector<uint64_t> heard_;                     // and these since the callbacks came back
   uint64_t begun_ns_ = 0;                           // the step began (monotonic)
