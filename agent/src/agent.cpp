@@ -475,7 +475,9 @@ void Agent::on_synchronize(bool enter, bool whole_context) {
 
 void Agent::on_graph(const collectors::GraphEvent& event) {
   try {
-    early_off_.store(true, std::memory_order_relaxed);  // a capture may run on another thread from now on
+    // A capture may run on another thread from now on. Read first: a capture's every node passes
+    // here, and the shared line is written once.
+    if (!early_off_.load(std::memory_order_relaxed)) early_off_.store(true, std::memory_order_relaxed);
     if (finished_.load(std::memory_order_relaxed)) return;
     graphs_.on_event(event);
   } catch (...) {
